@@ -1,0 +1,98 @@
+"""The FastAPI application factory: routes, problem handlers, body limits and the service lifecycle."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api import problems
+from api.routes import modules, tools
+from infrastructure.bootstrap import Services
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """Refuses bodies over `limit` bytes with 413, by Content-Length or while streaming."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problems.problem(413, "body-too-large", f"the request body is larger than {self.limit} bytes")
+        await response(scope, receive, send)
+
+
+def create_app(services: Services) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        services.start()
+        try:
+            yield
+        finally:
+            services.close()
+
+    app = FastAPI(
+        title="Toolsmith",
+        version="0.1.0",
+        summary="A self-hosted, event-sourced repository of JavaScript tools for AI agents",
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    problems.install(app)
+    app.include_router(modules.router)
+    app.include_router(tools.router)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, Any]:
+        """Liveness and read-model progress; needs no token."""
+        stored = services.modules.position()
+        applied = services.runner.position()
+        return {
+            "status": "ok" if services.runner.error is None else "degraded",
+            "eventStore": {"position": stored},
+            "readModel": {"position": applied, "lag": max(stored - applied, 0)},
+            "sandbox": services.settings.sandbox_url or "off",
+        }
+
+    app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes)
+    return app

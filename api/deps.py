@@ -1,0 +1,41 @@
+"""Dependencies of the routes: the wired services and the authenticated caller."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from infrastructure.auth import ADMIN, AUDITOR, CALLER, Principal
+from infrastructure.bootstrap import Services
+
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (DESIGN §8)")
+
+
+def get_services(request: Request) -> Services:
+    return request.app.state.services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def _principal(services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+    principal = services.authenticator.authenticate(credentials.credentials if credentials else None)
+    if principal is None:
+        raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+    return principal
+
+
+def _role(*roles: str):  # noqa: ANN202 - a dependency factory
+    def check(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
+        if principal.role not in roles:
+            raise HTTPException(403, f"this route needs the role {' or '.join(roles)}")
+        return principal
+
+    return check
+
+
+Admin = Annotated[Principal, Depends(_role(ADMIN))]
+Reader = Annotated[Principal, Depends(_role(ADMIN, AUDITOR))]
+ToolCaller = Annotated[Principal, Depends(_role(ADMIN, CALLER))]

@@ -1,0 +1,109 @@
+"""RFC 9457 problem details: the one place where errors become HTTP responses.
+
+Each domain error maps to a status here; request-shape errors, unknown routes and anything
+unexpected get a problem too. No stack trace ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from domain import errors
+
+log = logging.getLogger("toolsmith.api")
+
+MEDIA_TYPE = "application/problem+json"
+
+_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Request body too large",
+    422: "Unprocessable content",
+    429: "Too many requests",
+    500: "Internal server error",
+    503: "Service unavailable",
+}
+
+
+def problem(status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    body = {"type": f"/problems/{code}", "title": _TITLES.get(status, "Error"), "status": status, "detail": detail, "code": code}
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def _status(error: errors.ModuleError) -> int:
+    if isinstance(error, (errors.ImportRefused, errors.ImportCycle)):
+        return 422 if error.at_publish else 400
+    return {
+        errors.InvalidDefinition: 400,
+        errors.InvalidInput: 400,
+        errors.UnknownModule: 404,
+        errors.ToolNotCallable: 404,
+        errors.IdTaken: 409,
+        errors.NothingToPublish: 409,
+        errors.CannotDiscard: 409,
+        errors.InUse: 409,
+        errors.ConcurrentChange: 409,
+        errors.CheckFailed: 422,
+        errors.SandboxBusy: 429,
+        errors.SandboxUnavailable: 503,
+    }.get(type(error), 400)
+
+
+def from_domain(error: errors.ModuleError) -> JSONResponse:
+    extra: dict[str, Any] = {}
+    headers = None
+    if isinstance(error, (errors.InvalidDefinition, errors.ImportRefused, errors.InvalidInput)):
+        extra["errors"] = [v.as_dict() for v in error.violations]
+    if isinstance(error, errors.ImportCycle):
+        extra["cycle"] = error.cycle
+    if isinstance(error, errors.InUse):
+        extra["usedBy"] = error.used_by
+    if isinstance(error, errors.CheckFailed):
+        extra["failingModule"] = error.failing_module
+        extra["error"] = {"type": error.error_type, "message": error.message}
+    if isinstance(error, errors.SandboxBusy):
+        headers = {"Retry-After": "1"}
+    return problem(_status(error), error.code, error.detail, headers=headers, **extra)
+
+
+def _field(location: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in location if p not in ("body", "query", "path")]
+    return ".".join(parts) or "body"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(errors.ModuleError)
+    async def domain_error(_: Request, error: errors.ModuleError) -> JSONResponse:
+        return from_domain(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
+        found = []
+        for item in error.errors():
+            if item.get("type") == "json_invalid":
+                return problem(400, "malformed-json", f"the body is not valid JSON: {item.get('ctx', {}).get('error', 'parse error')}")
+            found.append({"field": _field(tuple(item.get("loc", ()))), "rule": item.get("type", "invalid"), "message": item.get("msg", "invalid")})
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in found)
+        return problem(400, "invalid-request", detail, errors=found)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, "http-error")
+        detail = error.detail if isinstance(error.detail, str) else _TITLES.get(error.status_code, "error")
+        return problem(error.status_code, code, detail, headers=getattr(error, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        log.error("unhandled error", exc_info=error, extra={"path": request.url.path, "method": request.method})
+        return problem(500, "internal-error", "the server failed to handle this request; it has been logged")

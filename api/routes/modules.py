@@ -1,0 +1,176 @@
+"""Admin REST API of code modules (DESIGN §3): HTTP in, an application command, JSON out."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from api.deps import Admin, Reader, ServicesDep
+from api.presenters import execution_out, module_out
+from api.schemas import (
+    DuplicateRequest,
+    ExecutionOut,
+    ModuleCreate,
+    ModuleList,
+    ModulePublic,
+    ModuleUpdate,
+    TestRequest,
+    Usage,
+)
+from domain.application import UNSET, Written
+from domain.model import STATES
+from domain.rules import is_valid_id
+from infrastructure.auth import Principal
+from infrastructure.bootstrap import Services
+from projections.interface import MAX_LIMIT, ORDER_FIELDS, ListQuery
+
+log = logging.getLogger("toolsmith.api")
+
+router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules"])
+
+
+def _answer(services: Services, principal: Principal, written: Written) -> dict[str, Any] | None:
+    """Waits (bounded) for the read model to apply the write, then presents the module."""
+    if not services.runner.wait(written.position, services.settings.read_your_writes_seconds):
+        log.warning("read model behind a write", extra={"position": written.position})
+    if written.module is None:
+        return None
+    used_by = services.read_model.used_by(principal.tenant, written.module.module_id)
+    return module_out(written.module, used_by)
+
+
+@router.get("", response_model=ModuleList)
+def list_modules(
+    services: ServicesDep,
+    principal: Reader,
+    search: str | None = None,
+    state: Annotated[str | None, Query(pattern="^(" + "|".join(STATES) + ")$")] = None,
+    tool: bool | None = None,
+    usedBy: str | None = None,
+    tag: Annotated[list[str], Query(description="only modules with every one of these tags")] = [],  # noqa: B006
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 20,
+    orderBy: Annotated[str, Query(pattern="^(" + "|".join(ORDER_FIELDS) + ")$")] = "id",
+    ascending: bool = True,
+) -> dict[str, Any]:
+    """List module summaries with search, filters, facets and paging."""
+    query = ListQuery(
+        search=search or None,
+        state=state,
+        tool=tool,
+        used_by=usedBy,
+        tags=tuple(tag),
+        offset=offset,
+        limit=limit,
+        order_by=orderBy,
+        ascending=ascending,
+    )
+    page = services.read_model.list(principal.tenant, query)
+    return {"collection": page.collection, "total": page.total, "facets": page.facets}
+
+
+@router.get("/availability", response_model=bool)
+def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool:
+    """Whether an id is valid (R1) and free (R2)."""
+    return is_valid_id(id) and not services.read_model.is_taken(principal.tenant, id)
+
+
+@router.post("", status_code=201, response_model=ModulePublic)
+def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+    """Create a module as an UNPUBLISHED draft."""
+    written = services.modules.create(
+        principal.tenant,
+        body.id,
+        description=body.description,
+        content=body.draftContent,
+        imports=body.draftImports,
+        tool=body.tool.model_dump() if body.tool else None,
+        by=principal.name,
+    )
+    return _answer(services, principal, written)
+
+
+@router.post("/test", response_model=ExecutionOut)
+def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
+    """Run a definition as it stands in the editor; nothing is saved."""
+    result = services.modules.test(
+        principal.tenant,
+        content=body.draftContent,
+        imports=body.draftImports,
+        tool=body.tool.model_dump() if body.tool else None,
+        input=body.input,
+        module_id=body.id,
+        context=call_context(principal),
+    )
+    return execution_out(result)
+
+
+@router.get("/{id}", response_model=ModulePublic)
+def get_module(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
+    """The whole module: its draft, its published version and who uses it."""
+    module = services.modules.module(principal.tenant, id)
+    return module_out(module, services.read_model.used_by(principal.tenant, id))
+
+
+@router.put("/{id}", response_model=ModulePublic)
+def update_module(id: str, body: ModuleUpdate, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+    """Change the description, the draft source and imports, or the tool section."""
+    given = body.model_fields_set
+    written = services.modules.update(
+        principal.tenant,
+        id,
+        description=body.description if "description" in given else UNSET,
+        content=body.draftContent if "draftContent" in given else UNSET,
+        imports=body.draftImports if "draftImports" in given else UNSET,
+        tool=(body.tool.model_dump() if body.tool else None) if "tool" in given else UNSET,
+        by=principal.name,
+    )
+    return _answer(services, principal, written)
+
+
+@router.post("/{id}/publish", response_model=ModulePublic)
+def publish_module(id: str, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+    """Publish the draft after checking the module and every module that imports it."""
+    return _answer(services, principal, services.modules.publish(principal.tenant, id, by=principal.name))
+
+
+@router.delete("/{id}/draft", response_model=ModulePublic)
+def discard_draft(id: str, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+    """Drop the draft and return to the published version."""
+    return _answer(services, principal, services.modules.discard_draft(principal.tenant, id, by=principal.name))
+
+
+@router.delete("/{id}", status_code=204, response_class=Response)
+def delete_module(id: str, services: ServicesDep, principal: Admin) -> Response:
+    """Delete a module nothing uses; its history stays."""
+    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name))
+    return Response(status_code=204)
+
+
+@router.get("/{id}/usage", response_model=Usage)
+def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str, list[str]]:
+    """The modules, plans and agents that use the module."""
+    services.modules.module(principal.tenant, id)
+    return {"modules": services.read_model.used_by(principal.tenant, id), "plans": [], "agents": []}
+
+
+@router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic)
+def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+    """Start a new UNPUBLISHED module from this one's current definition."""
+    return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name))
+
+
+def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
+    """What `ai.context()` returns to the code: never a token (V2)."""
+    return {
+        "user": {"id": principal.name, "roles": [principal.role], "locale": "en"},
+        "tenant": principal.tenant,
+        "provider": None,
+        "usageProfile": None,
+        "conversation": None,
+        "request": None,
+        "planRun": None,
+        **extra,
+    }

@@ -1,0 +1,144 @@
+"""Request and response bodies of the admin API (camelCase, as DESIGN §3 names them).
+
+Requests are strict (no coercion of `"3000"` into 3000) and refuse unknown fields. Only the shape is
+checked here; the rules (R1–R9) are the domain's, so that every refusal names its rule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ParameterIn(_Request):
+    name: str
+    description: str = ""
+    required: bool = False
+    type: str = Field("string", description="string, integer, decimal, date, boolean, array or object (V1)")
+    default: Any = None
+
+
+class ToolSectionIn(_Request):
+    inputParameters: list[ParameterIn] = []
+    timeoutMillis: int | None = Field(None, description="100–10,000; default 3,000 (module) or 5,000 (script)")
+    memoryLimitMb: int | None = Field(None, description="default 128; the sandbox clamps it")
+    exposeInChat: bool = False
+    enabled: bool = True
+    tags: list[str] = []
+    style: str = Field("module", description="module (exports.run) or script (seed 000)")
+
+
+class ModuleCreate(_Request):
+    id: str
+    description: str
+    draftContent: str
+    draftImports: list[str] = []
+    tool: ToolSectionIn | None = None
+
+
+class ModuleUpdate(_Request):
+    description: str | None = None
+    draftContent: str | None = None
+    draftImports: list[str] | None = None
+    tool: ToolSectionIn | None = None
+
+
+class DuplicateRequest(_Request):
+    id: str
+
+
+class TestRequest(_Request):
+    draftContent: str
+    draftImports: list[str] = []
+    tool: ToolSectionIn | None = None
+    input: Any = None
+    id: str | None = None
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+
+class Parameter(BaseModel):
+    name: str
+    description: str
+    required: bool
+    type: str
+    default: Any = None
+
+
+class ToolSection(BaseModel):
+    inputParameters: list[Parameter]
+    timeoutMillis: int
+    memoryLimitMb: int
+    exposeInChat: bool
+    enabled: bool
+    tags: list[str]
+    style: str
+
+
+class Definition(BaseModel):
+    description: str
+    content: str
+    imports: list[str]
+    tool: ToolSection | None
+
+
+class PublishedDefinition(Definition):
+    version: int
+    publishedAt: datetime
+    publishedBy: str
+
+
+class ModulePublic(BaseModel):
+    id: str
+    description: str
+    state: str
+    draft: Definition | None
+    published: PublishedDefinition | None
+    usedBy: list[str]
+    createdBy: str
+    updatedAt: datetime
+    updatedBy: str
+
+
+class ModuleSummary(BaseModel):
+    id: str
+    description: str
+    state: str
+    role: str
+    tags: list[str]
+    imports: list[str]
+    publishedVersion: int | None
+    exposeInChat: bool
+    updatedAt: datetime
+    updatedBy: str
+
+
+class ModuleList(BaseModel):
+    collection: list[ModuleSummary]
+    total: int
+    facets: dict[str, dict[str, int]]
+
+
+class Usage(BaseModel):
+    modules: list[str]
+    plans: list[str]
+    agents: list[str]
+
+
+class ExecutionErrorOut(BaseModel):
+    type: str
+    message: str
+
+
+class ExecutionOut(BaseModel):
+    output: Any
+    error: ExecutionErrorOut | None
+    logs: list[str]
+    durationMillis: float

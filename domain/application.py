@@ -1,0 +1,422 @@
+"""The module repository's commands (DESIGN §2–§3), as an `eventsourcing` application.
+
+Each command reads: load → command → save, and returns plain values plus the position of what it
+recorded, so the API can wait for the read model to catch up (read-your-writes). Library errors
+become domain errors here (`raise … from None`); the API never sees an eventsourcing exception.
+
+Publishes are serialized per tenant by a `PublishLock` (in-process now, cross-process with
+PostgreSQL), and every publish also records an event on the tenant's `ImportGraph`: a publish that
+raced another one anyway fails on the graph's version, is retried against the new graph, and so can
+never close a cycle or break a dependent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError
+
+from domain.errors import (
+    CheckFailed,
+    ConcurrentChange,
+    IdTaken,
+    ImportCycle,
+    ImportRefused,
+    InUse,
+    InvalidDefinition,
+    ToolNotCallable,
+    UnknownModule,
+    Violation,
+)
+from domain.graph import bundle_order, find_cycle, transitive_importers, with_edges
+from domain.model import CodeModule, Definition, ImportGraph, graph_aggregate_id, module_aggregate_id
+from domain.ports import Execution, ExecutionResult, NoOtherTools, Sandbox, SourceUnit, ToolNames
+from domain.rules import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT,
+    id_violations,
+    imports_violations,
+    normalise_tool,
+    source_violations,
+    tool_violations,
+    validate_definition,
+    validate_input,
+)
+
+_ATTEMPTS = 5
+UNSET: Any = object()  # a PUT field that the request did not mention
+
+
+class PublishLock:
+    """Serializes the publishes of one tenant within this process."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    @contextlib.contextmanager
+    def hold(self, tenant: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(tenant, threading.Lock())
+        with lock:
+            yield
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a command recorded: the module as it now stands, and the log position to wait for."""
+
+    module: CodeModule | None
+    position: int | None
+
+
+class ModuleRepository(Application):
+    """Commands on code modules; queries that must be exact (the graph, a module) read the event store."""
+
+    name = "toolsmith"
+
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        *,
+        sandbox: Callable[[], Sandbox],
+        tool_names: ToolNames | None = None,
+        publish_lock: PublishLock | None = None,
+    ) -> None:
+        super().__init__(env)
+        self._sandbox = sandbox
+        self._tool_names = tool_names or NoOtherTools()
+        self._publish_lock = publish_lock or PublishLock()
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def module(self, tenant: str, module_id: str) -> CodeModule:
+        module = self._load(tenant, module_id)
+        if module is None or module.deleted:
+            raise UnknownModule(module_id)
+        return module
+
+    def graph(self, tenant: str) -> ImportGraph:
+        try:
+            return self.repository.get(graph_aggregate_id(tenant))
+        except AggregateNotFoundError:
+            return ImportGraph(tenant=tenant)
+
+    def importers(self, tenant: str, module_id: str) -> list[str]:
+        return [m for m in self.graph(tenant).importers_of(module_id) if m != module_id]
+
+    def position(self) -> int:
+        return self.recorder.max_notification_id() or 0
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def create(
+        self,
+        tenant: str,
+        module_id: str,
+        *,
+        description: Any,
+        content: Any,
+        imports: Any,
+        tool: dict[str, Any] | None,
+        by: str,
+    ) -> Written:
+        """POST /: a new UNPUBLISHED module (or a new life of a deleted id)."""
+        found = id_violations(module_id)
+        definition = _definition(description, content, imports, tool)
+        try:
+            validate_definition(definition)
+        except InvalidDefinition as invalid:
+            found += invalid.violations
+        if found:
+            raise InvalidDefinition(found)
+        holder = self._tool_names.holder_of(tenant, module_id)
+        if holder:
+            raise IdTaken(module_id, holder)
+        for _ in range(_ATTEMPTS):
+            existing = self._load(tenant, module_id)
+            if existing is not None and not existing.deleted:
+                raise IdTaken(module_id)
+            graph = self.graph(tenant)
+            self._check_draft_imports(graph, module_id, definition["imports"])
+            if existing is None:
+                module = CodeModule(tenant=tenant, module_id=module_id, definition=definition, by=by)
+            else:
+                module = existing
+                module.recreate(definition, by)
+            graph.link(module_id, published=None, draft=definition["imports"])
+            position = self._save(module, graph)
+            if position is not None:
+                return Written(module, position)
+        raise ConcurrentChange(module_id)
+
+    def update(
+        self,
+        tenant: str,
+        module_id: str,
+        *,
+        description: Any = UNSET,
+        content: Any = UNSET,
+        imports: Any = UNSET,
+        tool: Any = UNSET,
+        by: str,
+    ) -> Written:
+        """PUT /{id}: changes the draft; an unmentioned field keeps its current value."""
+        for _ in range(_ATTEMPTS):
+            module = self.module(tenant, module_id)
+            current = module.current
+            definition = _definition(
+                current["description"] if description is UNSET else description,
+                current["content"] if content is UNSET else content,
+                current["imports"] if imports is UNSET else imports,
+                current["tool"] if tool is UNSET else tool,
+            )
+            validate_definition(definition)
+            graph = self.graph(tenant)
+            node = graph.nodes.get(module_id, {"published": None, "draft": None})
+            imports_changed = node["draft"] != definition["imports"]
+            if imports_changed:
+                self._check_draft_imports(graph, module_id, definition["imports"])
+            if not module.change_draft(definition, by):
+                return Written(module, None)
+            if imports_changed:
+                graph.link(module_id, published=node["published"], draft=definition["imports"])
+            version = module.version
+            position = self._save(module, graph if imports_changed else None)
+            if position is not None:
+                return Written(module, position)
+            self._raise_if_module_moved(tenant, module_id, version - 1)
+        raise ConcurrentChange(module_id)
+
+    def publish(self, tenant: str, module_id: str, *, by: str) -> Written:
+        """POST /{id}/publish: R5 again, then R10's check of the module and all its importers."""
+        sandbox = self._sandbox()
+        with self._publish_lock.hold(tenant):
+            for _ in range(_ATTEMPTS):
+                module = self.module(tenant, module_id)
+                module._check_can_publish()
+                draft = module.draft
+                assert draft is not None
+                graph = self.graph(tenant)
+                edges = with_edges(graph.published_imports(), module_id, draft["imports"])
+                self._check_publish_imports(graph, module_id, draft["imports"], edges)
+                definitions = {module_id: draft}
+                for target in [module_id, *transitive_importers(edges, module_id)]:
+                    execution = self._execution(tenant, target, edges, definitions)
+                    result = sandbox.check(execution)
+                    if result.error is not None:
+                        raise CheckFailed(target, result.error.type, result.error.message)
+                version = module.version
+                module.publish(by)
+                graph.link(module_id, published=draft["imports"], draft=None)
+                position = self._save(module, graph)
+                if position is not None:
+                    return Written(module, position)
+                self._raise_if_module_moved(tenant, module_id, version)
+        raise ConcurrentChange(module_id)
+
+    def discard_draft(self, tenant: str, module_id: str, *, by: str) -> Written:
+        """DELETE /{id}/draft (R11)."""
+        for _ in range(_ATTEMPTS):
+            module = self.module(tenant, module_id)
+            version = module.version
+            module.discard_draft(by)
+            graph = self.graph(tenant)
+            node = graph.nodes.get(module_id)
+            relink = node is not None and node["draft"] is not None
+            if relink:
+                graph.link(module_id, published=node["published"], draft=None)
+            position = self._save(module, graph if relink else None)
+            if position is not None:
+                return Written(module, position)
+            self._raise_if_module_moved(tenant, module_id, version)
+        raise ConcurrentChange(module_id)
+
+    def delete(self, tenant: str, module_id: str, *, by: str, other_users: dict[str, list[str]] | None = None) -> Written:
+        """DELETE /{id} (R12): refused while anything uses the module."""
+        for _ in range(_ATTEMPTS):
+            module = self.module(tenant, module_id)
+            version = module.version
+            graph = self.graph(tenant)
+            used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], "plans": [], "agents": []}
+            for kind, names in (other_users or {}).items():
+                used_by[kind] = sorted(set(used_by.get(kind, [])) | set(names))
+            if any(used_by.values()):
+                raise InUse(module_id, used_by)
+            module.delete(by)
+            graph.unlink(module_id)
+            position = self._save(module, graph)
+            if position is not None:
+                return Written(None, position)
+            self._raise_if_module_moved(tenant, module_id, version)
+        raise ConcurrentChange(module_id)
+
+    def duplicate(self, tenant: str, module_id: str, new_id: Any, *, by: str) -> Written:
+        """POST /{id}/duplicate (R13): a new UNPUBLISHED module from the current definition."""
+        source = self.module(tenant, module_id).current
+        return self.create(
+            tenant,
+            new_id,
+            description=source["description"],
+            content=source["content"],
+            imports=source["imports"],
+            tool=source["tool"],
+            by=by,
+        )
+
+    # -- running code --------------------------------------------------------------------------
+
+    def test(
+        self,
+        tenant: str,
+        *,
+        content: Any,
+        imports: Any,
+        tool: dict[str, Any] | None,
+        input: Any,
+        module_id: str | None,
+        context: dict[str, Any],
+    ) -> ExecutionResult:
+        """POST /test: runs a definition as the editor holds it; nothing is saved."""
+        found = source_violations(content) + imports_violations(imports)
+        tool = normalise_tool(tool)
+        if tool is not None:
+            found += tool_violations(tool)
+        if module_id is not None:
+            found += id_violations(module_id)
+        if found:
+            raise InvalidDefinition(found)
+        sandbox = self._sandbox()
+        name = module_id or "draft"
+        graph = self.graph(tenant)
+        self._check_draft_imports(graph, name, imports)
+        edges = with_edges(graph.published_imports(), name, imports)
+        definition = {"description": "", "content": content, "imports": imports, "tool": tool}
+        if tool is not None:
+            input = validate_input(tool["inputParameters"], input)
+        execution = self._execution(tenant, name, edges, {name: definition}, input=input, context=context)
+        return sandbox.run(execution)
+
+    def call_tool(self, tenant: str, name: str, input: Any, *, context: dict[str, Any]) -> ExecutionResult:
+        """POST /api/v1/tools/{name}/call: runs the published version of a tool module."""
+        module = self._load(tenant, name)
+        if module is None or module.deleted:
+            raise ToolNotCallable(name, "no such tool")
+        if module.published is None:
+            raise ToolNotCallable(name, "the module is not published")
+        tool = module.published["tool"]
+        if tool is None:
+            raise ToolNotCallable(name, "the module is a library, not a tool")
+        if not tool["enabled"]:
+            raise ToolNotCallable(name, "the tool is disabled")
+        sandbox = self._sandbox()
+        arguments = validate_input(tool["inputParameters"], input)
+        edges = self.graph(tenant).published_imports()
+        execution = self._execution(tenant, name, edges, {name: module.published}, input=arguments, context=context)
+        return sandbox.run(execution)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _load(self, tenant: str, module_id: str) -> CodeModule | None:
+        if not isinstance(module_id, str) or id_violations(module_id):
+            return None
+        try:
+            return self.repository.get(module_aggregate_id(tenant, module_id))
+        except AggregateNotFoundError:
+            return None
+
+    def _save(self, *aggregates: Any) -> int | None:
+        """Saves atomically; None when another writer got there first (nothing was written)."""
+        try:
+            recordings = self.save(*aggregates)
+        except IntegrityError:
+            return None
+        return recordings[-1].notification.id if recordings else self.position()
+
+    def _raise_if_module_moved(self, tenant: str, module_id: str, version: int) -> None:
+        """After a failed save: a conflict on the module itself is the client's 409, not a retry."""
+        module = self._load(tenant, module_id)
+        if module is None or module.version != version:
+            raise ConcurrentChange(module_id)
+
+    def _check_draft_imports(self, graph: ImportGraph, module_id: str, imports: list[str]) -> None:
+        """R5 at save: imports name published modules, not the module itself, and close no cycle."""
+        found = [
+            Violation(f"draftImports[{i}]", "R5", _import_problem(graph, module_id, name))
+            for i, name in enumerate(imports)
+            if name == module_id or not graph.is_published(name)
+        ]
+        if found:
+            raise ImportRefused(found)
+        cycle = find_cycle(with_edges(graph.published_imports(), module_id, imports), through=module_id)
+        if cycle:
+            raise ImportCycle(cycle)
+
+    def _check_publish_imports(self, graph: ImportGraph, module_id: str, imports: list[str], edges: dict[str, list[str]]) -> None:
+        """R5 at publish, against the graph as the publish would leave it."""
+        found = [
+            Violation(f"draftImports[{i}]", "R5", _import_problem(graph, module_id, name))
+            for i, name in enumerate(imports)
+            if name == module_id or not graph.is_published(name)
+        ]
+        if found:
+            raise ImportRefused(found, at_publish=True)
+        cycle = find_cycle(edges, through=module_id)
+        if cycle:
+            raise ImportCycle(cycle, at_publish=True)
+
+    def _execution(
+        self,
+        tenant: str,
+        target: str,
+        edges: dict[str, list[str]],
+        definitions: dict[str, Definition],
+        *,
+        input: Any = None,
+        context: dict[str, Any] | None = None,
+    ) -> Execution:
+        """The bundle for `target` (R6): published dependencies first, `definitions` overriding."""
+        units = []
+        for name in bundle_order(edges, target):
+            definition = definitions.get(name) or self._published_definition(tenant, name)
+            units.append(SourceUnit(name, definition["content"], tuple(definition["imports"])))
+        tool = (definitions.get(target) or self._published_definition(tenant, target))["tool"]
+        style = tool["style"] if tool else "module"
+        return Execution(
+            units=tuple(units),
+            input=input,
+            timeout_millis=tool["timeoutMillis"] if tool else DEFAULT_TIMEOUT["module"],
+            memory_limit_mb=tool["memoryLimitMb"] if tool else DEFAULT_MEMORY_MB,
+            style=style,
+            is_tool=tool is not None,
+            context=context or {},
+            date_parameters=tuple(p["name"] for p in (tool or {}).get("inputParameters", []) if p["type"] == "date"),
+        )
+
+    def _published_definition(self, tenant: str, module_id: str) -> Definition:
+        module = self._load(tenant, module_id)
+        if module is None or module.published is None:
+            raise UnknownModule(module_id)
+        return module.published
+
+
+def _definition(description: Any, content: Any, imports: Any, tool: Any) -> Definition:
+    return {
+        "description": description,
+        "content": content,
+        "imports": list(imports) if isinstance(imports, (list, tuple)) else imports,
+        "tool": normalise_tool(tool) if isinstance(tool, dict) else tool,
+    }
+
+
+def _import_problem(graph: ImportGraph, module_id: str, name: str) -> str:
+    if name == module_id:
+        return f"a module cannot import itself ({name!r})"
+    if name not in graph.nodes:
+        return f"no module {name!r} to import"
+    return f"{name!r} is not published; only published modules can be imported"

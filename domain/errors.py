@@ -1,0 +1,168 @@
+"""The domain's errors: each one names the rule it enforces and carries what a client needs to act.
+
+The API maps each class to a status and a problem type in one place (`api/problems.py`); nothing
+here knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule about one field of a request."""
+
+    field: str
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"field": self.field, "rule": self.rule, "message": self.message}
+
+
+class ModuleError(Exception):
+    """Base of every refusal the domain makes."""
+
+    code = "module-error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class InvalidDefinition(ModuleError):
+    """The request breaks one or more of the naming, limit or tool-section rules."""
+
+    code = "invalid-module"
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        super().__init__("; ".join(f"{v.field}: {v.message} ({v.rule})" for v in violations))
+
+
+class UnknownModule(ModuleError):
+    code = "module-not-found"
+
+    def __init__(self, module_id: str) -> None:
+        self.module_id = module_id
+        super().__init__(f"no code module with id {module_id!r}")
+
+
+class IdTaken(ModuleError):
+    """R2: the id is already used by another module or tool."""
+
+    code = "id-taken"
+
+    def __init__(self, module_id: str, taken_by: str = "module") -> None:
+        self.module_id = module_id
+        self.taken_by = taken_by
+        super().__init__(f"the id {module_id!r} is already used by a {taken_by} (R2)")
+
+
+class ImportRefused(ModuleError):
+    """R5: an import names a module that does not exist, is not published, or is the module itself."""
+
+    code = "invalid-import"
+
+    def __init__(self, violations: list[Violation], *, at_publish: bool = False) -> None:
+        self.violations = violations
+        self.at_publish = at_publish
+        super().__init__("; ".join(v.message for v in violations))
+
+
+class ImportCycle(ModuleError):
+    """R5: the imports would form a cycle."""
+
+    code = "import-cycle"
+
+    def __init__(self, cycle: list[str], *, at_publish: bool = False) -> None:
+        self.cycle = cycle
+        self.at_publish = at_publish
+        super().__init__("imports would form a cycle: " + " -> ".join(cycle) + " (R5)")
+
+
+class NothingToPublish(ModuleError):
+    """R10: publish without a draft."""
+
+    code = "nothing-to-publish"
+
+    def __init__(self, module_id: str) -> None:
+        super().__init__(f"{module_id!r} has no draft to publish (R10)")
+
+
+class CannotDiscard(ModuleError):
+    """R11: discard without a draft, or of a module that was never published."""
+
+    code = "nothing-to-discard"
+
+
+class InUse(ModuleError):
+    """R12: delete refused while modules, plans or agents use the module."""
+
+    code = "in-use"
+
+    def __init__(self, module_id: str, used_by: dict[str, list[str]]) -> None:
+        self.used_by = used_by
+        users = ", ".join(f"{kind[:-1]} {name}" for kind, names in used_by.items() for name in names)
+        super().__init__(f"{module_id!r} is still used by {users} (R12)")
+
+
+class CheckFailed(ModuleError):
+    """R10: the module, or a module that imports it, would fail with the new version in place."""
+
+    code = "check-failed"
+
+    def __init__(self, failing_module: str, error_type: str, message: str) -> None:
+        self.failing_module = failing_module
+        self.error_type = error_type
+        self.message = message
+        super().__init__(f"publishing would break {failing_module!r}: {error_type}: {message} (R10)")
+
+
+class ConcurrentChange(ModuleError):
+    """Another writer changed the module at the same moment; nothing was written."""
+
+    code = "concurrent-change"
+
+    def __init__(self, module_id: str) -> None:
+        super().__init__(f"{module_id!r} was changed by another request at the same moment; retry")
+
+
+class SandboxUnavailable(ModuleError):
+    """The code sandbox is switched off (empty `code-sandbox.url`)."""
+
+    code = "sandbox-not-configured"
+
+    def __init__(self) -> None:
+        super().__init__("code modules cannot run because code-sandbox.url is not configured")
+
+
+class SandboxBusy(ModuleError):
+    """Every sandbox session is taken; the caller should retry shortly."""
+
+    code = "sandbox-busy"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"all {limit} sandbox sessions are busy; try again later")
+
+
+class ToolNotCallable(ModuleError):
+    """The named tool does not exist, is not published, is not a tool, or is disabled."""
+
+    code = "tool-not-found"
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        super().__init__(f"no callable tool {name!r}: {reason}")
+
+
+class InvalidInput(ModuleError):
+    """V1: the tool's input breaks its declared parameters."""
+
+    code = "invalid-input"
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        super().__init__("; ".join(f"{v.field}: {v.message}" for v in violations))

@@ -1,0 +1,63 @@
+"""The import graph (R5, R6, R10) on networkx: cycles, transitive importers and bundle order.
+
+Edges point from an importer to the module it imports. Every function takes the edges as a plain
+mapping `{module: [imports…]}`, so callers decide which graph they ask about: the published one, the
+published one plus a draft (at save), or the one a publish would produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import networkx as nx
+
+
+def _graph(edges: Mapping[str, Sequence[str]]) -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for module, imports in edges.items():
+        graph.add_node(module)
+        graph.add_edges_from((module, dependency) for dependency in imports)
+    return graph
+
+
+def with_edges(edges: Mapping[str, Sequence[str]], module: str, imports: Sequence[str]) -> dict[str, list[str]]:
+    """The graph with `module`'s imports replaced."""
+    changed = {m: list(i) for m, i in edges.items()}
+    changed[module] = list(imports)
+    return changed
+
+
+def find_cycle(edges: Mapping[str, Sequence[str]], through: str | None = None) -> list[str] | None:
+    """A cycle as a closed path (`[a, b, a]`), preferring one through `through`; None when acyclic."""
+    graph = _graph(edges)
+    try:
+        found = nx.find_cycle(graph, source=through) if through in graph else nx.find_cycle(graph)
+    except nx.NetworkXNoCycle:
+        if through is None:
+            return None
+        return find_cycle(edges)
+    path = [found[0][0]] + [target for _, target in found]
+    return path
+
+
+def transitive_importers(edges: Mapping[str, Sequence[str]], module: str) -> list[str]:
+    """Every module that imports `module`, directly or not, each after the modules it imports."""
+    graph = _graph(edges)
+    if module not in graph:
+        return []
+    importers = nx.ancestors(graph, module)
+    return _dependencies_first(graph.subgraph(importers))
+
+
+def bundle_order(edges: Mapping[str, Sequence[str]], module: str) -> list[str]:
+    """The modules that `module` needs, dependencies first, ending with `module` itself (R6)."""
+    graph = _graph(edges)
+    if module not in graph:
+        return [module]
+    needed = nx.descendants(graph, module) | {module}
+    return _dependencies_first(graph.subgraph(needed))
+
+
+def _dependencies_first(graph: nx.DiGraph) -> list[str]:
+    # Sorting by name among equals keeps the order, and so every check and error, repeatable.
+    return list(reversed(list(nx.lexicographical_topological_sort(graph, key=lambda n: n))))

@@ -1,0 +1,217 @@
+"""The write model: the `CodeModule` aggregate and each tenant's `ImportGraph`.
+
+A module's aggregate id derives from (tenant, module id), so the event store itself guarantees that
+an id is taken once: two concurrent creates of one id race on version 1 and one of them fails. A
+deleted module keeps its history and may be created again on the same aggregate (`Recreated`).
+
+The `ImportGraph` aggregate records, per tenant, each module's draft and published imports. Every
+command that changes an edge, and every publish, records an event on it in the same transaction as
+the module's own event. Two concurrent publishes therefore conflict on the graph's version, in one
+process or many, and can never close a cycle or break a dependent between them.
+
+Definitions are plain dicts in the API's camelCase (`description`, `content`, `imports`, `tool`), so
+that the history an auditor reads is the same shape as the API.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import CannotDiscard, NothingToPublish, UnknownModule
+
+Definition = dict[str, Any]
+
+_NAMESPACE = uuid5(NAMESPACE_URL, "https://toolsmith.invalid/aggregates")
+
+UNPUBLISHED = "UNPUBLISHED"
+DRAFT = "DRAFT"
+PUBLISHED = "PUBLISHED"
+STATES = (PUBLISHED, DRAFT, UNPUBLISHED)
+
+
+def module_aggregate_id(tenant: str, module_id: str) -> UUID:
+    return uuid5(_NAMESPACE, f"module/{tenant}/{module_id}")
+
+
+def graph_aggregate_id(tenant: str) -> UUID:
+    return uuid5(_NAMESPACE, f"import-graph/{tenant}")
+
+
+class CodeModule(Aggregate):
+    """A JavaScript module: its draft, its published versions, and who changed what when."""
+
+    @staticmethod
+    def create_id(tenant: str, module_id: str) -> UUID:  # type: ignore[override]
+        return module_aggregate_id(tenant, module_id)
+
+    @event("Created")
+    def __init__(self, tenant: str, module_id: str, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+        self.tenant = tenant
+        self.module_id = module_id
+        self.draft: Definition | None = definition
+        self.published: Definition | None = None
+        self.published_version = 0
+        self.published_at: datetime | None = None
+        self.published_by: str | None = None
+        self.deleted = False
+        self.created_by = by
+        self.updated_by = by
+        self.updated_at = timestamp
+
+    # -- queries -----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        if self.published is None:
+            return UNPUBLISHED
+        return DRAFT if self.draft is not None else PUBLISHED
+
+    @property
+    def current(self) -> Definition:
+        """The definition an editor starts from: the draft if there is one, else the published one."""
+        return self.draft if self.draft is not None else self.published  # type: ignore[return-value]
+
+    def published_view(self) -> dict[str, Any] | None:
+        if self.published is None:
+            return None
+        return {
+            **self.published,
+            "version": self.published_version,
+            "publishedAt": self.published_at,
+            "publishedBy": self.published_by,
+        }
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def change_draft(self, definition: Definition, by: str) -> bool:
+        """Makes `definition` the draft; answers False (and records nothing) when nothing changes."""
+        self._check_exists()
+        if definition == self.current:
+            return False
+        self._draft_changed(tenant=self.tenant, module_id=self.module_id, definition=definition, by=by)
+        return True
+
+    def publish(self, by: str) -> int:
+        self._check_can_publish()
+        self._published(tenant=self.tenant, module_id=self.module_id, version=self.published_version + 1, definition=self.draft, by=by)
+        return self.published_version
+
+    def discard_draft(self, by: str) -> None:
+        self._check_exists()
+        if self.published is None:
+            raise CannotDiscard(f"{self.module_id!r} was never published; delete it instead (R11)")
+        if self.draft is None:
+            raise CannotDiscard(f"{self.module_id!r} has no draft to discard (R11)")
+        self._draft_discarded(tenant=self.tenant, module_id=self.module_id, by=by)
+
+    def delete(self, by: str) -> None:
+        self._check_exists()
+        self._deleted(tenant=self.tenant, module_id=self.module_id, by=by)
+
+    def recreate(self, definition: Definition, by: str) -> None:
+        """A new life for a deleted id; the history before it stays, version numbers go on."""
+        assert self.deleted, "only a deleted module can be created again"
+        self._recreated(tenant=self.tenant, module_id=self.module_id, definition=definition, by=by)
+
+    # -- guards ------------------------------------------------------------------------------
+
+    def _check_exists(self) -> None:
+        if self.deleted:
+            raise UnknownModule(self.module_id)
+
+    def _check_can_publish(self) -> None:
+        self._check_exists()
+        if self.draft is None:
+            raise NothingToPublish(self.module_id)
+
+    # -- events ------------------------------------------------------------------------------
+    # Every event names its tenant and module id, so that each one reads on its own in an audit
+    # export and a projection needs no lookup to place it.
+
+    @event("DraftChanged")
+    def _draft_changed(self, tenant: str, module_id: str, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+        self.draft = definition
+        self._touched(by, timestamp)
+
+    @event("Published")
+    def _published(self, tenant: str, module_id: str, version: int, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+        self.published = definition
+        self.published_version = version
+        self.published_at = timestamp
+        self.published_by = by
+        self.draft = None
+        self._touched(by, timestamp)
+
+    @event("DraftDiscarded")
+    def _draft_discarded(self, tenant: str, module_id: str, by: str, timestamp: datetime | None = None) -> None:
+        self.draft = None
+        self._touched(by, timestamp)
+
+    @event("Deleted")
+    def _deleted(self, tenant: str, module_id: str, by: str, timestamp: datetime | None = None) -> None:
+        self.deleted = True
+        self.draft = None
+        self.published = None
+        self.published_at = None
+        self.published_by = None
+        self._touched(by, timestamp)
+
+    @event("Recreated")
+    def _recreated(self, tenant: str, module_id: str, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+        self.deleted = False
+        self.draft = definition
+        self.created_by = by
+        self._touched(by, timestamp)
+
+    def _touched(self, by: str, timestamp: datetime | None) -> None:
+        self.updated_by = by
+        self.updated_at = timestamp
+
+
+class ImportGraph(Aggregate):
+    """One tenant's modules and their import edges, as the publish checks must see them."""
+
+    @staticmethod
+    def create_id(tenant: str) -> UUID:  # type: ignore[override]
+        return graph_aggregate_id(tenant)
+
+    @event("Started")
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+        # module id -> {"published": [...] or None, "draft": [...] or None}
+        self.nodes: dict[str, dict[str, list[str] | None]] = {}
+
+    def link(self, module_id: str, published: list[str] | None, draft: list[str] | None) -> None:
+        """Records a module's published imports (None: never published) and draft imports (None: no draft)."""
+        self._linked(module_id=module_id, published=published, draft=draft)
+
+    def unlink(self, module_id: str) -> None:
+        self._unlinked(module_id=module_id)
+
+    def published_imports(self) -> dict[str, list[str]]:
+        return {m: list(n["published"]) for m, n in self.nodes.items() if n["published"] is not None}
+
+    def is_published(self, module_id: str) -> bool:
+        node = self.nodes.get(module_id)
+        return node is not None and node["published"] is not None
+
+    def importers_of(self, module_id: str) -> list[str]:
+        """Modules whose draft or published imports name `module_id` (R12)."""
+        return sorted(
+            m
+            for m, n in self.nodes.items()
+            if module_id in (n["published"] or []) or module_id in (n["draft"] or [])
+        )
+
+    @event("Linked")
+    def _linked(self, module_id: str, published: list[str] | None, draft: list[str] | None) -> None:
+        self.nodes[module_id] = {"published": copy.copy(published), "draft": copy.copy(draft)}
+
+    @event("Unlinked")
+    def _unlinked(self, module_id: str) -> None:
+        self.nodes.pop(module_id, None)

@@ -1,0 +1,89 @@
+"""The boundaries the application drives: the code sandbox, and the names other tool kinds hold.
+
+The embedded QuickJS runner (`sandbox/`) implements `Sandbox` today; the remote sandbox service
+implements the same port later and is held to the same contract tests.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One module of a bundle: its id, its source and the ids it imports."""
+
+    name: str
+    content: str
+    imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What the sandbox runs: a bundle (dependencies first, the target last) and a call."""
+
+    units: tuple[SourceUnit, ...]
+    input: Any = None
+    timeout_millis: int = 3_000
+    memory_limit_mb: int = 128
+    style: str = "module"
+    is_tool: bool = True
+    context: dict[str, Any] = field(default_factory=dict)
+    # Parameters declared with V1's `date` type: their values become `Date` objects.
+    date_parameters: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> SourceUnit:
+        return self.units[-1]
+
+
+@dataclass(frozen=True)
+class ExecutionError:
+    """A typed failure: `syntax`, `runtime`, `timeout`, `memory`, `stack`, `link` or `result`."""
+
+    type: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    output: Any = None
+    error: ExecutionError | None = None
+    logs: tuple[str, ...] = ()
+    duration_millis: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Sandbox(ABC):
+    """Runs JavaScript bundles in isolation. Implementations never raise for what the code does."""
+
+    @abstractmethod
+    def run(self, execution: Execution) -> ExecutionResult:
+        """Loads the bundle and calls the target (`exports.run(input)` in module style)."""
+
+    @abstractmethod
+    def check(self, execution: Execution) -> ExecutionResult:
+        """Loads the bundle without calling it, and checks that every import member used exists."""
+
+
+class ToolNames(ABC):
+    """Names held by other kinds of tool (native, MCP, plans), for R2. Modules are the application's own."""
+
+    @abstractmethod
+    def holder_of(self, tenant: str, name: str) -> str | None:
+        """The kind of tool that holds `name` (`native tool`, `MCP tool`, `plan`), or None."""
+
+
+class NoOtherTools(ToolNames):
+    """Until the catalog arrives, modules are the only tools."""
+
+    def holder_of(self, tenant: str, name: str) -> str | None:
+        return None

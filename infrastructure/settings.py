@@ -1,0 +1,74 @@
+"""Every setting of the service, read once from the environment (DESIGN §1, §6, §8).
+
+Names follow the design's environment variables (`CODESANDBOX_URL`, `TOOLSMITH_ADMIN_TOKEN`, …);
+`eventsourcing`'s own variables (`PERSISTENCE_MODULE`, `SQLITE_DBNAME`, `POSTGRES_*`) pass through
+to the event store untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """`$XDG_DATA_HOME/toolsmith`, that is `~/.local/share/toolsmith` by default."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "toolsmith"
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("data_dir", "TOOLSMITH_DATA_DIR"))
+    admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"))
+    tenant: str = Field("default", validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
+
+    # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise.
+    persistence_module: str = Field("eventsourcing.sqlite", validation_alias=_env("persistence_module", "PERSISTENCE_MODULE"))
+    aggregate_cache_size: int = Field(10_000, validation_alias=_env("aggregate_cache_size", "TOOLSMITH_AGGREGATE_CACHE_SIZE"))
+
+    # The code sandbox (DESIGN §6).
+    sandbox_url: str = Field("embedded", validation_alias=_env("sandbox_url", "CODESANDBOX_URL"))
+    sandbox_secret: SecretStr | None = Field(None, validation_alias=_env("sandbox_secret", "CODESANDBOX_SECRET"))
+    sandbox_caller_name: str = Field("toolsmith", validation_alias=_env("sandbox_caller_name", "CODESANDBOX_CALLER_NAME"))
+    sandbox_capability_profile: str = Field("default", validation_alias=_env("sandbox_capability_profile", "CODESANDBOX_CAPABILITY_PROFILE"))
+    sandbox_max_active_sessions: int = Field(16, ge=1, validation_alias=_env("sandbox_max_active_sessions", "CODESANDBOX_MAX_ACTIVE_SESSIONS"))
+    sandbox_allowed_domains: str = Field("", validation_alias=_env("sandbox_allowed_domains", "CODESANDBOX_ALLOWED_DOMAINS"))
+    sandbox_max_timeout_millis: int = Field(10_000, ge=100, validation_alias=_env("sandbox_max_timeout_millis", "CODESANDBOX_MAX_TIMEOUT_MILLIS"))
+    sandbox_max_memory_mb: int = Field(512, ge=8, validation_alias=_env("sandbox_max_memory_mb", "CODESANDBOX_MAX_MEMORY_MB"))
+
+    # The HTTP API.
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"))
+    read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"))
+    log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"))
+
+    @field_validator("sandbox_url")
+    @classmethod
+    def _sandbox_url(cls, value: str) -> str:
+        value = value.strip()
+        if value not in ("", "embedded") and not value.startswith(("http://", "https://")):
+            raise ValueError("CODESANDBOX_URL is 'embedded', an http(s):// URL, or empty (feature off)")
+        return value
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "events.sqlite"
+
+    def event_store_env(self) -> dict[str, str]:
+        """The environment the `eventsourcing` application is built from."""
+        env = {
+            "PERSISTENCE_MODULE": self.persistence_module,
+            "AGGREGATE_CACHE_MAXSIZE": str(self.aggregate_cache_size),
+        }
+        if self.persistence_module == "eventsourcing.sqlite":
+            env["SQLITE_DBNAME"] = os.environ.get("SQLITE_DBNAME", str(self.sqlite_path))
+            env["SQLITE_LOCK_TIMEOUT"] = os.environ.get("SQLITE_LOCK_TIMEOUT", "10")
+        return env

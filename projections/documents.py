@@ -1,0 +1,63 @@
+"""How each module event changes a module's read-side document, shared by every read model.
+
+A document keeps the summary fields of the module's draft and of its published version, so that an
+event carrying no definition (`DraftDiscarded`) can still be applied, and derives from them what the
+list shows: the current description, tags, role and imports, the state, and `uses` (draft and
+published imports together, for used-by lists and the `usedBy` filter).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from domain.model import DRAFT, PUBLISHED, UNPUBLISHED
+from projections.interface import Document
+
+SUMMARY_FIELDS = ("id", "description", "state", "role", "tags", "imports", "publishedVersion", "exposeInChat", "updatedAt", "updatedBy")
+
+
+def part(definition: dict[str, Any]) -> dict[str, Any]:
+    """What the read side keeps of a definition."""
+    tool = definition.get("tool")
+    return {
+        "description": definition["description"],
+        "role": "tool" if tool else "library",
+        "tags": list(tool["tags"]) if tool else [],
+        "imports": list(definition["imports"]),
+        "exposeInChat": bool(tool and tool["exposeInChat"]),
+    }
+
+
+def new_document(tenant: str, module_id: str) -> Document:
+    return {"tenant": tenant, "id": module_id, "draft": None, "published": None, "publishedVersion": None}
+
+
+def touched(document: Document, by: str, at: datetime) -> Document:
+    document["updatedBy"] = by
+    document["updatedAt"] = at.isoformat()
+    return derive(document)
+
+
+def derive(document: Document) -> Document:
+    current = document["draft"] or document["published"]
+    document.update(
+        description=current["description"],
+        role=current["role"],
+        tags=current["tags"],
+        imports=current["imports"],
+        exposeInChat=current["exposeInChat"],
+        state=UNPUBLISHED if document["published"] is None else (DRAFT if document["draft"] else PUBLISHED),
+        uses=sorted(set((document["draft"] or {}).get("imports", [])) | set((document["published"] or {}).get("imports", []))),
+    )
+    return document
+
+
+def summary(document: Document) -> dict[str, Any]:
+    return {name: document.get(name) for name in SUMMARY_FIELDS}
+
+
+def searchable(document: Document, text: str) -> bool:
+    """In-memory equivalent of the `search` query: every word in the id or the description."""
+    haystack = f"{document['id']} {document['description']}".lower()
+    return all(word in haystack for word in text.lower().split())
