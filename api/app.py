@@ -14,10 +14,6 @@ from api.routes import modules, tools
 from infrastructure.bootstrap import Services
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class BodyLimit:
     """Refuses bodies over `limit` bytes with 413, by Content-Length or while streaming."""
 
@@ -35,27 +31,30 @@ class BodyLimit:
             return
         received = 0
         started = False
+        refused = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise _BodyTooLarge
+                    # Answer 413 now; the app sees a client that went away, and what it sends is dropped.
+                    if not started and not refused:
+                        refused = True
+                        await self._refuse(scope, receive, send)
+                    return {"type": "http.disconnect"}
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if refused:
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
-                await self._refuse(scope, receive, send)
+        await self.app(scope, counting_receive, tracking_send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = problems.problem(413, "body-too-large", f"the request body is larger than {self.limit} bytes")

@@ -178,14 +178,17 @@ class ModuleRepository(Application):
             )
             validate_definition(definition)
             graph = self.graph(tenant)
+            # A graph node keeps draft imports only where they differ from the published ones.
             node = graph.nodes.get(module_id, {"published": None, "draft": None})
-            imports_changed = node["draft"] != definition["imports"]
+            edges_now = node["draft"] if node["draft"] is not None else (node["published"] or [])
+            imports_changed = definition["imports"] != edges_now
             if imports_changed:
                 self._check_draft_imports(graph, module_id, definition["imports"])
             if not module.change_draft(definition, by):
                 return Written(module, None)
             if imports_changed:
-                graph.link(module_id, published=node["published"], draft=definition["imports"])
+                draft_edges = None if definition["imports"] == node["published"] else definition["imports"]
+                graph.link(module_id, published=node["published"], draft=draft_edges)
             version = module.version
             position = self._save(module, graph if imports_changed else None)
             if position is not None:

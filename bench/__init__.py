@@ -1,0 +1,9 @@
+"""Benchmarks for Toolsmith (DESIGN §1 and §5): run all with `python -m bench`.
+
+- `python -m bench.tool_call`: an in-process tool call against a bare QuickJS fresh context + eval.
+- `python -m bench.publish`: publishing a library with 200 transitive importers against 200 checks.
+
+The machines these run on are shared and noisy, so every comparison interleaves its variants in
+many short rounds, reports medians, and computes each ratio from figures of the same run.
+Benchmarks report; they never fail on a goal.
+"""

@@ -1,0 +1,37 @@
+"""`python -m bench`: both benchmarks, then one table of every figure and its ratio against the goal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from bench import publish, tool_call
+from bench._common import format_table, machine_line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
+    parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (under ~20 s in all)")
+    parser.add_argument("--only", choices=("tool_call", "publish"), help="run one benchmark only")
+    args = parser.parse_args(argv)
+    common = ["--quick"] if args.quick else []
+    started = time.perf_counter()
+    tables = []
+    if args.only in (None, "tool_call"):
+        rows, _ = tool_call.run(common)
+        tables.append(format_table(tool_call.TITLE, rows))
+    if args.only in (None, "publish"):
+        rows, info = publish.run(common)
+        tables.append(
+            format_table(publish.title(info["args"]["importers"]), rows)
+            + "\n(the publish also loads each importer's published definition from the event store, orders each bundle, and saves)"
+        )
+    print()
+    print("\n\n".join(tables))
+    print(f"\n({machine_line()}; {'quick' if args.quick else 'full'} run, {time.perf_counter() - started:.0f} s in all)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

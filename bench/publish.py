@@ -1,0 +1,255 @@
+"""Benchmark 2: publishing a library with 200 transitive importers, against 200 × one check.
+
+Publishing (R10) checks the module and every module that imports it, transitively, in the sandbox
+with the new version in place. This measures what that costs beyond the checks themselves.
+
+Setup (through `bootstrap` on a temporary SQLite data dir): a library `lib`
+(`exports.f = function(x){return x+1}`), then `--importers` tool modules (200 by default), half
+importing `lib` directly (`a_i`) and half importing an `a_i` (`b_i` imports `a_i`), each exporting
+`f` and a tool `run` that calls `lib.f` or `a_i.f`. Every module is published.
+
+Measured, interleaved in the same run (check batch, publish, check batch, publish, …):
+
+- publish: a compatible new draft of `lib` (still exports `f`), then the time of
+  `services.modules.publish(tenant, "lib", by="bench")`. It checks `lib` and all 200 importers, and
+  it also loads each importer's published definition from the event store, builds each bundle's
+  order over the whole graph, and saves. The time spent inside `sandbox.check` during the publish
+  is reported too (the sandbox's `check` is wrapped by a timer on this instance only).
+- one check: the median time of `sandbox.check(execution)` of an importer bundle built here from
+  `SourceUnit`s (the same sources as stored), back to back like the publish's checks, with a new
+  `lib` source each time so that no bundle cache helps (the publish's bundles are all new too).
+  One check = the mean of the medians for an `a_i` bundle (lib, a_i) and a `b_i` bundle
+  (lib, a_i, b_i), since the publish checks as many of each.
+
+Ratio = publish time / (200 × one check); lower is better, 1.0 would mean the publish costs no
+more than its importers' checks. Run: `python -m bench.publish [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from bench._common import Progress, Row, bench_settings, format_table, machine_line, median, millis, micros
+
+LIB = "exports.f = function (x) { return x + 1; };"
+TOOL = {"inputParameters": [{"name": "x", "type": "integer", "required": True, "description": "a number"}]}
+
+
+def lib_source(revision: int) -> str:
+    """A compatible change of `lib`: still exports `f`, same behaviour."""
+    return f"exports.f = function (x) {{ return x + 1 + 0 * {revision}; }};"
+
+
+def a_source(i: int) -> str:
+    return (
+        f"exports.f = function (x) {{ return lib.f(x) + {i}; }};\n"
+        "exports.run = function (input) { return exports.f(input.x); };"
+    )
+
+
+def b_source(i: int) -> str:
+    return (
+        f"exports.f = function (x) {{ return a_{i}.f(x) * 2; }};\n"
+        f"exports.run = function (input) {{ return a_{i}.f(input.x); }};"
+    )
+
+
+class TimedChecks:
+    """Wraps one sandbox instance's `check` to add up the time a publish spends in it."""
+
+    def __init__(self, sandbox) -> None:
+        self.sandbox = sandbox
+        self.inner = sandbox.check
+        self.seconds = 0.0
+        self.count = 0
+        sandbox.check = self  # an instance attribute: shadows the method of this object only
+
+    def __call__(self, execution):
+        t0 = time.perf_counter()
+        try:
+            return self.inner(execution)
+        finally:
+            self.seconds += time.perf_counter() - t0
+            self.count += 1
+
+    def reset(self) -> None:
+        self.seconds = 0.0
+        self.count = 0
+
+
+def _setup(services, tenant: str, importers: int, progress: Progress) -> None:
+    modules = services.modules
+    modules.create(tenant, "lib", description="A library.", content=LIB, imports=[], tool=None, by="bench")
+    modules.publish(tenant, "lib", by="bench")
+    direct = (importers + 1) // 2
+    names = [(f"a_{i}", a_source(i), ["lib"]) for i in range(direct)]
+    names += [(f"b_{i}", b_source(i), [f"a_{i}"]) for i in range(importers - direct)]
+    t0 = time.perf_counter()
+    for n, (name, source, imports) in enumerate(names, 1):
+        modules.create(tenant, name, description=f"Importer {name}.", content=source, imports=imports, tool=TOOL, by="bench")
+        modules.publish(tenant, name, by="bench")
+        if n % 50 == 0 or n == len(names):
+            progress(f"  setup: {n}/{len(names)} importers created and published ({time.perf_counter() - t0:.1f} s)")
+
+
+def _check_batch(sandbox, size: int, importers: int, serial: list[int]) -> tuple[float, float]:
+    """Back-to-back checks of fresh a- and b-bundles, alternating; the median of each kind."""
+    from domain.ports import Execution, SourceUnit
+
+    direct = (importers + 1) // 2
+    times: dict[str, list[float]] = {"a": [], "b": []}
+    clock = time.perf_counter
+    check = sandbox.check.inner if isinstance(sandbox.check, TimedChecks) else sandbox.check
+    for k in range(size):
+        serial[0] += 1
+        i = serial[0] % (importers - direct)
+        lib = SourceUnit("lib", lib_source(1_000_000 + serial[0]))
+        a = SourceUnit(f"a_{i}", a_source(i), ("lib",))
+        kind = "a" if k % 2 == 0 else "b"
+        if kind == "a":
+            execution = Execution(units=(lib, a), is_tool=True, timeout_millis=3_000)
+        else:
+            b = SourceUnit(f"b_{i}", b_source(i), (f"a_{i}",))
+            execution = Execution(units=(lib, a, b), is_tool=True, timeout_millis=3_000)
+        t0 = clock()
+        result = check(execution)
+        times[kind].append(clock() - t0)
+        if result.error is not None:
+            raise SystemExit(f"bench.publish: the check of {execution.target.name} failed: {result.error}")
+    return median(times["a"]), median(times["b"])
+
+
+def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
+    from infrastructure.bootstrap import bootstrap
+
+    args = parse_args(argv)
+    progress = Progress("publish", quiet=quiet)
+    with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
+        services = bootstrap(bench_settings(tmp))
+        services.start()
+        try:
+            return _measure(services, args, progress)
+        finally:
+            services.close()
+
+
+def _measure(services, args: argparse.Namespace, progress: Progress) -> tuple[list[Row], dict[str, object]]:
+    tenant = services.settings.tenant
+    modules = services.modules
+    sandbox = services.sandbox
+    progress(f"setup: lib and {args.importers} importers (a_i → lib, b_i → a_i)")
+    _setup(services, tenant, args.importers, progress)
+    dependents = len(modules.graph(tenant).published_imports()) - 1
+    timed = TimedChecks(sandbox)
+    serial = [0]
+    _check_batch(sandbox, 20, args.importers, serial)  # warm-up
+
+    publishes: list[float] = []
+    in_checks: list[float] = []
+    check_counts: list[int] = []
+    one_checks: list[float] = []
+    ratios: list[float] = []
+    checks_a: list[float] = []
+    checks_b: list[float] = []
+
+    def batch() -> float:
+        gc.collect()
+        a, b = _check_batch(sandbox, args.checks, args.importers, serial)
+        checks_a.append(a)
+        checks_b.append(b)
+        return (a + b) / 2
+
+    before = batch()
+    progress(f"one check (before): a {micros(checks_a[-1])}, b {micros(checks_b[-1])}")
+    for rep in range(1, args.repetitions + 1):
+        modules.update(tenant, "lib", content=lib_source(rep), by="bench")
+        services.runner.wait(modules.position(), timeout=30)  # no projection backlog during the publish
+        gc.collect()
+        timed.reset()
+        t0 = time.perf_counter()
+        modules.publish(tenant, "lib", by="bench")
+        elapsed = time.perf_counter() - t0
+        publish_checks, publish_check_seconds = timed.count, timed.seconds
+        services.runner.wait(modules.position(), timeout=30)
+        after = batch()
+        one = (before + after) / 2  # the checks measured on either side of this publish
+        publishes.append(elapsed)
+        in_checks.append(publish_check_seconds)
+        check_counts.append(publish_checks)
+        one_checks.append(one)
+        ratios.append(elapsed / (args.importers * one))
+        progress(
+            f"publish {rep}/{args.repetitions}: {millis(elapsed)} ({publish_checks} checks, {millis(publish_check_seconds)} in check); "
+            f"one check {micros(one)}; ratio {ratios[-1]:.2f}"
+        )
+        before = after
+
+    publish = median(publishes)
+    one = median(one_checks)
+    ratio = median(ratios)
+    n = args.importers
+    rows = [
+        Row(
+            f"publish lib ({dependents} transitive importers), total",
+            millis(publish),
+            f"{n} × one check = {millis(n * one)}",
+            ratio,
+            "lower is better (1.0 = checks only)",
+            spread=f"range {min(ratios):.2f}–{max(ratios):.2f}",
+        ),
+        Row(
+            "  of which inside sandbox.check",
+            f"{millis(median(in_checks))} ({median(check_counts):.0f} checks)",
+            f"{n} × one check = {millis(n * one)}",
+            median(in_checks) / (n * one),
+        ),
+        Row(
+            "  the rest (load definitions, bundle order, graph, save)",
+            millis(median([p - c for p, c in zip(publishes, in_checks)])),
+            "",
+            None,
+        ),
+        Row(
+            "one check (median; mean of a-bundle and b-bundle)",
+            micros(one),
+            f"a {micros(median(checks_a))}, b {micros(median(checks_b))}",
+            None,
+        ),
+    ]
+    return rows, {"publishes": publishes, "one_checks": one_checks, "ratios": ratios, "args": vars(args)}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.publish", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (2 publishes, smaller check batches)")
+    parser.add_argument("--importers", type=int, default=200, help="transitive importers of lib (default 200)")
+    parser.add_argument("--repetitions", type=int, help="publishes of lib, each with a new draft (default 3, quick 2)")
+    parser.add_argument("--checks", type=int, help="checks per batch around each publish (default 200, quick 60)")
+    args = parser.parse_args(argv)
+    if args.importers < 2:
+        parser.error("--importers must be at least 2")
+    args.repetitions = args.repetitions or (2 if args.quick else 3)
+    args.checks = args.checks or (60 if args.quick else 200)
+    return args
+
+
+def title(importers: int) -> str:
+    return f"Benchmark 2 — publish of a library with {importers} transitive importers vs {importers} × one check, same run; medians"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started = time.perf_counter()
+    rows, info = run(argv)
+    print(format_table(title(info["args"]["importers"]), rows))
+    print(f"(publish also loads each importer's published definition from the event store and saves; "
+          f"{machine_line()}; {time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

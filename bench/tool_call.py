@@ -1,0 +1,254 @@
+"""Benchmark 1: an in-process tool call against a bare QuickJS fresh context + eval.
+
+The goal (DESIGN §5, "What the Python binding allows"): a tool call of a small module (bundle +
+fresh context + run) keeps at least 0.8 of the speed of a bare `_quickjs.Context()` + `eval` of the
+same code, measured in the same run.
+
+Variants, interleaved call by call (paced) or batch by batch (saturated), order rotated each time:
+
+- `bare`: `_quickjs.Context()`, then `eval` of the module rewritten as a plain script that calls it.
+- `ours`: `EmbeddedSandbox().run(Execution(...))`: bundle + a fresh context + run.
+- `app`:  `ModuleRepository.call_tool` of the same module published as a tool, through `bootstrap`
+  on a temporary SQLite data dir (loads the module and the import graph, validates the input,
+  builds the bundle, runs it).
+
+Figures:
+
+- (a) paced latency: each call follows an idle gap (`--gap-ms`, 2 ms by default), and only the call
+  itself is timed. The runner makes the next fresh context in a background thread while idle, so
+  this is the latency a tool caller sees. Ratio = bare time / our time (higher is better).
+- (b) saturated throughput: back-to-back calls on one thread; calls/s. Ratio = ours / bare.
+
+Run: `python -m bench.tool_call [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import _quickjs
+
+from bench._common import Progress, Row, bench_settings, format_table, machine_line, median, micros, quartiles
+
+SOURCE = "exports.run = function (input) { return input.text.split('\\n').length; };"
+INPUT = {"text": "a\nb\nc"}
+EXPECTED = 3
+BARE_SCRIPT = 'var exports = {}; ' + SOURCE + ' exports.run({"text":"a\\nb\\nc"})'
+TOOL = {"inputParameters": [{"name": "text", "type": "string", "required": True, "description": "the text"}]}
+GOAL = 0.8
+
+
+@dataclass
+class Samples:
+    """Per-call times (paced) and per-batch rates (saturated) of one variant, kept per round too."""
+
+    latencies: list[float] = field(default_factory=list)
+    round_latencies: list[float] = field(default_factory=list)
+    rates: list[float] = field(default_factory=list)
+
+
+class Variants:
+    """The three ways of making the call, each returning the call's output."""
+
+    def __init__(self, *, with_app: bool) -> None:
+        from domain.ports import Execution, SourceUnit
+        from sandbox.embedded import EmbeddedSandbox
+
+        self.sandbox = EmbeddedSandbox()
+        self.execution = Execution(units=(SourceUnit("countLines", SOURCE),), input=INPUT)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.services = None
+        self.calls: dict[str, Callable[[], object]] = {"bare": self.bare, "ours": self.ours}
+        if with_app:
+            self._start_app()
+            self.calls["app"] = self.app
+
+    def _start_app(self) -> None:
+        from infrastructure.bootstrap import bootstrap
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="toolsmith-bench-")
+        self.services = bootstrap(bench_settings(self._tmp.name))
+        self.services.start()
+        self.tenant = self.services.settings.tenant
+        modules = self.services.modules
+        modules.create(
+            self.tenant,
+            "countLines",
+            description="Counts the lines of a text.",
+            content=SOURCE,
+            imports=[],
+            tool=TOOL,
+            by="bench",
+        )
+        modules.publish(self.tenant, "countLines", by="bench")
+
+    def close(self) -> None:
+        self.sandbox.close()
+        if self.services is not None:
+            self.services.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def bare(self) -> object:
+        context = _quickjs.Context()
+        return context.eval(BARE_SCRIPT)
+
+    def ours(self) -> object:
+        return self.sandbox.run(self.execution).output
+
+    def app(self) -> object:
+        assert self.services is not None
+        return self.services.modules.call_tool(self.tenant, "countLines", INPUT, context={}).output
+
+
+def _rotated(names: Sequence[str], k: int) -> list[str]:
+    k %= len(names)
+    return list(names[k:]) + list(names[:k])
+
+
+def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
+    args = parse_args(argv)
+    progress = Progress("tool_call", quiet=quiet)
+    variants = Variants(with_app=not args.no_app)
+    try:
+        return _measure(variants, args, progress)
+    finally:
+        variants.close()
+
+
+def _measure(variants: Variants, args: argparse.Namespace, progress: Progress) -> tuple[list[Row], dict[str, object]]:
+    names = list(variants.calls)
+    for name, call in variants.calls.items():
+        output = call()
+        if output != EXPECTED:
+            raise SystemExit(f"bench.tool_call: {name} answered {output!r}, expected {EXPECTED}")
+    progress(f"outputs checked ({', '.join(names)} → {EXPECTED}); warming up")
+    for _ in range(args.warmup):
+        for name in names:
+            time.sleep(args.gap_ms / 1000)
+            variants.calls[name]()
+
+    samples = {name: Samples() for name in names}
+    wrong = 0
+    gap = args.gap_ms / 1000
+    clock = time.perf_counter
+    progress(f"(a) paced latency: {args.rounds} rounds × {args.calls} calls per variant, {args.gap_ms} ms idle before each call")
+    for r in range(args.rounds):
+        gc.collect()
+        per_round: dict[str, list[float]] = {name: [] for name in names}
+        for i in range(args.calls):
+            for name in _rotated(names, r + i):
+                call = variants.calls[name]
+                time.sleep(gap)
+                t0 = clock()
+                output = call()
+                elapsed = clock() - t0
+                per_round[name].append(elapsed)
+                if output != EXPECTED:
+                    wrong += 1
+        for name in names:
+            samples[name].latencies += per_round[name]
+            samples[name].round_latencies.append(median(per_round[name]))
+        if (r + 1) % max(1, args.rounds // 5) == 0 or r + 1 == args.rounds:
+            figures = ", ".join(f"{n} {micros(samples[n].round_latencies[-1])}" for n in names)
+            progress(f"  round {r + 1}/{args.rounds}: {figures}")
+
+    progress(f"(b) saturated throughput: {args.rounds} rounds × {args.batch} back-to-back calls per variant")
+    for r in range(args.rounds):
+        gc.collect()
+        for name in _rotated(names, r):
+            call = variants.calls[name]
+            t0 = clock()
+            for _ in range(args.batch):
+                call()
+            samples[name].rates.append(args.batch / (clock() - t0))
+        if (r + 1) % max(1, args.rounds // 5) == 0 or r + 1 == args.rounds:
+            figures = ", ".join(f"{n} {samples[n].rates[-1]:,.0f}/s" for n in names)
+            progress(f"  round {r + 1}/{args.rounds}: {figures}")
+
+    if wrong:
+        progress(f"WARNING: {wrong} calls answered something other than {EXPECTED}")
+    return _rows(samples, names), {"wrong_outputs": wrong, "args": vars(args)}
+
+
+def _rows(samples: dict[str, Samples], names: list[str]) -> list[Row]:
+    bare = samples["bare"]
+    bare_latency = median(bare.latencies)
+    bare_rate = median(bare.rates)
+    rows: list[Row] = []
+    labels = {"ours": "EmbeddedSandbox.run", "app": "ModuleRepository.call_tool"}
+    for name in [n for n in names if n != "bare"]:
+        s = samples[name]
+        latency = median(s.latencies)
+        ratio = bare_latency / latency
+        per_round = [b / o for b, o in zip(bare.round_latencies, s.round_latencies)]
+        q1, q3 = quartiles(per_round)
+        rows.append(
+            Row(
+                f"(a) paced latency, {labels[name]}",
+                micros(latency),
+                f"bare {micros(bare_latency)}",
+                ratio,
+                f"≥ {GOAL} (bare/ours)",
+                ratio >= GOAL,
+                f"IQR {q1:.2f}–{q3:.2f}",
+            )
+        )
+    for name in [n for n in names if n != "bare"]:
+        s = samples[name]
+        rate = median(s.rates)
+        ratio = rate / bare_rate
+        per_round = [o / b for b, o in zip(bare.rates, s.rates)]
+        q1, q3 = quartiles(per_round)
+        rows.append(
+            Row(
+                f"(b) saturated throughput, {labels[name]}",
+                f"{rate:,.0f} calls/s",
+                f"bare {bare_rate:,.0f} calls/s",
+                ratio,
+                f"≥ {GOAL} (ours/bare)",
+                ratio >= GOAL,
+                f"IQR {q1:.2f}–{q3:.2f}",
+            )
+        )
+    return rows
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.tool_call", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (a few seconds)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 30, quick 8)")
+    parser.add_argument("--calls", type=int, help="paced calls per variant per round (default 100, quick 40)")
+    parser.add_argument("--batch", type=int, help="back-to-back calls per variant per round (default 300, quick 100)")
+    parser.add_argument("--gap-ms", type=float, default=2.0, help="idle time before each paced call (default 2)")
+    parser.add_argument("--warmup", type=int, default=50, help="untimed calls per variant first (default 50)")
+    parser.add_argument("--no-app", action="store_true", help="skip the call_tool path through bootstrap")
+    args = parser.parse_args(argv)
+    args.rounds = args.rounds or (8 if args.quick else 30)
+    args.calls = args.calls or (40 if args.quick else 100)
+    args.batch = args.batch or (100 if args.quick else 300)
+    return args
+
+
+TITLE = (
+    "Benchmark 1 — tool call of a small module (bundle + fresh context + run) vs bare "
+    "_quickjs.Context() + eval, same run; medians"
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started = time.perf_counter()
+    rows, _ = run(argv)
+    print(format_table(TITLE, rows))
+    print(f"({machine_line()}; {time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
