@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,15 +95,16 @@ class ModuleRepository(Application):
 
     # -- queries -------------------------------------------------------------------------------
 
-    def module(self, tenant: str, module_id: str) -> CodeModule:
-        module = self._load(tenant, module_id)
+    def module(self, tenant: str, module_id: str, *, for_update: bool = False) -> CodeModule:
+        """A live module. Without `for_update` the object is shared with the cache: only read it."""
+        module = self._load(tenant, module_id, for_update=for_update)
         if module is None or module.deleted:
             raise UnknownModule(module_id)
         return module
 
-    def graph(self, tenant: str) -> ImportGraph:
+    def graph(self, tenant: str, *, for_update: bool = False) -> ImportGraph:
         try:
-            return self.repository.get(graph_aggregate_id(tenant))
+            return self.repository.get(graph_aggregate_id(tenant), deepcopy_from_cache=for_update)
         except AggregateNotFoundError:
             return ImportGraph(tenant=tenant)
 
@@ -139,10 +140,10 @@ class ModuleRepository(Application):
         if holder:
             raise IdTaken(module_id, holder)
         for _ in range(_ATTEMPTS):
-            existing = self._load(tenant, module_id)
+            existing = self._load(tenant, module_id, for_update=True)
             if existing is not None and not existing.deleted:
                 raise IdTaken(module_id)
-            graph = self.graph(tenant)
+            graph = self.graph(tenant, for_update=True)
             self._check_draft_imports(graph, module_id, definition["imports"])
             if existing is None:
                 module = CodeModule(tenant=tenant, module_id=module_id, definition=definition, by=by)
@@ -168,7 +169,7 @@ class ModuleRepository(Application):
     ) -> Written:
         """PUT /{id}: changes the draft; an unmentioned field keeps its current value."""
         for _ in range(_ATTEMPTS):
-            module = self.module(tenant, module_id)
+            module = self.module(tenant, module_id, for_update=True)
             current = module.current
             definition = _definition(
                 current["description"] if description is UNSET else description,
@@ -177,7 +178,7 @@ class ModuleRepository(Application):
                 current["tool"] if tool is UNSET else tool,
             )
             validate_definition(definition)
-            graph = self.graph(tenant)
+            graph = self.graph(tenant, for_update=True)
             # A graph node keeps draft imports only where they differ from the published ones.
             node = graph.nodes.get(module_id, {"published": None, "draft": None})
             edges_now = node["draft"] if node["draft"] is not None else (node["published"] or [])
@@ -201,14 +202,14 @@ class ModuleRepository(Application):
         sandbox = self._sandbox()
         with self._publish_lock.hold(tenant):
             for _ in range(_ATTEMPTS):
-                module = self.module(tenant, module_id)
+                module = self.module(tenant, module_id, for_update=True)
                 module._check_can_publish()
                 draft = module.draft
                 assert draft is not None
-                graph = self.graph(tenant)
+                graph = self.graph(tenant, for_update=True)
                 edges = with_edges(graph.published_imports(), module_id, draft["imports"])
                 self._check_publish_imports(graph, module_id, draft["imports"], edges)
-                definitions = {module_id: draft}
+                definitions = {module_id: draft}  # filled with each published definition loaded
                 for target in [module_id, *transitive_importers(edges, module_id)]:
                     execution = self._execution(tenant, target, edges, definitions)
                     result = sandbox.check(execution)
@@ -226,10 +227,10 @@ class ModuleRepository(Application):
     def discard_draft(self, tenant: str, module_id: str, *, by: str) -> Written:
         """DELETE /{id}/draft (R11)."""
         for _ in range(_ATTEMPTS):
-            module = self.module(tenant, module_id)
+            module = self.module(tenant, module_id, for_update=True)
             version = module.version
             module.discard_draft(by)
-            graph = self.graph(tenant)
+            graph = self.graph(tenant, for_update=True)
             node = graph.nodes.get(module_id)
             relink = node is not None and node["draft"] is not None
             if relink:
@@ -243,9 +244,9 @@ class ModuleRepository(Application):
     def delete(self, tenant: str, module_id: str, *, by: str, other_users: dict[str, list[str]] | None = None) -> Written:
         """DELETE /{id} (R12): refused while anything uses the module."""
         for _ in range(_ATTEMPTS):
-            module = self.module(tenant, module_id)
+            module = self.module(tenant, module_id, for_update=True)
             version = module.version
-            graph = self.graph(tenant)
+            graph = self.graph(tenant, for_update=True)
             used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], "plans": [], "agents": []}
             for kind, names in (other_users or {}).items():
                 used_by[kind] = sorted(set(used_by.get(kind, [])) | set(names))
@@ -319,17 +320,17 @@ class ModuleRepository(Application):
             raise ToolNotCallable(name, "the tool is disabled")
         sandbox = self._sandbox()
         arguments = validate_input(tool["inputParameters"], input)
-        edges = self.graph(tenant).published_imports()
+        edges = self.graph(tenant).published_edges()
         execution = self._execution(tenant, name, edges, {name: module.published}, input=arguments, context=context)
         return sandbox.run(execution)
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _load(self, tenant: str, module_id: str) -> CodeModule | None:
+    def _load(self, tenant: str, module_id: str, *, for_update: bool = False) -> CodeModule | None:
         if not isinstance(module_id, str) or id_violations(module_id):
             return None
         try:
-            return self.repository.get(module_aggregate_id(tenant, module_id))
+            return self.repository.get(module_aggregate_id(tenant, module_id), deepcopy_from_cache=for_update)
         except AggregateNotFoundError:
             return None
 
@@ -377,18 +378,24 @@ class ModuleRepository(Application):
         self,
         tenant: str,
         target: str,
-        edges: dict[str, list[str]],
+        edges: Mapping[str, list[str]],
         definitions: dict[str, Definition],
         *,
         input: Any = None,
         context: dict[str, Any] | None = None,
     ) -> Execution:
-        """The bundle for `target` (R6): published dependencies first, `definitions` overriding."""
+        """The bundle for `target` (R6): published dependencies first, `definitions` overriding.
+
+        Published definitions loaded on the way are added to `definitions`, so a caller that builds
+        many bundles (a publish) loads each module once.
+        """
         units = []
         for name in bundle_order(edges, target):
-            definition = definitions.get(name) or self._published_definition(tenant, name)
+            if name not in definitions:
+                definitions[name] = self._published_definition(tenant, name)
+            definition = definitions[name]
             units.append(SourceUnit(name, definition["content"], tuple(definition["imports"])))
-        tool = (definitions.get(target) or self._published_definition(tenant, target))["tool"]
+        tool = definitions[target]["tool"]
         style = tool["style"] if tool else "module"
         return Execution(
             units=tuple(units),

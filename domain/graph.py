@@ -50,12 +50,23 @@ def transitive_importers(edges: Mapping[str, Sequence[str]], module: str) -> lis
 
 
 def bundle_order(edges: Mapping[str, Sequence[str]], module: str) -> list[str]:
-    """The modules that `module` needs, dependencies first, ending with `module` itself (R6)."""
-    graph = _graph(edges)
-    if module not in graph:
+    """The modules that `module` needs, dependencies first, ending with `module` itself (R6).
+
+    Only the part of the graph reachable from `module` is built: a tool call pays for its own
+    dependencies, not for the size of the tenant.
+    """
+    if not edges.get(module):
         return [module]
-    needed = nx.descendants(graph, module) | {module}
-    return _dependencies_first(graph.subgraph(needed))
+    needed = nx.DiGraph()
+    needed.add_node(module)
+    stack = [module]
+    while stack:
+        current = stack.pop()
+        for dependency in edges.get(current, ()):
+            if dependency not in needed:
+                stack.append(dependency)
+            needed.add_edge(current, dependency)
+    return _dependencies_first(needed)
 
 
 def _dependencies_first(graph: nx.DiGraph) -> list[str]:

@@ -16,6 +16,7 @@ that the history an auditor reads is the same shape as the API.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
@@ -196,6 +197,10 @@ class ImportGraph(Aggregate):
     def published_imports(self) -> dict[str, list[str]]:
         return {m: list(n["published"]) for m, n in self.nodes.items() if n["published"] is not None}
 
+    def published_edges(self) -> Mapping[str, list[str]]:
+        """The published imports as a read-only view, for callers that look up only a few modules."""
+        return _PublishedEdges(self.nodes)
+
     def is_published(self, module_id: str) -> bool:
         node = self.nodes.get(module_id)
         return node is not None and node["published"] is not None
@@ -215,3 +220,20 @@ class ImportGraph(Aggregate):
     @event("Unlinked")
     def _unlinked(self, module_id: str) -> None:
         self.nodes.pop(module_id, None)
+
+
+class _PublishedEdges(Mapping[str, list[str]]):
+    def __init__(self, nodes: dict[str, dict[str, list[str] | None]]) -> None:
+        self._nodes = nodes
+
+    def __getitem__(self, module_id: str) -> list[str]:
+        published = self._nodes[module_id]["published"]
+        if published is None:
+            raise KeyError(module_id)
+        return published
+
+    def __iter__(self) -> Iterator[str]:
+        return (m for m, n in self._nodes.items() if n["published"] is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

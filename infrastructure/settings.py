@@ -71,4 +71,7 @@ class Settings(BaseSettings):
         if self.persistence_module == "eventsourcing.sqlite":
             env["SQLITE_DBNAME"] = os.environ.get("SQLITE_DBNAME", str(self.sqlite_path))
             env["SQLITE_LOCK_TIMEOUT"] = os.environ.get("SQLITE_LOCK_TIMEOUT", "10")
+            # One serving process owns a SQLite data dir, so every write passes through its cache
+            # and a cached aggregate need not look for newer events before each read.
+            env["AGGREGATE_CACHE_FASTFORWARD"] = os.environ.get("AGGREGATE_CACHE_FASTFORWARD", "n")
         return env

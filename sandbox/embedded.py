@@ -42,6 +42,7 @@ class ContextSupply:
     def __init__(self, size: int = 4) -> None:
         self._size = size
         self._ready: deque[_quickjs.Context] = deque()
+        self._used: deque[_quickjs.Context] = deque()
         self._wanted = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -51,16 +52,25 @@ class ContextSupply:
         if self._size and self._thread is None:
             self._start()
         try:
-            context = self._ready.popleft()
+            return self._ready.popleft()
         except IndexError:
-            context = _fresh_context()
-        self._wanted.set()
-        return context
+            return _fresh_context()
+
+    def discard(self, context: _quickjs.Context) -> None:
+        """Hands a used context over to be freed, and asks for it to be replaced, off the call's path.
+
+        Both freeing and making a context hold the interpreter lock, so they wait until the call
+        is over: the caller calls this once it has its result.
+        """
+        if self._size:
+            self._used.append(context)
+            self._wanted.set()
 
     def close(self) -> None:
         self._closed = True
         self._wanted.set()
         self._ready.clear()
+        self._used.clear()
 
     def _start(self) -> None:
         with self._lock:
@@ -70,6 +80,8 @@ class ContextSupply:
 
     def _fill(self) -> None:
         while not self._closed:
+            while self._used:
+                self._used.popleft()  # the last reference: the context and its runtime are freed here
             while len(self._ready) < self._size and not self._closed:
                 self._ready.append(_fresh_context())
             self._wanted.wait()
@@ -125,8 +137,14 @@ class EmbeddedSandbox(Sandbox):
     def _evaluate(self, program: Program, execution: Execution) -> tuple[object, ExecutionError | None, list[str]]:
         timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
         memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
-        deadline = time.monotonic() + timeout
         context = self._supply.take()
+        try:
+            return self._run_in(context, program, timeout, memory_mb)
+        finally:
+            self._supply.discard(context)
+
+    def _run_in(self, context: _quickjs.Context, program: Program, timeout: float, memory_mb: int) -> tuple[object, ExecutionError | None, list[str]]:
+        deadline = time.monotonic() + timeout
         context.set_memory_limit(memory_mb * 1024 * 1024)
         context.set_time_limit(timeout)
         try:

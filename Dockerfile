@@ -1,0 +1,14 @@
+# The API with embedded defaults; see docker-compose.yml.
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY domain domain
+COPY infrastructure infrastructure
+COPY api api
+COPY projections projections
+COPY sandbox sandbox
+RUN pip install --no-cache-dir .
+ENV TOOLSMITH_DATA_DIR=/data
+VOLUME ["/data"]
+EXPOSE 8000
+CMD ["toolsmith", "serve", "--host", "0.0.0.0", "--port", "8000"]
