@@ -35,7 +35,7 @@ from domain.errors import (
 )
 from domain.graph import bundle_order, find_cycle, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph, graph_aggregate_id, module_aggregate_id
-from domain.ports import Execution, ExecutionResult, NoOtherTools, Sandbox, SourceUnit, ToolNames
+from domain.ports import Execution, ExecutionResult, NoOtherTools, PublishLock, Sandbox, SourceUnit, ToolNames
 from domain.rules import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT,
@@ -52,7 +52,7 @@ _ATTEMPTS = 5
 UNSET: Any = object()  # a PUT field that the request did not mention
 
 
-class PublishLock:
+class ThreadPublishLock(PublishLock):
     """Serializes the publishes of one tenant within this process."""
 
     def __init__(self) -> None:
@@ -91,7 +91,7 @@ class ModuleRepository(Application):
         super().__init__(env)
         self._sandbox = sandbox
         self._tool_names = tool_names or NoOtherTools()
-        self._publish_lock = publish_lock or PublishLock()
+        self._publish_lock = publish_lock or ThreadPublishLock()
 
     # -- queries -------------------------------------------------------------------------------
 

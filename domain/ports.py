@@ -7,6 +7,7 @@ implements the same port later and is held to the same contract tests.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,3 +88,13 @@ class NoOtherTools(ToolNames):
 
     def holder_of(self, tenant: str, name: str) -> str | None:
         return None
+
+
+class PublishLock(ABC):
+    """Serializes the publishes of one tenant. In one process a thread lock; across processes
+    (PostgreSQL) an advisory lock. Correctness does not rest on it alone: every publish also
+    advances the tenant's import graph, whose version the event store checks."""
+
+    @abstractmethod
+    def hold(self, tenant: str) -> AbstractContextManager[None]:
+        """Holds the tenant's publish lock for the duration of a `with` block."""
