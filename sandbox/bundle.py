@@ -46,9 +46,10 @@ if(x.length)return $e({name:'LinkError',message:x.map(function(l){return 'uses '
 if(tool&&typeof t.run!='function')return $e({name:'LinkError',message:'a tool module must assign a function to exports.run'},'link');
 return $s(true)}catch(e){return $e(e)}}
 """
-_SCRIPT = """function $script(load,imports,i,c,d,source,run){$c=c;try{load();try{new Function(source)}catch(x){if(x instanceof SyntaxError)return $e(x,'syntax');throw x}
-if(!run)return $s(true);for(var k=0;k<imports.length;k++)globalThis[imports[k]]=$m[imports[k]];i=$in(i,d);for(var p in i)globalThis[p]=i[p];
-return $s((0,eval)(source))}catch(e){return $e(e)}}
+_SCRIPT = """function $script(load,imports,i,c,d,source,run){$c=c;try{load();if(!run)return $s(true);
+for(var k=0;k<imports.length;k++)globalThis[imports[k]]=$m[imports[k]];i=$in(i,d);for(var p in i)globalThis[p]=i[p];
+var v;try{v=(0,eval)(source)}catch(x){if(x instanceof SyntaxError&&/return not in a function/.test(x.message))v=$body();else throw x}
+return $s(v)}catch(e){return $e(e)}}
 """
 
 
@@ -95,10 +96,14 @@ def build_program(execution: Execution, *, check: bool) -> Program:
     context = json.dumps(json.dumps(execution.context))
     dates = json.dumps(list(execution.date_parameters)) if execution.date_parameters else "0"
     if execution.style == "script":
+        # The script is also compiled as the body of `$body`: a syntax error then escapes the
+        # evaluation with its line, and a script that ends with an explicit `return` runs as a body.
         script = execution.target
-        loader, unit_lines = _loader(execution.units[:-1], None, _SCRIPT.count("\n"))
+        prefix = f"{_SCRIPT}function $body(){{\n{script.content}\n}}\n"
+        loader, library_lines = _loader(execution.units[:-1], None, prefix.count("\n"))
+        unit_lines = ((_SCRIPT.count("\n") + 2, script.name), *library_lines)
         parameters = {k: v for k, v in (execution.input or {}).items() if is_valid_id(k)}
-        text = _SCRIPT + (
+        text = prefix + (
             f"$script({loader},{json.dumps(list(script.imports))},{json.dumps(json.dumps(parameters))},"
             f"{context},{dates},{json.dumps(script.content)},{'false' if check else 'true'})"
         )

@@ -170,15 +170,21 @@ class EmbeddedSandbox(Sandbox):
             return body[1], None, body[2]
         type_, message, logs = body[1], body[2], body[3]
         if not type_:
-            type_ = _type_of(message)
+            type_ = _type_of(message, context)
+        if type_ == "memory":
+            message = _out_of_memory(memory_mb).message
         return None, ExecutionError(type_, message), logs
 
 
-def _type_of(message: str) -> str:
+def _type_of(message: str, context: _quickjs.Context) -> str:
     if message.startswith("InternalError: out of memory"):
         return "memory"
     if message.startswith("RangeError: Maximum call stack size exceeded"):
         return "stack"
+    # With the heap at its limit the engine cannot even build an error, and throws null instead.
+    memory = context.memory()
+    if memory.get("malloc_limit") and memory["malloc_size"] >= 0.9 * memory["malloc_limit"]:
+        return "memory"
     return "runtime"
 
 

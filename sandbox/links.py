@@ -16,13 +16,24 @@ _IDENT_START = re.compile(r"[A-Za-z_$]")
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 # After these a `/` starts a regular expression rather than a division.
 _REGEX_AFTER_WORDS = {"return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do", "else", "yield", "await"}
-_MEMBER = re.compile(r"\s*(?:\?\.|\.)\s*([A-Za-z_$][A-Za-z0-9_$]*)|\s*\[\s*(['\"])([A-Za-z0-9_$]+)\2\s*\]")
+_DOT = re.compile(r"\s*(?:\?\.|\.)\s*([A-Za-z_$][A-Za-z0-9_$]*)")
+_BRACKET = re.compile(r"\s*(?:\?\.)?\[\s*(['\"])([A-Za-z0-9_$]+)\1\s*\]")
 
 
 def code_only(source: str) -> str:
-    """The source with comments and literal contents blanked out (same length and lines)."""
+    """The source with comments and literal contents blanked out (same length and lines).
+
+    The expressions inside a template literal's `${…}` stay: they are code.
+    """
     out = list(source)
-    i, n = 0, len(source)
+    _scan(source, 0, out, inside_substitution=False)
+    return "".join(out)
+
+
+def _scan(source: str, i: int, out: list[str], *, inside_substitution: bool) -> int:
+    """Blanks from `i`; inside a `${…}`, stops at its closing brace and answers its position."""
+    n = len(source)
+    depth = 0
     last_significant = ""  # the last token's text, to tell a regex from a division
     while i < n:
         ch = source[i]
@@ -37,10 +48,13 @@ def code_only(source: str) -> str:
             end = n if end < 0 else end + 2
             _blank(out, i, end)
             i = end
-        elif ch in "'\"`":
+        elif ch in "'\"":
             end = _string_end(source, i, ch)
             _blank(out, i + 1, end - 1)
             i = end
+            last_significant = "literal"
+        elif ch == "`":
+            i = _template(source, i, out)
             last_significant = "literal"
         elif ch == "/" and _regex_allowed(last_significant):
             end = _regex_end(source, i)
@@ -53,10 +67,34 @@ def code_only(source: str) -> str:
             last_significant = match.group(0)
             i = match.end()
         else:
+            if inside_substitution and ch == "{":
+                depth += 1
+            elif inside_substitution and ch == "}":
+                if depth == 0:
+                    return i
+                depth -= 1
             if not ch.isspace():
                 last_significant = ch
             i += 1
-    return "".join(out)
+    return n
+
+
+def _template(source: str, start: int, out: list[str]) -> int:
+    """Blanks a template literal's text, scanning its substitutions as code; answers its end."""
+    i, n = start + 1, len(source)
+    while i < n:
+        ch = source[i]
+        if ch == "\\":
+            _blank(out, i, i + 2)
+            i += 2
+        elif ch == "`":
+            return i + 1
+        elif ch == "$" and source.startswith("{", i + 1):
+            i = _scan(source, i + 2, out, inside_substitution=True) + 1
+        else:
+            _blank(out, i, i + 1)
+            i += 1
+    return n
 
 
 def _blank(out: list[str], start: int, end: int) -> None:
@@ -121,10 +159,11 @@ def used_members(source: str, imports: tuple[str, ...]) -> tuple[tuple[str, str]
     names = "|".join(re.escape(name) for name in imports)
     found: list[tuple[str, str]] = []
     for match in re.finditer(rf"(?<![A-Za-z0-9_$.])({names})(?![A-Za-z0-9_$])", code):
-        member = _MEMBER.match(code, match.end())
+        # `dates.year` is read in the code; `dates["year"]` in the source, whose string the code blanks.
+        member = _DOT.match(code, match.end()) or _BRACKET.match(source, match.end())
         if member is None:
             continue
-        pair = (match.group(1), member.group(1) or member.group(3))
+        pair = (match.group(1), member.group(1) if member.re is _DOT else member.group(2))
         if pair not in found:
             found.append(pair)
     return tuple(found)
