@@ -208,7 +208,7 @@ class ModuleRepository(Application):
                 assert draft is not None
                 graph = self.graph(tenant, for_update=True)
                 edges = with_edges(graph.published_imports(), module_id, draft["imports"])
-                self._check_publish_imports(graph, module_id, draft["imports"], edges)
+                self._check_imports(graph, module_id, draft["imports"], edges, at_publish=True)
                 definitions = {module_id: draft}  # filled with each published definition loaded
                 for target in [module_id, *transitive_importers(edges, module_id)]:
                     execution = self._execution(tenant, target, edges, definitions)
@@ -298,8 +298,7 @@ class ModuleRepository(Application):
         sandbox = self._sandbox()
         name = module_id or "draft"
         graph = self.graph(tenant)
-        self._check_draft_imports(graph, name, imports)
-        edges = with_edges(graph.published_imports(), name, imports)
+        edges = self._check_draft_imports(graph, name, imports)
         definition = {"description": "", "content": content, "imports": imports, "tool": tool}
         if tool is not None:
             input = validate_input(tool["inputParameters"], input)
@@ -348,31 +347,26 @@ class ModuleRepository(Application):
         if module is None or module.version != version:
             raise ConcurrentChange(module_id)
 
-    def _check_draft_imports(self, graph: ImportGraph, module_id: str, imports: list[str]) -> None:
-        """R5 at save: imports name published modules, not the module itself, and close no cycle."""
-        found = [
-            Violation(f"draftImports[{i}]", "R5", _import_problem(graph, module_id, name))
-            for i, name in enumerate(imports)
-            if name == module_id or not graph.is_published(name)
-        ]
-        if found:
-            raise ImportRefused(found)
-        cycle = find_cycle(with_edges(graph.published_imports(), module_id, imports), through=module_id)
-        if cycle:
-            raise ImportCycle(cycle)
+    def _check_draft_imports(self, graph: ImportGraph, module_id: str, imports: list[str]) -> dict[str, list[str]]:
+        """R5 at save, against the published graph plus this draft; answers that graph."""
+        edges = with_edges(graph.published_imports(), module_id, imports)
+        self._check_imports(graph, module_id, imports, edges, at_publish=False)
+        return edges
 
-    def _check_publish_imports(self, graph: ImportGraph, module_id: str, imports: list[str], edges: dict[str, list[str]]) -> None:
-        """R5 at publish, against the graph as the publish would leave it."""
+    def _check_imports(
+        self, graph: ImportGraph, module_id: str, imports: list[str], edges: Mapping[str, list[str]], *, at_publish: bool
+    ) -> None:
+        """R5: imports name published modules, not the module itself, and close no cycle in `edges`."""
         found = [
             Violation(f"draftImports[{i}]", "R5", _import_problem(graph, module_id, name))
             for i, name in enumerate(imports)
             if name == module_id or not graph.is_published(name)
         ]
         if found:
-            raise ImportRefused(found, at_publish=True)
+            raise ImportRefused(found, at_publish=at_publish)
         cycle = find_cycle(edges, through=module_id)
         if cycle:
-            raise ImportCycle(cycle, at_publish=True)
+            raise ImportCycle(cycle, at_publish=at_publish)
 
     def _execution(
         self,
