@@ -108,8 +108,9 @@ class ModuleRepository(Application):
         except AggregateNotFoundError:
             return ImportGraph(tenant=tenant)
 
-    def importers(self, tenant: str, module_id: str) -> list[str]:
-        return [m for m in self.graph(tenant).importers_of(module_id) if m != module_id]
+    def tool_holding(self, tenant: str, name: str) -> str | None:
+        """The kind of non-module tool that holds `name` (R2), or None."""
+        return self._tool_names.holder_of(tenant, name)
 
     def position(self) -> int:
         return self.recorder.max_notification_id() or 0
@@ -136,7 +137,7 @@ class ModuleRepository(Application):
             found += invalid.violations
         if found:
             raise InvalidDefinition(found)
-        holder = self._tool_names.holder_of(tenant, module_id)
+        holder = self.tool_holding(tenant, module_id)
         if holder:
             raise IdTaken(module_id, holder)
         for _ in range(_ATTEMPTS):
@@ -241,15 +242,13 @@ class ModuleRepository(Application):
             self._raise_if_module_moved(tenant, module_id, version)
         raise ConcurrentChange(module_id)
 
-    def delete(self, tenant: str, module_id: str, *, by: str, other_users: dict[str, list[str]] | None = None) -> Written:
+    def delete(self, tenant: str, module_id: str, *, by: str) -> Written:
         """DELETE /{id} (R12): refused while anything uses the module."""
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
             version = module.version
             graph = self.graph(tenant, for_update=True)
             used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], "plans": [], "agents": []}
-            for kind, names in (other_users or {}).items():
-                used_by[kind] = sorted(set(used_by.get(kind, [])) | set(names))
             if any(used_by.values()):
                 raise InUse(module_id, used_by)
             module.delete(by)
@@ -296,7 +295,7 @@ class ModuleRepository(Application):
         if found:
             raise InvalidDefinition(found)
         sandbox = self._sandbox()
-        name = module_id or "draft"
+        name = module_id or "(draft)"  # not an identifier, so it cannot stand for a real module
         graph = self.graph(tenant)
         edges = self._check_draft_imports(graph, name, imports)
         definition = {"description": "", "content": content, "imports": imports, "tool": tool}

@@ -74,7 +74,11 @@ def list_modules(
 @router.get("/availability", response_model=bool)
 def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool:
     """Whether an id is valid (R1) and free (R2)."""
-    return is_valid_id(id) and not services.read_model.is_taken(principal.tenant, id)
+    return (
+        is_valid_id(id)
+        and services.modules.tool_holding(principal.tenant, id) is None
+        and not services.read_model.is_taken(principal.tenant, id)
+    )
 
 
 @router.post("", status_code=201, response_model=ModulePublic)

@@ -78,3 +78,13 @@ def test_with_the_sandbox_off_edits_work_but_test_and_publish_are_503(tmp_path) 
             assert response.status_code == 503
             assert "code-sandbox.url is not configured" in response.json()["detail"]
         assert client.get(f"{BASE}/{module}").json()["state"] == "UNPUBLISHED"
+
+
+def test_testing_an_unnamed_draft_works_beside_a_module_named_draft(client: TestClient) -> None:
+    # a module may be called `draft`; an unnamed draft under test must not stand in for it
+    client.post(BASE, json={"id": "base", "description": "d", "draftContent": "exports.word = 'base';"})
+    client.post(f"{BASE}/base/publish")
+    client.post(BASE, json={"id": "draft", "description": "d", "draftContent": "exports.word = base.word + '+draft';", "draftImports": ["base"]})
+    client.post(f"{BASE}/draft/publish")
+    result = client.post(f"{BASE}/test", json={"draftContent": "exports.run = () => draft.word;", "draftImports": ["draft"]}).json()
+    assert result["output"] == "base+draft", result
