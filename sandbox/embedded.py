@@ -131,7 +131,7 @@ class EmbeddedSandbox(Sandbox):
             self._sessions.release()
         if logs:
             for line in logs:
-                log.info("module log", extra={"module": execution.target.name, "line": line})
+                log.info("module log", extra={"codeModule": execution.target.name, "logLine": line})
         return ExecutionResult(output=output, error=error, logs=tuple(logs), duration_millis=round(duration, 3))
 
     def _evaluate(self, program: Program, execution: Execution) -> tuple[object, ExecutionError | None, list[str]]:

@@ -132,3 +132,21 @@ def test_restart_keeps_modules_states_list_and_facets(server: Server) -> None:
     # the admin token was printed on the first start only, and still works after the restart
     assert set(printed_tokens(first_start_output)) == {token}
     assert printed_tokens(server.output[len(first_start_output) :]) == []
+
+
+def test_log_reaches_the_call_trace_and_the_service_log(server: Server) -> None:
+    # seed 004's "Write the source" example logs before it counts
+    source = (
+        "exports.run = function (input) {\n"
+        "  log('counting the lines of ' + input.text.length + ' characters');\n"
+        "  return input.text.split('\\n').length + ' lines';\n"
+        "};"
+    )
+    with server.client() as http:
+        http.post(BASE, json={"id": "countLines", "description": "Counts lines", "draftContent": source, "tool": {}})
+        http.post(f"{BASE}/countLines/publish")
+        result = http.post("/api/v1/tools/countLines/call", json={"text": "a\nb"}).json()
+    assert result["output"] == "2 lines" and result["logs"] == ["counting the lines of 3 characters"]
+    logged = [json.loads(line) for line in server.output.splitlines() if line.startswith("{")]
+    assert any(e.get("codeModule") == "countLines" and e.get("logLine") == "counting the lines of 3 characters" and e["level"] == "info" for e in logged)
+    assert server.token not in server.output.split("Data in", 1)[1]  # no token in any log line
