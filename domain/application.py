@@ -4,10 +4,11 @@ Each command reads: load → command → save, and returns plain values plus the
 recorded, so the API can wait for the read model to catch up (read-your-writes). Library errors
 become domain errors here (`raise … from None`); the API never sees an eventsourcing exception.
 
-Publishes are serialized per tenant by a `PublishLock` (in-process now, cross-process with
-PostgreSQL), and every publish also records an event on the tenant's `ImportGraph`: a publish that
-raced another one anyway fails on the graph's version, is retried against the new graph, and so can
-never close a cycle or break a dependent.
+Publishes, and saves that change an import, are serialized per tenant by a `GraphLock` (in-process
+now, cross-process with PostgreSQL), and each of them also records an event on the tenant's
+`ImportGraph`: one that raced another anyway fails on the graph's version, is retried against the
+new graph, and so two publishes can never close a cycle or break a dependent between them. Saves
+that leave every import as it was touch neither the lock nor the graph.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from domain.errors import (
 )
 from domain.graph import bundle_order, find_cycle, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph, graph_aggregate_id, module_aggregate_id
-from domain.ports import Execution, ExecutionResult, NoOtherTools, PublishLock, Sandbox, SourceUnit, ToolNames
+from domain.ports import Execution, ExecutionResult, GraphLock, NoOtherTools, Sandbox, SourceUnit, ToolNames
 from domain.rules import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT,
@@ -52,8 +53,8 @@ _ATTEMPTS = 5
 UNSET: Any = object()  # a PUT field that the request did not mention
 
 
-class ThreadPublishLock(PublishLock):
-    """Serializes the publishes of one tenant within this process."""
+class ThreadGraphLock(GraphLock):
+    """Serializes the graph changes of one tenant within this process."""
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
@@ -86,12 +87,12 @@ class ModuleRepository(Application):
         *,
         sandbox: Callable[[], Sandbox],
         tool_names: ToolNames | None = None,
-        publish_lock: PublishLock | None = None,
+        graph_lock: GraphLock | None = None,
     ) -> None:
         super().__init__(env)
         self._sandbox = sandbox
         self._tool_names = tool_names or NoOtherTools()
-        self._publish_lock = publish_lock or ThreadPublishLock()
+        self._graph_lock = graph_lock or ThreadGraphLock()
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -140,21 +141,25 @@ class ModuleRepository(Application):
         holder = self.tool_holding(tenant, module_id)
         if holder:
             raise IdTaken(module_id, holder)
-        for _ in range(_ATTEMPTS):
-            existing = self._load(tenant, module_id, for_update=True)
-            if existing is not None and not existing.deleted:
-                raise IdTaken(module_id)
-            graph = self.graph(tenant, for_update=True)
-            self._check_draft_imports(graph, module_id, definition["imports"])
-            if existing is None:
-                module = CodeModule(tenant=tenant, module_id=module_id, definition=definition, by=by)
-            else:
-                module = existing
-                module.recreate(definition, by)
-            graph.link(module_id, published=None, draft=definition["imports"])
-            position = self._save(module, graph)
-            if position is not None:
-                return Written(module, position)
+        imports = definition["imports"]
+        # A module nobody can import yet needs no graph node until it imports something or is published.
+        with self._graph_lock.hold(tenant) if imports else contextlib.nullcontext():
+            for _ in range(_ATTEMPTS):
+                existing = self._load(tenant, module_id, for_update=True)
+                if existing is not None and not existing.deleted:
+                    raise IdTaken(module_id)
+                graph = self.graph(tenant, for_update=True) if imports else None
+                if graph is not None:
+                    self._check_draft_imports(graph, module_id, imports)
+                    graph.link(module_id, published=None, draft=imports)
+                if existing is None:
+                    module = CodeModule(tenant=tenant, module_id=module_id, definition=definition, by=by)
+                else:
+                    module = existing
+                    module.recreate(definition, by)
+                position = self._save(module, graph)
+                if position is not None:
+                    return Written(module, position)
         raise ConcurrentChange(module_id)
 
     def update(
@@ -169,6 +174,10 @@ class ModuleRepository(Application):
         by: str,
     ) -> Written:
         """PUT /{id}: changes the draft; an unmentioned field keeps its current value."""
+        with self._graph_lock.hold(tenant) if imports is not UNSET else contextlib.nullcontext():
+            return self._update(tenant, module_id, description, content, imports, tool, by)
+
+    def _update(self, tenant: str, module_id: str, description: Any, content: Any, imports: Any, tool: Any, by: str) -> Written:
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
             current = module.current
@@ -201,7 +210,7 @@ class ModuleRepository(Application):
     def publish(self, tenant: str, module_id: str, *, by: str) -> Written:
         """POST /{id}/publish: R5 again, then R10's check of the module and all its importers."""
         sandbox = self._sandbox()
-        with self._publish_lock.hold(tenant):
+        with self._graph_lock.hold(tenant):
             for _ in range(_ATTEMPTS):
                 module = self.module(tenant, module_id, for_update=True)
                 module._check_can_publish()
@@ -227,6 +236,10 @@ class ModuleRepository(Application):
 
     def discard_draft(self, tenant: str, module_id: str, *, by: str) -> Written:
         """DELETE /{id}/draft (R11)."""
+        with self._graph_lock.hold(tenant):
+            return self._discard_draft(tenant, module_id, by)
+
+    def _discard_draft(self, tenant: str, module_id: str, by: str) -> Written:
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
             version = module.version
@@ -244,6 +257,10 @@ class ModuleRepository(Application):
 
     def delete(self, tenant: str, module_id: str, *, by: str) -> Written:
         """DELETE /{id} (R12): refused while anything uses the module."""
+        with self._graph_lock.hold(tenant):
+            return self._delete(tenant, module_id, by)
+
+    def _delete(self, tenant: str, module_id: str, by: str) -> Written:
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
             version = module.version
@@ -252,8 +269,10 @@ class ModuleRepository(Application):
             if any(used_by.values()):
                 raise InUse(module_id, used_by)
             module.delete(by)
-            graph.unlink(module_id)
-            position = self._save(module, graph)
+            has_node = module_id in graph.nodes
+            if has_node:
+                graph.unlink(module_id)
+            position = self._save(module, graph if has_node else None)
             if position is not None:
                 return Written(None, position)
             self._raise_if_module_moved(tenant, module_id, version)
@@ -357,7 +376,7 @@ class ModuleRepository(Application):
     ) -> None:
         """R5: imports name published modules, not the module itself, and close no cycle in `edges`."""
         found = [
-            Violation(f"draftImports[{i}]", "R5", _import_problem(graph, module_id, name))
+            Violation(f"draftImports[{i}]", "R5", self._import_problem(graph.tenant, module_id, name))
             for i, name in enumerate(imports)
             if name == module_id or not graph.is_published(name)
         ]
@@ -366,6 +385,14 @@ class ModuleRepository(Application):
         cycle = find_cycle(edges, through=module_id)
         if cycle:
             raise ImportCycle(cycle, at_publish=at_publish)
+
+    def _import_problem(self, tenant: str, module_id: str, name: str) -> str:
+        if name == module_id:
+            return f"a module cannot import itself ({name!r})"
+        module = self._load(tenant, name)
+        if module is None or module.deleted:
+            return f"no module {name!r} to import"
+        return f"{name!r} is not published; only published modules can be imported"
 
     def _execution(
         self,
@@ -415,11 +442,3 @@ def _definition(description: Any, content: Any, imports: Any, tool: Any) -> Defi
         "imports": list(imports) if isinstance(imports, (list, tuple)) else imports,
         "tool": normalise_tool(tool) if isinstance(tool, dict) else tool,
     }
-
-
-def _import_problem(graph: ImportGraph, module_id: str, name: str) -> str:
-    if name == module_id:
-        return f"a module cannot import itself ({name!r})"
-    if name not in graph.nodes:
-        return f"no module {name!r} to import"
-    return f"{name!r} is not published; only published modules can be imported"

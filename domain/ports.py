@@ -90,11 +90,13 @@ class NoOtherTools(ToolNames):
         return None
 
 
-class PublishLock(ABC):
-    """Serializes the publishes of one tenant. In one process a thread lock; across processes
-    (PostgreSQL) an advisory lock. Correctness does not rest on it alone: every publish also
-    advances the tenant's import graph, whose version the event store checks."""
+class GraphLock(ABC):
+    """Serializes the changes of one tenant's import graph: publishes, and every save that changes
+    an import. In one process a thread lock; across processes (PostgreSQL) an advisory lock.
+    Correctness does not rest on it alone: each such change also advances the tenant's
+    `ImportGraph` aggregate, whose version the event store checks. The lock keeps writers of one
+    process from wasting work (a publish's sandbox checks) on conflicts they would then retry."""
 
     @abstractmethod
     def hold(self, tenant: str) -> AbstractContextManager[None]:
-        """Holds the tenant's publish lock for the duration of a `with` block."""
+        """Holds the tenant's lock for the duration of a `with` block."""

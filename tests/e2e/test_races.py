@@ -34,3 +34,27 @@ def test_two_drafts_importing_each_other_never_both_publish(server: Server) -> N
             assert statuses == [200, 422], f"race {race}: {statuses}"
             published_imports = {name: http.get(f"{BASE}/{name}").json()["published"]["imports"] for name in (a, b)}
             assert [] in published_imports.values(), f"race {race}: both published their import: {published_imports}"
+
+
+def test_many_clients_creating_and_publishing_at_once_all_succeed(server: Server) -> None:
+    # one shared library; 96 clients at once each create a module (half of them importing it), publish and call it
+    with server.client() as http:
+        http.post(BASE, json={"id": "shared", "description": "shared", "draftContent": "exports.one = 1;"})
+        assert http.post(f"{BASE}/shared/publish").status_code == 200
+
+    def client_session(i: int) -> list[int]:
+        imports = ["shared"] if i % 2 else []
+        source = "exports.run = (i) => " + ("shared.one + i.n;" if imports else "i.n;")
+        with server.client() as own:
+            return [
+                own.post(BASE, json={"id": f"c{i}", "description": f"client {i}", "draftContent": source, "draftImports": imports, "tool": {}}).status_code,
+                own.post(f"{BASE}/c{i}/publish").status_code,
+                own.post(f"/api/v1/tools/c{i}/call", json={"n": i}).status_code,
+            ]
+
+    with ThreadPoolExecutor(max_workers=48) as pool:
+        statuses = list(pool.map(client_session, range(96)))
+    assert statuses == [[201, 200, 200]] * 96
+    with server.client() as http:
+        assert http.get(BASE, params={"limit": 1}).json()["total"] == 97
+        assert len(http.get(f"{BASE}/shared/usage").json()["modules"]) == 48

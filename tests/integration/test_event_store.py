@@ -8,7 +8,7 @@ from threading import Barrier
 
 import pytest
 
-from domain.application import ModuleRepository, ThreadPublishLock
+from domain.application import ModuleRepository, ThreadGraphLock
 from domain.errors import CheckFailed, ImportCycle, InvalidDefinition
 from domain.model import CodeModule
 from infrastructure.bootstrap import bootstrap
@@ -23,7 +23,7 @@ def _repository(path: Path) -> ModuleRepository:
     """A repository of its own (own cache, own publish lock), as another process would have."""
     sandbox = EmbeddedSandbox(ready_contexts=0)
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path), "SQLITE_LOCK_TIMEOUT": "10"}
-    return ModuleRepository(env, sandbox=lambda: sandbox, publish_lock=ThreadPublishLock())
+    return ModuleRepository(env, sandbox=lambda: sandbox, graph_lock=ThreadGraphLock())
 
 
 def test_every_event_records_who_and_when(tmp_path: Path) -> None:
