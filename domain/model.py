@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
@@ -35,10 +36,12 @@ PUBLISHED = "PUBLISHED"
 STATES = (PUBLISHED, DRAFT, UNPUBLISHED)
 
 
+@lru_cache(maxsize=65_536)
 def module_aggregate_id(tenant: str, module_id: str) -> UUID:
     return uuid5(_NAMESPACE, f"module/{tenant}/{module_id}")
 
 
+@lru_cache(maxsize=1_024)
 def graph_aggregate_id(tenant: str) -> UUID:
     return uuid5(_NAMESPACE, f"import-graph/{tenant}")
 
