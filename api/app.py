@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import problems
@@ -94,4 +95,13 @@ def create_app(services: Services) -> FastAPI:
         }
 
     app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = problems.openapi_with_problems(
+                get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

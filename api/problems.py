@@ -35,6 +35,43 @@ _TITLES = {
 }
 
 
+_DESCRIPTIONS = {
+    400: "The request breaks a rule; `errors` names each field and rule",
+    401: "No valid bearer token",
+    403: "The token's role may not do this",
+    404: "No such module or tool",
+    409: "The request conflicts with the module's state (`usedBy` for R12)",
+    413: "The request body is too large",
+    422: "Publishing would break a module (`failingModule`) or close an import cycle (`cycle`)",
+    429: "Every sandbox session is busy; retry after `Retry-After` seconds",
+    503: "The code sandbox is not configured",
+}
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for a route's problems (401 and 403 come with every protected route)."""
+    from api.schemas import Problem
+
+    wanted = sorted({*statuses, 401, 403})
+    return {status: {"model": Problem, "description": _DESCRIPTIONS[status]} for status in wanted}
+
+
+def openapi_with_problems(schema: dict[str, Any]) -> dict[str, Any]:
+    """Serves problems as `application/problem+json` and drops FastAPI's own 422 (bad input is 400 here)."""
+    for operation in (op for path in schema.get("paths", {}).values() for op in path.values()):
+        responses = operation.get("responses", {})
+        default_422 = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        if default_422.get("$ref", "").endswith("/HTTPValidationError"):
+            del responses["422"]
+        for status, response in responses.items():
+            content = response.get("content", {})
+            if status[0] in "45" and "application/json" in content:
+                content[MEDIA_TYPE] = content.pop("application/json")
+    for name in ("HTTPValidationError", "ValidationError"):
+        schema.get("components", {}).get("schemas", {}).pop(name, None)
+    return schema
+
+
 def problem(status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
     body = {"type": f"/problems/{code}", "title": _TITLES.get(status, "Error"), "status": status, "detail": detail, "code": code}
     body.update({k: v for k, v in extra.items() if v is not None})

@@ -142,3 +142,24 @@ class ExecutionOut(BaseModel):
     error: ExecutionErrorOut | None
     logs: list[str]
     durationMillis: float
+
+
+class FieldError(BaseModel):
+    field: str
+    rule: str
+    message: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, with a stable machine `code` and, where it helps, what was involved."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    errors: list[FieldError] | None = None
+    cycle: list[str] | None = None
+    usedBy: Usage | None = None
+    failingModule: str | None = None
+    error: ExecutionErrorOut | None = None

@@ -85,6 +85,9 @@ def source_violations(value: Any, field: str = "draftContent") -> list[Violation
         return [Violation(field, "R4", "must be a string")]
     if len(value) > MAX_SOURCE:
         return [Violation(field, "R4", f"must be at most {MAX_SOURCE} characters, got {len(value)}")]
+    if "\x00" in value:
+        # The engine reads source as a C string; write "\0" inside a string literal instead.
+        return [Violation(field, "R4", "must not contain the NUL character (U+0000)")]
     return []
 
 

@@ -163,6 +163,9 @@ class EmbeddedSandbox(Sandbox):
             return None, _escaped_error(e, program, timeout, memory_mb), _read_logs(context)
         except MemoryError:
             return None, _out_of_memory(memory_mb), []
+        except (ValueError, SystemError) as e:  # the binding refusing its input: never the caller's 500
+            log.warning("sandbox refused a program", extra={"reason": str(e)})
+            return None, ExecutionError("runtime", f"the sandbox could not run this code: {e}"), []
         if not isinstance(outcome, str):
             return None, ExecutionError("runtime", "the program ended without a result"), []
         body = json.loads(outcome)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from api.deps import Admin, Reader, ServicesDep
+from api.problems import documented
 from api.presenters import execution_out, module_out
 from api.schemas import (
     DuplicateRequest,
@@ -41,7 +42,7 @@ def _answer(services: Services, principal: Principal, written: Written) -> dict[
     return module_out(written.module, used_by)
 
 
-@router.get("", response_model=ModuleList)
+@router.get("", response_model=ModuleList, responses=documented(400))
 def list_modules(
     services: ServicesDep,
     principal: Reader,
@@ -71,7 +72,7 @@ def list_modules(
     return {"collection": page.collection, "total": page.total, "facets": page.facets}
 
 
-@router.get("/availability", response_model=bool)
+@router.get("/availability", response_model=bool, responses=documented(400))
 def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool:
     """Whether an id is valid (R1) and free (R2)."""
     return (
@@ -81,7 +82,7 @@ def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool
     )
 
 
-@router.post("", status_code=201, response_model=ModulePublic)
+@router.post("", status_code=201, response_model=ModulePublic, responses=documented(400, 409, 413))
 def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
     """Create a module as an UNPUBLISHED draft."""
     written = services.modules.create(
@@ -96,7 +97,7 @@ def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin) -
     return _answer(services, principal, written)
 
 
-@router.post("/test", response_model=ExecutionOut)
+@router.post("/test", response_model=ExecutionOut, responses=documented(400, 413, 429, 503))
 def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Run a definition as it stands in the editor; nothing is saved."""
     result = services.modules.test(
@@ -111,14 +112,14 @@ def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> d
     return execution_out(result)
 
 
-@router.get("/{id}", response_model=ModulePublic)
+@router.get("/{id}", response_model=ModulePublic, responses=documented(404))
 def get_module(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
     """The whole module: its draft, its published version and who uses it."""
     module = services.modules.module(principal.tenant, id)
     return module_out(module, services.read_model.used_by(principal.tenant, id))
 
 
-@router.put("/{id}", response_model=ModulePublic)
+@router.put("/{id}", response_model=ModulePublic, responses=documented(400, 404, 409, 413))
 def update_module(id: str, body: ModuleUpdate, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
     """Change the description, the draft source and imports, or the tool section."""
     given = body.model_fields_set
@@ -134,33 +135,33 @@ def update_module(id: str, body: ModuleUpdate, services: ServicesDep, principal:
     return _answer(services, principal, written)
 
 
-@router.post("/{id}/publish", response_model=ModulePublic)
+@router.post("/{id}/publish", response_model=ModulePublic, responses=documented(404, 409, 422, 429, 503))
 def publish_module(id: str, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
     """Publish the draft after checking the module and every module that imports it."""
     return _answer(services, principal, services.modules.publish(principal.tenant, id, by=principal.name))
 
 
-@router.delete("/{id}/draft", response_model=ModulePublic)
+@router.delete("/{id}/draft", response_model=ModulePublic, responses=documented(404, 409))
 def discard_draft(id: str, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
     """Drop the draft and return to the published version."""
     return _answer(services, principal, services.modules.discard_draft(principal.tenant, id, by=principal.name))
 
 
-@router.delete("/{id}", status_code=204, response_class=Response)
+@router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409))
 def delete_module(id: str, services: ServicesDep, principal: Admin) -> Response:
     """Delete a module nothing uses; its history stays."""
     _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name))
     return Response(status_code=204)
 
 
-@router.get("/{id}/usage", response_model=Usage)
+@router.get("/{id}/usage", response_model=Usage, responses=documented(404))
 def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str, list[str]]:
     """The modules, plans and agents that use the module."""
     services.modules.module(principal.tenant, id)
     return {"modules": services.read_model.used_by(principal.tenant, id), "plans": [], "agents": []}
 
 
-@router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic)
+@router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic, responses=documented(400, 404, 409, 413))
 def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
     """Start a new UNPUBLISHED module from this one's current definition."""
     return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name))

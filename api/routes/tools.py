@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Body
 
 from api.deps import ServicesDep, ToolCaller
+from api.problems import documented
 from api.presenters import execution_out
 from api.routes.modules import call_context
 from api.schemas import ExecutionOut
@@ -14,7 +15,7 @@ from api.schemas import ExecutionOut
 router = APIRouter(prefix="/api/v1/tools", tags=["tools"])
 
 
-@router.post("/{name}/call", response_model=ExecutionOut)
+@router.post("/{name}/call", response_model=ExecutionOut, responses=documented(400, 404, 413, 429, 503))
 def call_tool(
     name: str,
     services: ServicesDep,

@@ -109,3 +109,13 @@ def test_calling_what_is_not_a_published_enabled_tool_is_404(client: TestClient)
     client.post(f"{BASE}/{disabled}/publish")
     assert_problem(client.post(f"/api/v1/tools/{disabled}/call", json={}), 404, "tool-not-found")
     assert_problem(client.post("/api/v1/tools/nowhere/call", json={}), 404, "tool-not-found")
+
+
+def test_a_source_with_a_nul_character_is_refused_at_save_and_in_test(client: TestClient) -> None:
+    body = {"id": unique_id(), "description": "d", "draftContent": "exports.run = () => 'a\u0000b';"}
+    problem = assert_problem(client.post(BASE, json=body), 400, "invalid-module")
+    assert problem["errors"][0]["field"] == "draftContent" and problem["errors"][0]["rule"] == "R4"
+    assert_problem(client.post(f"{BASE}/test", json={"draftContent": body["draftContent"]}), 400, "invalid-module")
+    # written as an escape inside a string, it runs
+    escaped = client.post(f"{BASE}/test", json={"draftContent": "exports.run = () => 'a\\u0000b'.length;"}).json()
+    assert escaped["output"] == 3

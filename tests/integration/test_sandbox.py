@@ -329,3 +329,10 @@ def test_one_call_more_than_the_session_limit_is_refused_at_once() -> None:
     assert error_type(outcome[0]) == "timeout"
     # the session is free again
     assert run(single, DATES, REPORT, input={"day": "2024-05-06"}).output == "Report 2024"
+
+
+def test_a_program_the_engine_cannot_read_is_an_error_result_not_an_exception(sandbox: EmbeddedSandbox) -> None:
+    # the binding reads source as a C string: a NUL that slipped past validation must not raise
+    result = run(sandbox, tool("exports.run = () => 'a\x00b';"))
+    assert error_type(result) == "runtime" and "could not run" in result.error.message  # type: ignore[union-attr]
+    assert run(sandbox, DATES, REPORT, input={"day": "2024-05-06"}).output == "Report 2024"
