@@ -13,7 +13,7 @@ from projections.interface import ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
 from projections.runner import PullingProjectionRunner
-from sandbox.embedded import EmbeddedSandbox
+from sandbox.factory import embedded_sandbox
 
 
 @dataclass
@@ -32,8 +32,9 @@ class Services:
 
     def close(self) -> None:
         self.runner.stop()
-        if isinstance(self.sandbox, EmbeddedSandbox):
-            self.sandbox.close()
+        close = getattr(self.sandbox, "close", None)
+        if close is not None:
+            close()
         self.modules.close()
 
 
@@ -41,11 +42,7 @@ def build_sandbox(settings: Settings) -> Sandbox | None:
     if settings.sandbox_url == "":
         return None
     if settings.sandbox_url == "embedded":
-        return EmbeddedSandbox(
-            max_timeout_millis=settings.sandbox_max_timeout_millis,
-            max_memory_mb=settings.sandbox_max_memory_mb,
-            max_active_sessions=settings.sandbox_max_active_sessions,
-        )
+        return embedded_sandbox(settings.sandbox_config())
     raise SystemExit(
         f"CODESANDBOX_URL={settings.sandbox_url!r}: this version runs code only in the embedded sandbox; "
         "set CODESANDBOX_URL=embedded (or empty to switch code execution off)"

@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sandbox.config import SandboxConfig
+
 
 def default_data_dir() -> Path:
     """`$XDG_DATA_HOME/toolsmith`, that is `~/.local/share/toolsmith` by default."""
@@ -44,6 +46,19 @@ class Settings(BaseSettings):
     sandbox_allowed_domains: str = Field("", validation_alias=_env("sandbox_allowed_domains", "CODESANDBOX_ALLOWED_DOMAINS"))
     sandbox_max_timeout_millis: int = Field(10_000, ge=100, validation_alias=_env("sandbox_max_timeout_millis", "CODESANDBOX_MAX_TIMEOUT_MILLIS"))
     sandbox_max_memory_mb: int = Field(512, ge=8, validation_alias=_env("sandbox_max_memory_mb", "CODESANDBOX_MAX_MEMORY_MB"))
+    # Worker processes kept running while idle; more start on demand, up to the session cap.
+    sandbox_workers: int = Field(2, ge=1, validation_alias=_env("sandbox_workers", "CODESANDBOX_WORKERS"))
+
+    def sandbox_config(self) -> SandboxConfig:
+        """The embedded runner's configuration (also the `toolsmith sandbox` service's)."""
+        return SandboxConfig(
+            max_timeout_millis=self.sandbox_max_timeout_millis,
+            max_memory_mb=self.sandbox_max_memory_mb,
+            max_active_sessions=self.sandbox_max_active_sessions,
+            allowed_domains=self.sandbox_allowed_domains,
+            workers=min(self.sandbox_workers, self.sandbox_max_active_sessions),
+            capability_profile=self.sandbox_capability_profile,
+        )
 
     # The HTTP API.
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"))

@@ -1,0 +1,24 @@
+"""The sandbox's own configuration (DESIGN §6), whichever process runs it: the API's embedded
+runner or the `toolsmith sandbox` service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sandbox.capabilities import Capabilities, profile
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    max_timeout_millis: int = 10_000
+    max_memory_mb: int = 512
+    max_active_sessions: int = 16
+    # Comma-separated `host` or `host:port` that `http.fetch` may reach; empty: none.
+    allowed_domains: str = ""
+    # Worker processes kept running while idle; more start on demand, up to max_active_sessions.
+    workers: int = 2
+    capability_profile: str = "default"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return profile(self.capability_profile)
