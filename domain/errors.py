@@ -130,12 +130,14 @@ class ConcurrentChange(ModuleError):
 
 
 class SandboxUnavailable(ModuleError):
-    """The code sandbox is switched off (empty `code-sandbox.url`)."""
+    """The code sandbox is switched off (empty `code-sandbox.url`), or cannot run code now."""
 
     code = "sandbox-not-configured"
 
-    def __init__(self) -> None:
-        super().__init__("code modules cannot run because code-sandbox.url is not configured")
+    def __init__(self, reason: str | None = None) -> None:
+        if reason is not None:
+            self.code = "sandbox-unavailable"
+        super().__init__(reason or "code modules cannot run because code-sandbox.url is not configured")
 
 
 class SandboxBusy(ModuleError):

@@ -1,17 +1,21 @@
-"""Assembles the JavaScript a call evaluates (R6): a fixed prelude, then the call's own modules.
+"""Assembles the JavaScript a call evaluates (R6): a tiny prelude, then the call's own program.
 
-The prelude (`log`, `ai`, and the functions that call the target and encode its result) is the same
-for every call, so the runner evaluates it in a fresh context before a call arrives; compiling code
-is most of what a small call costs in QuickJS. The call's program is then one call of `$run`,
-`$check` or `$script` whose first argument is a function that defines each module inside its own
-function. That function receives a fresh `exports` object and, as parameters named after them, the
-`exports` of the modules it imports: an importer sees its own imports and nothing else. Everything
-the harness defines starts with `$`, which no module id may contain (R1).
+Compiling JavaScript is most of what a small call costs in QuickJS after the context itself, so
+the harness is kept to what each call needs:
 
-Every path ends with a JSON string, `[1, value, logs]` or `[0, type, message, logs]` (an empty type
-is classified by the runner from the message). Only a parse error, an interrupt or an exhausted heap
-escape the evaluation. When `run` returns a promise the program ends with `null`, and the runner
-drains the job queue, then reads `$r`.
+- the prelude, evaluated in each fresh context before a call arrives: `log` and `ai.context()`,
+  both of which hand strings to the worker's one host function `$host`;
+- a tool call in module style: each module defined inside its own function, which receives a
+  fresh `exports` object and, as parameters named after them, the `exports` of the modules it
+  imports (an importer sees its own imports and nothing else), then `$v=<target>.run(input)`.
+  The worker reads `$v` itself (a promise is awaited by draining the job queue), serialises it
+  with the engine's JSON.stringify under the call's limits, and types whatever escapes;
+- checks (publish) and script style (seed 000) use the `$check` / `$script` helpers, compiled with
+  their program, which end with a JSON string `[1, value]` or `[0, type, message]`;
+- `Intl`, `toLocaleString` and `http` are set up only for bundles whose source names them, and the
+  depth cap on proxy chains only for bundles that name `Proxy`.
+
+Everything the harness defines starts with `$`, which no module id may contain (R1).
 """
 
 from __future__ import annotations
@@ -27,27 +31,49 @@ from sandbox.links import used_members
 MAX_LOG_LINES = 50
 MAX_LOG_CHARS = 500
 
-# Evaluated once per fresh context, before the call: what every call needs, kept small because
-# compiling is what a context costs.
-PRELUDE = """var $g=[],$r=null,$m={},$c='{}';
-function log(v){if($g.length<%(lines)d){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){}$g.push(String(v).slice(0,%(chars)d))}}
-var ai=Object.freeze({context:function(){return JSON.parse($c)}});
-function $e(e,t){try{e=e&&e.name?e.name+': '+e.message:String(e)}catch(x){e='an unprintable value was thrown'}return JSON.stringify([0,t||'',e,$g])}
-function $s(v){var t=typeof v;try{if(t=='function'||t=='symbol')throw TypeError('the result is a '+t+', which is not JSON');return JSON.stringify([1,v===undefined?null:v,$g])}catch(e){return $e(e,'result')}}
-function $in(i,d){i=JSON.parse(i);if(d)for(var k=0;k<d.length;k++)if(typeof i[d[k]]=='string')i[d[k]]=new Date(i[d[k]]);return i}
-function $run(l,i,c,d){$c=c;try{var t=l().run;if(typeof t!='function')throw TypeError('the module does not assign a function to exports.run');var v=t($in(i,d));
-if(v!==null&&typeof v=='object'&&typeof v.then=='function'){v.then(function(v){$r=$s(v)},function(e){$r=$e(e)});return null}return $s(v)}catch(e){return $e(e)}}
-""" % {"lines": MAX_LOG_LINES, "chars": MAX_LOG_CHARS}
+# Evaluated in each fresh context while the worker is idle.
+PRELUDE = (
+    "globalThis.ai=Object.freeze({context:function(){return JSON.parse($host('c'))}});"
+    "function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}$host('l',(''+v).slice(0,%d).toWellFormed())}"
+    % MAX_LOG_CHARS
+)
 
-# Defined by the programs that use them; neither is on a tool call's path.
-_CHECK = """function $check(load,links,tool){try{var t=load();
+# The capabilities compiled into a call's program when its source names them. `Intl` and the
+# locale methods load their shims (sandbox.intl) from the host on first use.
+_INTL = (
+    "(function(H){var I,L=0;function g(){return I||(I=(0,eval)(H('s','intl'))(function(q){return H('i',q)}))}"
+    "Object.defineProperty(globalThis,'Intl',{configurable:true,get:function(){var v=g();"
+    "Object.defineProperty(globalThis,'Intl',{value:v,writable:true,configurable:true});return v},"
+    "set:function(v){Object.defineProperty(globalThis,'Intl',{value:v,writable:true,configurable:true})}});"
+    "function S(p,k){var s=p[k]=function(){if(!L){L=1;(0,eval)(H('s','locale'))(g)}var f=p[k];"
+    "if(f===s)throw TypeError(k+' is not available');return f.apply(this,arguments)}}"
+    "S(Number.prototype,'toLocaleString');S(Date.prototype,'toLocaleString');"
+    "S(Date.prototype,'toLocaleDateString');S(Date.prototype,'toLocaleTimeString');S(BigInt.prototype,'toLocaleString')})($host);\n"
+)
+_HTTP = (
+    "globalThis.http=(function(H){var F;return Object.freeze({fetch:function(u,o){"
+    "F=F||(0,eval)(H('s','fetch'))(function(q){return H('f',q)});return F.fetch(u,o)}})})($host);\n"
+)
+# quickjs-ng walks a proxy chain without recursing, but other engines' stack overflows on deep
+# chains (CVE-2023-31922) show what they are for: chains deeper than any real use are refused.
+_PROXY = (
+    "(function(P){var d=new WeakMap;function c(t){var n=(d.get(t)||0)+1;if(n>10000)"
+    "throw RangeError('Maximum call stack size exceeded (proxies nested deeper than 10000)');return n}"
+    "function X(t,h){if(!new.target)throw TypeError(\"Constructor Proxy requires 'new'\");var n=c(t),p=new P(t,h);d.set(p,n);return p}"
+    "X.revocable=function(t,h){var n=c(t),r=P.revocable(t,h);d.set(r.proxy,n);return r};globalThis.Proxy=X})(Proxy);\n"
+)
+
+_RESULT = """function $e(e,t){try{e=e&&e.name?e.name+': '+e.message:String(e)}catch(x){e='an unprintable value was thrown'}return JSON.stringify([0,t||'',e])}
+function $s(v){var t=typeof v;try{if(t=='function'||t=='symbol'||t=='bigint')throw TypeError('the result is a '+t+', which is not JSON');return JSON.stringify([1,v===undefined?null:v])}catch(e){return $e(e,'result')}}
+"""
+_CHECK = _RESULT + """function $check(load,links,tool){try{var t=load();
 var x=links.filter(function(l){var m=$m[l[0]];return m===null||m===undefined||!(l[1] in Object(m))});
 if(x.length)return $e({name:'LinkError',message:x.map(function(l){return 'uses '+l[0]+'.'+l[1]+', which '+l[0]+' does not export'}).join('; ')},'link');
 if(tool&&typeof t.run!='function')return $e({name:'LinkError',message:'a tool module must assign a function to exports.run'},'link');
 return $s(true)}catch(e){return $e(e)}}
 """
-_SCRIPT = """function $script(load,imports,i,c,d,source,run){$c=c;try{load();if(!run)return $s(true);
-for(var k=0;k<imports.length;k++)globalThis[imports[k]]=$m[imports[k]];i=$in(i,d);for(var p in i)globalThis[p]=i[p];
+_SCRIPT = _RESULT + """function $script(load,imports,i,source,run){try{load();if(!run)return $s(true);
+for(var k=0;k<imports.length;k++)globalThis[imports[k]]=$m[imports[k]];for(var p in i)globalThis[p]=i[p];
 var v;try{v=(0,eval)(source)}catch(x){if(x instanceof SyntaxError&&/return not in a function/.test(x.message))v=$body();else throw x}
 return $s(v)}catch(e){return $e(e)}}
 """
@@ -58,6 +84,8 @@ class Program:
     text: str
     # (first line in the program, unit name) for every unit, to place a syntax error.
     unit_lines: tuple[tuple[int, str], ...]
+    # "value": the worker reads `$v`; "json": the program's value is the JSON outcome.
+    kind: str = "value"
 
     def locate(self, line: int) -> tuple[str, int] | None:
         """The unit and its own line number for a line of the program."""
@@ -69,11 +97,11 @@ class Program:
 
 
 @lru_cache(maxsize=1024)
-def _loader(units: tuple[SourceUnit, ...], returns: str | None, helper_lines: int = 0) -> tuple[str, tuple[tuple[int, str], ...]]:
-    """`function(){…}` that defines each unit's exports in `$m` and returns the target's."""
-    parts = ["function(){\n"]
+def _units(units: tuple[SourceUnit, ...], first_line: int) -> tuple[str, tuple[tuple[int, str], ...], tuple[str, str]]:
+    """Statements that define each unit's exports in `$m`; their line map; the capabilities named."""
+    parts = []
     unit_lines: list[tuple[int, str]] = []
-    line = 2 + helper_lines
+    line = first_line
     for unit in units:
         params = ",".join(("exports", *unit.imports))
         args = ",".join(("{}", *(f"$m[{json.dumps(i)}]" for i in unit.imports)))
@@ -81,8 +109,19 @@ def _loader(units: tuple[SourceUnit, ...], returns: str | None, helper_lines: in
         text = f"$m[{json.dumps(unit.name)}]=(function({params}){{\n{unit.content}\n;return exports}})({args});\n"
         parts.append(text)
         line += text.count("\n")
-    parts.append(f"return $m[{json.dumps(returns)}]}}" if returns else "}")
-    return "".join(parts), tuple(unit_lines)
+    return "".join(parts), tuple(unit_lines), _capabilities(units)
+
+
+def _capabilities(units: tuple[SourceUnit, ...]) -> tuple[str, str]:
+    """The setup of what the units' source names, without and with `http` (one line each)."""
+    source = "".join(unit.content for unit in units)
+    setup = ""
+    if "Intl" in source or "toLocale" in source:
+        setup += _INTL
+    if "Proxy" in source:
+        setup += _PROXY
+    with_http = setup + _HTTP if "http" in source else setup
+    return setup.replace("\n", ""), with_http.replace("\n", "")
 
 
 @lru_cache(maxsize=1024)
@@ -90,27 +129,45 @@ def _links(units: tuple[SourceUnit, ...]) -> str:
     return json.dumps([[dep, member] for unit in units for dep, member in used_members(unit.content, unit.imports)])
 
 
-def build_program(execution: Execution, *, check: bool) -> Program:
-    """The call's program for a run (`check=False`) or a load-and-link check (`check=True`)."""
-    # json.dumps with its default arguments uses a cached encoder: much faster on this path.
-    context = json.dumps(json.dumps(execution.context))
-    dates = json.dumps(list(execution.date_parameters)) if execution.date_parameters else "0"
+def _input(value: object, dates: tuple[str, ...]) -> str:
+    """The input as a JavaScript expression: a literal (JSON is JavaScript) unless it holds a
+    `__proto__` key, which a literal would turn into a prototype; `date` parameters become Dates."""
+    text = json.dumps(value)
+    if "__proto__" in text:
+        text = f"JSON.parse({json.dumps(text)})"
+    if dates:
+        text = f"(function(i,d){{for(var k of d)if(typeof i[k]=='string')i[k]=new Date(i[k]);return i}})({text},{json.dumps(list(dates))})"
+    return text
+
+
+def build_program(execution: Execution, *, check: bool, http: bool = True) -> Program:
+    """The call's program for a run (`check=False`) or a load-and-link check (`check=True`);
+    `http.fetch` exists only when the capability profile grants it."""
     if execution.style == "script":
         # The script is also compiled as the body of `$body`: a syntax error then escapes the
         # evaluation with its line, and a script that ends with an explicit `return` runs as a body.
         script = execution.target
-        prefix = f"{_SCRIPT}function $body(){{\n{script.content}\n}}\n"
-        loader, library_lines = _loader(execution.units[:-1], None, prefix.count("\n"))
-        unit_lines = ((_SCRIPT.count("\n") + 2, script.name), *library_lines)
+        prefix = f"var $m={{}};\n{_SCRIPT}function $body(){{\n{script.content}\n}}\n"
+        libraries, library_lines, _ = _units(execution.units[:-1], prefix.count("\n") + 2)
+        setup = _capabilities(execution.units)[http]
+        unit_lines = ((_SCRIPT.count("\n") + 3, script.name), *library_lines)
         parameters = {k: v for k, v in (execution.input or {}).items() if is_valid_id(k)}
         text = prefix + (
-            f"$script({loader},{json.dumps(list(script.imports))},{json.dumps(json.dumps(parameters))},"
-            f"{context},{dates},{json.dumps(script.content)},{'false' if check else 'true'})"
+            f"$script(function(){{\n{libraries}}},{json.dumps(list(script.imports))},"
+            f"{_input(parameters, execution.date_parameters)},{json.dumps(script.content)},{'false' if check else 'true'})"
         )
-    elif check:
-        loader, unit_lines = _loader(execution.units, execution.target.name, _CHECK.count("\n"))
-        text = _CHECK + f"$check({loader},{_links(execution.units)},{'true' if execution.is_tool else 'false'})"
-    else:
-        loader, unit_lines = _loader(execution.units, execution.target.name)
-        text = f"$r=$run({loader},{json.dumps(json.dumps(execution.input))},{context},{dates})"
-    return Program(text=text, unit_lines=unit_lines)
+        return Program(text=setup + text, unit_lines=unit_lines, kind="json")
+    if check:
+        head = "var $m={};\n" + _CHECK + "$check(function(){\n"
+        body, unit_lines, setups = _units(execution.units, head.count("\n") + 1)
+        text = (
+            head + body + f"return $m[{json.dumps(execution.target.name)}]}},"
+            f"{_links(execution.units)},{'true' if execution.is_tool else 'false'})"
+        )
+        return Program(text=setups[http] + text, unit_lines=unit_lines, kind="json")
+    body, unit_lines, setups = _units(execution.units, 2)
+    text = (
+        f"{setups[http]}var $m={{}};\n{body}"
+        f"$v=$m[{json.dumps(execution.target.name)}].run({_input(execution.input, execution.date_parameters)})"
+    )
+    return Program(text=text, unit_lines=unit_lines, kind="value")

@@ -1,182 +1,357 @@
-"""The embedded QuickJS runner: a fresh context per call, made before the call arrives.
+"""The embedded runner (`CODESANDBOX_URL=embedded`): a supervised pool of worker processes.
 
-A background thread keeps a few fresh contexts ready, each with the prelude already evaluated, so a
-call pays only for its own modules. Each context serves exactly one call and is then dropped:
-nothing leaks from one call to the next. (The binding tracks the stack of whichever thread
-evaluates, so a context made on one thread is safe to use, alone, on another.)
+Each call takes an idle worker (or starts one, up to the session cap), sends it the program and
+waits for the answer until the call's wall-clock deadline. A worker that is still running then is
+killed (SIGKILL) and replaced; one that dies (an engine crash) costs its call an error result and
+nothing else. So a call's timeout is wall-clock time whatever else runs, and no JavaScript can
+take the API process down (DESIGN §5 V4).
 
-Limits: the call's timeout (clamped to the platform cap) is the engine's time limit, the memory
-cap is the context's heap limit, and the stack is capped well below the thread's own stack. No host
-function is ever called from JavaScript: `log` writes into a JavaScript array and `ai.context()`
-returns data written into the program (DESIGN, "What the Python binding allows").
-
-Known limit of this first runner, lifted by the hardened one (worker processes): the engine's time
-limit counts the process's CPU time, so with several calls running at once a call can be
-interrupted before its own wall-clock budget is spent.
+At most `max_active_sessions` calls run at once; one more fails at once with `SandboxBusy` (429):
+nothing queues. Workers are forked from a zygote (`sandbox.worker`) in a few milliseconds;
+`workers` of them are kept while idle, more start on demand and retire after a minute unused.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
-from collections import deque
+from pathlib import Path
 
-import _quickjs
-
-from domain.errors import SandboxBusy
+from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
-from sandbox.bundle import PRELUDE, Program, build_program
+from sandbox.bundle import Program, build_program
+from sandbox.capabilities import Capabilities
+from sandbox.config import SandboxConfig
+from sandbox.worker import recv_frame, send_frame
 
 log = logging.getLogger("toolsmith.sandbox")
 
-STACK_BYTES = 1024 * 1024
+IDLE_RETIREMENT_SECONDS = 60.0
+ZYGOTE_START_SECONDS = 60.0
 _PLACE = re.compile(r"<input>:(\d+)(?::(\d+))?")
+_ROOT = Path(__file__).resolve().parent.parent
 
 
-class ContextSupply:
-    """Keeps `size` fresh contexts with the prelude evaluated; makes one inline when none is ready."""
-
-    def __init__(self, size: int = 4) -> None:
-        self._size = size
-        self._ready: deque[_quickjs.Context] = deque()
-        self._used: deque[_quickjs.Context] = deque()
-        self._wanted = threading.Event()
-        self._closed = False
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def take(self) -> _quickjs.Context:
-        if self._size and self._thread is None:
-            self._start()
+class _Worker:
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.closed = False
+        self.idle_since = time.monotonic()
         try:
-            return self._ready.popleft()
-        except IndexError:
-            return _fresh_context()
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._pidfd = None
 
-    def discard(self, context: _quickjs.Context) -> None:
-        """Hands a used context over to be freed, and asks for it to be replaced, off the call's path.
-
-        Both freeing and making a context hold the interpreter lock, so they wait until the call
-        is over: the caller calls this once it has its result.
-        """
-        if self._size:
-            self._used.append(context)
-            self._wanted.set()
+    def kill(self) -> None:
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, OSError):
+            pass
+        self.close()
 
     def close(self) -> None:
-        self._closed = True
-        self._wanted.set()
-        self._ready.clear()
-        self._used.clear()
+        self.closed = True
+        self.sock.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
-    def _start(self) -> None:
+
+class _Zygote:
+    """The process workers are forked from; restarted if it dies."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self._config = config
+        self._lock = threading.Lock()
+        self._control: socket.socket | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def spawn(self) -> _Worker:
+        ours, theirs = socket.socketpair()
+        try:
+            with self._lock:
+                control = self._ensure()
+                try:
+                    socket.send_fds(control, [b"S"], [theirs.fileno()])
+                    pid = int.from_bytes(_read_exactly(control, 4), "little")
+                except OSError:
+                    self._stop()
+                    raise SandboxUnavailable("the sandbox could not start a worker process") from None
+        finally:
+            theirs.close()
+        return _Worker(pid, ours)
+
+    def _ensure(self) -> socket.socket:
+        if self._control is not None and self._process is not None and self._process.poll() is None:
+            return self._control
+        self._stop()
+        ours, theirs = socket.socketpair()
+        settings = {"allowed_domains": self._config.allowed_domains}
+        env = {**os.environ, "TOOLSMITH_ZYGOTE_FD": str(theirs.fileno())}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "sandbox.worker", json.dumps(settings)],
+            pass_fds=[theirs.fileno()],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C on the terminal is the supervisor's to handle
+        )
+        theirs.close()
+        ours.settimeout(ZYGOTE_START_SECONDS)
+        try:
+            ready = ours.recv(1)
+        except OSError:
+            ready = b""
+        if ready != b"R":
+            ours.close()
+            self._process.kill()
+            raise SandboxUnavailable("the sandbox's worker processes could not start; see the service log")
+        ours.settimeout(10)
+        self._control = ours
+        return ours
+
+    def _stop(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            self._process = None
+
+    def close(self) -> None:
         with self._lock:
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(target=self._fill, name="quickjs-context-supply", daemon=True)
-                self._thread.start()
-
-    def _fill(self) -> None:
-        while not self._closed:
-            while self._used:
-                self._used.popleft()  # the last reference: the context and its runtime are freed here
-            while len(self._ready) < self._size and not self._closed:
-                self._ready.append(_fresh_context())
-            self._wanted.wait()
-            self._wanted.clear()
+            self._stop()
 
 
-def _fresh_context() -> _quickjs.Context:
-    context = _quickjs.Context()
-    context.set_max_stack_size(STACK_BYTES)
-    context.eval(PRELUDE)
-    return context
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise OSError("the zygote closed its control socket")
+        data += chunk
+    return data
 
 
 class EmbeddedSandbox(Sandbox):
-    def __init__(
-        self,
-        *,
-        max_timeout_millis: int = 10_000,
-        max_memory_mb: int = 512,
-        max_active_sessions: int = 16,
-        ready_contexts: int = 4,
-    ) -> None:
-        self.max_timeout_millis = max_timeout_millis
-        self.max_memory_mb = max_memory_mb
-        self.max_active_sessions = max_active_sessions
-        self._sessions = threading.BoundedSemaphore(max_active_sessions)
-        self._supply = ContextSupply(ready_contexts)
+    def __init__(self, config: SandboxConfig | None = None, **overrides: object) -> None:
+        config = config or SandboxConfig()
+        if overrides:
+            config = SandboxConfig(**{**config.__dict__, **overrides})
+        self.config = config
+        self.max_timeout_millis = config.max_timeout_millis
+        self.max_memory_mb = config.max_memory_mb
+        self.max_active_sessions = config.max_active_sessions
+        self._capabilities = config.capabilities
+        self._sessions = threading.BoundedSemaphore(config.max_active_sessions)
+        self._zygote = _Zygote(config)
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._busy: set[_Worker] = set()
+        self._closed = False
+        self._replenishing = False
+        self._warmed = threading.Event()  # the first workers are up (or could not start)
+        self._replenish()
+
+    # -- the port ------------------------------------------------------------------------------
+
+    def run(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
+        return self._execute(execution, check=False, capabilities=capabilities or self._capabilities)
+
+    def check(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
+        return self._execute(execution, check=True, capabilities=capabilities or self._capabilities)
 
     def close(self) -> None:
-        self._supply.close()
+        with self._lock:
+            self._closed = True
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
+        for worker in workers:
+            worker.kill()
+        self._zygote.close()
 
-    def run(self, execution: Execution) -> ExecutionResult:
-        return self._execute(execution, check=False)
+    def worker_pids(self) -> list[int]:
+        """The pids of the live workers (for the benchmark's memory figures and the tests)."""
+        with self._lock:
+            return [w.pid for w in (*self._idle, *self._busy)]
 
-    def check(self, execution: Execution) -> ExecutionResult:
-        return self._execute(execution, check=True)
+    def _busy_pids(self) -> list[int]:
+        with self._lock:
+            return [w.pid for w in self._busy]
 
-    def _execute(self, execution: Execution, *, check: bool) -> ExecutionResult:
+    # -- one call ------------------------------------------------------------------------------
+
+    def _execute(self, execution: Execution, *, check: bool, capabilities: Capabilities) -> ExecutionResult:
+        started = time.perf_counter()
         if not self._sessions.acquire(blocking=False):
             raise SandboxBusy(self.max_active_sessions)
         try:
-            started = time.perf_counter()
-            program = build_program(execution, check=check)
-            output, error, logs = self._evaluate(program, execution)
-            duration = (time.perf_counter() - started) * 1000
+            timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
+            memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
+            program = build_program(execution, check=check, http=capabilities.http)
+            request = json.dumps([
+                program.kind, timeout, memory_mb, capabilities.http, capabilities.context,
+                json.dumps(execution.context), program.text,
+            ]).encode()
+            # The call's wall-clock deadline counts from here, starting a worker on demand included;
+            # only the pool's own start (the zygote's imports, once) is not the call's time.
+            self._warmed.wait(ZYGOTE_START_SECONDS)
+            deadline = time.monotonic() + timeout
+            output, error, logs = self._call(request, program, deadline, timeout, memory_mb)
         finally:
             self._sessions.release()
-        if logs:
+        if capabilities.log:
             for line in logs:
                 log.info("module log", extra={"codeModule": execution.target.name, "logLine": line})
+        else:
+            logs = []
+        duration = (time.perf_counter() - started) * 1000
         return ExecutionResult(output=output, error=error, logs=tuple(logs), duration_millis=round(duration, 3))
 
-    def _evaluate(self, program: Program, execution: Execution) -> tuple[object, ExecutionError | None, list[str]]:
-        timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
-        memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
-        context = self._supply.take()
+    def _call(self, request: bytes, program: Program, deadline: float, timeout: float, memory_mb: int) -> tuple[object, ExecutionError | None, list[str]]:
+        worker = self._take()
+        logs: list[str] = []
         try:
-            return self._run_in(context, program, timeout, memory_mb)
+            send_frame(worker.sock, request)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                worker.sock.settimeout(remaining)
+                frame = recv_frame(worker.sock)
+                if frame[:1] != b"L":
+                    break
+                logs.append(frame[1:].decode(errors="replace"))
+        except TimeoutError:
+            worker.kill()
+            log.info("sandbox worker killed at its call's deadline", extra={"pid": worker.pid, "timeoutMillis": round(timeout * 1000)})
+            return None, _timeout(timeout), logs
+        except (EOFError, OSError):
+            worker.kill()
+            log.warning("sandbox worker died during a call", extra={"pid": worker.pid})
+            return None, ExecutionError("crash", "the sandbox process running this call ended abruptly (an engine crash); the call was abandoned"), logs
+        except BaseException:
+            worker.kill()
+            raise
         finally:
-            self._supply.discard(context)
+            self._release(worker)
+        output, error, more = _outcome(frame[1:], program, timeout, memory_mb)
+        return output, error, logs + more
 
-    def _run_in(self, context: _quickjs.Context, program: Program, timeout: float, memory_mb: int) -> tuple[object, ExecutionError | None, list[str]]:
-        deadline = time.monotonic() + timeout
-        context.set_memory_limit(memory_mb * 1024 * 1024)
-        context.set_time_limit(timeout)
+    # -- the pool ------------------------------------------------------------------------------
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the sandbox is shut down")
+            worker = self._idle.pop() if self._idle else None
+            if worker is not None:
+                self._busy.add(worker)
+                return worker
+        worker = self._zygote.spawn()
+        with self._lock:
+            self._busy.add(worker)
+        return worker
+
+    def _release(self, worker: _Worker) -> None:
+        """Back to the idle list, unless it was killed; workers beyond the kept number retire."""
+        retired: list[_Worker] = []
+        with self._lock:
+            self._busy.discard(worker)
+            if worker.closed:
+                pass  # killed: replaced below, off the call's path
+            elif self._closed:
+                retired.append(worker)
+            else:
+                now = worker.idle_since = time.monotonic()
+                self._idle.append(worker)
+                while len(self._idle) > self.config.workers and now - self._idle[0].idle_since > IDLE_RETIREMENT_SECONDS:
+                    retired.append(self._idle.pop(0))
+        for old in retired:
+            old.close()  # its socket closes: the worker exits
+        if worker.closed:
+            self._replenish()
+
+    def _replenish(self) -> None:
+        """Starts workers in the background until `workers` are running."""
+        with self._lock:
+            if self._replenishing or self._closed:
+                return
+            self._replenishing = True
+        threading.Thread(target=self._fill, name="sandbox-replenish", daemon=True).start()
+
+    def _fill(self) -> None:
         try:
-            outcome = context.eval(program.text)
-            while outcome is None:
-                # `run` returned a promise: drain the job queue until it settles.
-                if time.monotonic() >= deadline:
-                    return None, _timeout(timeout), _read_logs(context)
-                if not context.execute_pending_job():
-                    outcome = context.eval("$r")
-                    if outcome is None:
-                        return None, ExecutionError("timeout", "run() returned a promise that never settles"), _read_logs(context)
-        except _quickjs.StackOverflow as e:
-            return None, ExecutionError("stack", _first_line(e)), _read_logs(context)
-        except _quickjs.JSException as e:
-            return None, _escaped_error(e, program, timeout, memory_mb), _read_logs(context)
-        except MemoryError:
-            return None, _out_of_memory(memory_mb), []
-        except (ValueError, SystemError) as e:  # the binding refusing its input: never the caller's 500
-            log.warning("sandbox refused a program", extra={"reason": str(e)})
-            return None, ExecutionError("runtime", f"the sandbox could not run this code: {e}"), []
-        if not isinstance(outcome, str):
-            return None, ExecutionError("runtime", "the program ended without a result"), []
-        body = json.loads(outcome)
-        if body[0] == 1:
-            return body[1], None, body[2]
-        type_, message, logs = body[1], body[2], body[3]
+            while True:
+                with self._lock:
+                    if self._closed or len(self._idle) + len(self._busy) >= self.config.workers:
+                        return
+                worker = self._zygote.spawn()
+                with self._lock:
+                    if self._closed:
+                        worker.kill()
+                        return
+                    self._idle.append(worker)
+        except Exception as e:  # noqa: BLE001 - calls start workers on demand and report it there
+            log.error("sandbox workers could not start", extra={"reason": str(e)})
+        finally:
+            with self._lock:
+                self._replenishing = False
+            self._warmed.set()
+
+
+def _outcome(answer: bytes, program: Program, timeout: float, memory_mb: int) -> tuple[object, ExecutionError | None, list[str]]:
+    try:
+        body = json.loads(answer)
+    except ValueError:
+        return None, ExecutionError("result", "the result could not be read as JSON"), []
+    if not isinstance(body, list) or not body:
+        return None, ExecutionError("result", "the result could not be read"), []
+    tag = body[0]
+    if tag == 1 and len(body) == 3:
+        return body[1], None, _strings(body[2])
+    if tag == 0 and len(body) == 4:
+        type_, message, logs = str(body[1]), str(body[2]), _strings(body[3])
         if not type_:
             type_ = _type_of(message)
         if type_ == "memory":
             message = _out_of_memory(memory_mb).message
         return None, ExecutionError(type_, message), logs
+    kind = tag
+    message = str(body[1]) if len(body) > 1 else ""
+    logs = _strings(body[2]) if len(body) > 2 else []
+    if kind == "never":
+        return None, ExecutionError("timeout", "run() returned a promise that never settles"), logs
+    if kind == "stack":
+        return None, ExecutionError("stack", _first_line(message)), logs
+    if kind == "memory":
+        return None, _out_of_memory(memory_mb), logs
+    if kind == "escaped":
+        return None, _escaped_error(message, program, memory_mb), logs
+    if kind == "result":
+        return None, ExecutionError("result", message), logs
+    if kind == "refused":
+        log.warning("sandbox refused a program", extra={"reason": message})
+        return None, ExecutionError("runtime", f"the sandbox could not run this code: {message}"), logs
+    return None, ExecutionError("result", "the result could not be read"), []
+
+
+def _strings(logs: object) -> list[str]:
+    return [str(line) for line in logs] if isinstance(logs, list) else []
 
 
 def _type_of(message: str) -> str:
@@ -185,7 +360,7 @@ def _type_of(message: str) -> str:
     if message.startswith("RangeError: Maximum call stack size exceeded"):
         return "stack"
     # Known gap: when the heap cannot even hold an error, the engine throws null, which reads here
-    # as a runtime error "null"; the hardened runner will tell it apart.
+    # as a runtime error "null".
     return "runtime"
 
 
@@ -197,21 +372,19 @@ def _out_of_memory(memory_mb: int) -> ExecutionError:
     return ExecutionError("memory", f"the call exceeded its memory limit of {memory_mb} MB")
 
 
-def _first_line(error: Exception) -> str:
-    return str(error).split("\n", 1)[0]
+def _first_line(text: str) -> str:
+    return text.split("\n", 1)[0]
 
 
-def _escaped_error(error: Exception, program: Program, timeout: float, memory_mb: int) -> ExecutionError:
+def _escaped_error(text: str, program: Program, memory_mb: int) -> ExecutionError:
     """Types an error that escaped the program's own try/catch."""
-    message = _first_line(error)
-    if "interrupted" in message:
-        return _timeout(timeout)
+    message = _first_line(text)
     if "out of memory" in message:
         return _out_of_memory(memory_mb)
     if "call stack" in message:
         return ExecutionError("stack", message)
     if message.startswith("SyntaxError"):
-        place = _PLACE.search(str(error))
+        place = _PLACE.search(text)
         where = program.locate(int(place.group(1))) if place else None
         if where is not None:
             unit, line = where
@@ -219,12 +392,3 @@ def _escaped_error(error: Exception, program: Program, timeout: float, memory_mb
             message = f"{message} ({unit}, line {line}{column})"
         return ExecutionError("syntax", message)
     return ExecutionError("runtime", message)
-
-
-def _read_logs(context: _quickjs.Context) -> list[str]:
-    """The logs written before an escape; the context gets a fresh time budget for this read."""
-    try:
-        text = context.eval("JSON.stringify($g)")
-        return list(json.loads(text)) if isinstance(text, str) else []
-    except Exception:  # noqa: BLE001 - a context that cannot even answer this has no logs to give
-        return []

@@ -35,7 +35,7 @@ class World:
     """Commands on one side, the read model on the other, kept in step after each command."""
 
     def __init__(self, read_model: ModuleReadModel) -> None:
-        sandbox = EmbeddedSandbox(ready_contexts=0)
+        sandbox = EmbeddedSandbox(workers=1)
         self.app = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.popo"}, sandbox=lambda: sandbox)
         self.view = read_model
         self.runner = PullingProjectionRunner(self.app, ModuleSummaries(view=read_model))

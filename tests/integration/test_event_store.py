@@ -21,7 +21,7 @@ TENANT = "default"
 
 def _repository(path: Path) -> ModuleRepository:
     """A repository of its own (own cache, own publish lock), as another process would have."""
-    sandbox = EmbeddedSandbox(ready_contexts=0)
+    sandbox = EmbeddedSandbox(workers=1)
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path), "SQLITE_LOCK_TIMEOUT": "10"}
     return ModuleRepository(env, sandbox=lambda: sandbox, graph_lock=ThreadGraphLock())
 
