@@ -14,6 +14,7 @@ from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
 from projections.runner import PullingProjectionRunner
 from sandbox.factory import embedded_sandbox
+from sandbox.remote import RemoteSandbox
 
 
 @dataclass
@@ -39,13 +40,18 @@ class Services:
 
 
 def build_sandbox(settings: Settings) -> Sandbox | None:
+    """DESIGN §6: empty switches code execution off, `embedded` runs it in process, and an
+    http(s) URL (the only other value the settings accept) names a `toolsmith sandbox` service."""
     if settings.sandbox_url == "":
         return None
     if settings.sandbox_url == "embedded":
         return embedded_sandbox(settings.sandbox_config())
-    raise SystemExit(
-        f"CODESANDBOX_URL={settings.sandbox_url!r}: this version runs code only in the embedded sandbox; "
-        "set CODESANDBOX_URL=embedded (or empty to switch code execution off)"
+    secret = settings.sandbox_secret.get_secret_value() if settings.sandbox_secret else None
+    return RemoteSandbox(
+        settings.sandbox_url,
+        secret=secret,
+        caller_name=settings.sandbox_caller_name,
+        capability_profile=settings.sandbox_capability_profile,
     )
 
 

@@ -17,9 +17,17 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--data-dir", type=Path, help="where the event store and the admin token's hash live "
                        "(default: $TOOLSMITH_DATA_DIR, else ~/.local/share/toolsmith)")
 
+    sandbox = commands.add_parser("sandbox", help="serve the code sandbox alone, for the API's CODESANDBOX_URL")
+    sandbox.add_argument("--host", default="127.0.0.1")
+    sandbox.add_argument("--port", type=int, default=8100)
+    sandbox.add_argument("--insecure-dev", action="store_true",
+                         help="accept calls without the shared secret when CODESANDBOX_SECRET is unset (development only)")
+
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "sandbox":
+        return _sandbox(args)
     return 2
 
 
@@ -48,6 +56,82 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"  Data in {settings.data_dir}; serving on http://{args.host}:{args.port} (docs at /docs)", flush=True)
     uvicorn.run(create_app(services), host=args.host, port=args.port, log_config=None, access_log=True)
     return 0
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    """The sandbox service (DESIGN §6, §9). It refuses to start on a configuration it cannot honour,
+    with one line saying which setting to fix, rather than fail on the first call."""
+    import uvicorn
+    from pydantic import ValidationError
+
+    from infrastructure import logs
+    from infrastructure.settings import Settings
+    from sandbox.capabilities import UnknownProfile
+    from sandbox.factory import embedded_sandbox
+    from sandbox.service import create_sandbox_app
+
+    try:
+        settings = Settings()
+    except ValidationError as e:
+        return _refuse("; ".join(f"{_env_name(Settings, error['loc'])}: {error['msg']}" for error in e.errors()))
+    secret = settings.sandbox_secret.get_secret_value() if settings.sandbox_secret else ""
+    if not secret and not args.insecure_dev:
+        return _refuse("CODESANDBOX_SECRET is not set: set it to the secret the API presents, "
+                       "or pass --insecure-dev to accept calls without one (development only)")
+    config = settings.sandbox_config()
+    try:
+        config.capabilities
+    except UnknownProfile as e:
+        return _refuse(f"CODESANDBOX_CAPABILITY_PROFILE: {e}")
+    allow_list_error = _allow_list_error(config.allowed_domains)
+    if allow_list_error:
+        return _refuse(f"CODESANDBOX_ALLOWED_DOMAINS: {allow_list_error}")
+
+    logs.configure(settings.log_level)
+    address = f"http://{args.host}:{args.port}"
+    if not secret:
+        print(f"\n  WARNING: --insecure-dev: the code sandbox accepts calls WITHOUT a secret.\n"
+              f"  Anyone who can reach {address} can run code on this machine. Never use this outside development.\n",
+              file=sys.stderr, flush=True)
+    elif args.insecure_dev:
+        print("  --insecure-dev is ignored: CODESANDBOX_SECRET is set, and every call must present it", file=sys.stderr, flush=True)
+    sandbox = embedded_sandbox(config)
+    try:
+        app = create_sandbox_app(sandbox, secret=secret or None, insecure=not secret, config=config)
+        print(f"  Code sandbox serving on {address} (profile {config.capability_profile}, "
+              f"{config.max_active_sessions} sessions)", flush=True)
+        # The API's client drops idle connections after 30 s: the server keeps them longer, so a
+        # reused connection is never one the server is closing.
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False, timeout_keep_alive=75)
+    finally:
+        close = getattr(sandbox, "close", None)
+        if close is not None:
+            close()
+    return 0
+
+
+def _allow_list_error(domains: str) -> str | None:
+    """Why `CODESANDBOX_ALLOWED_DOMAINS` cannot be used, or None."""
+    from sandbox.net import AllowList
+
+    try:
+        AllowList.parse(domains)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _env_name(settings: type, location: tuple[object, ...]) -> str:
+    """The environment variable behind a settings field (`CODESANDBOX_URL` for `sandbox_url`)."""
+    field = settings.model_fields.get(location[0]) if location else None
+    choices = getattr(field.validation_alias, "choices", []) if field is not None else []
+    names = [c for c in choices if isinstance(c, str) and c.isupper()]
+    return names[0] if names else ".".join(map(str, location))
+
+
+def _refuse(reason: str) -> int:
+    print(f"toolsmith sandbox: {reason}", file=sys.stderr, flush=True)
+    return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,124 @@
+"""The `Sandbox` port over HTTP: the API's client of a `toolsmith sandbox` service (DESIGN §6).
+
+One `httpx.Client` per process keeps connections to the service open between calls. Every call
+presents the shared secret, the caller's name and the capability profile (the headers are
+`sandbox.wire`'s). What the code does comes back as a result, as from the embedded runner; what
+goes wrong with the service becomes the port's errors: `SandboxBusy` when every session is taken
+(429), `SandboxUnavailable` when the service cannot be reached, refuses the secret, or fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import httpx
+
+from domain.errors import SandboxBusy, SandboxUnavailable
+from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
+from sandbox.capabilities import Capabilities
+from sandbox.wire import CALLER_HEADER, PROFILE_HEADER, execution_to_wire, result_from_wire, to_json
+
+log = logging.getLogger("toolsmith.sandbox.remote")
+
+
+class RemoteSandbox(Sandbox):
+    def __init__(
+        self,
+        url: str,
+        *,
+        secret: str | None,
+        caller_name: str,
+        capability_profile: str,
+        timeout_margin_seconds: float = 5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        for setting, value in (("CODESANDBOX_SECRET", secret or ""), ("CODESANDBOX_CALLER_NAME", caller_name),
+                               ("CODESANDBOX_CAPABILITY_PROFILE", capability_profile)):
+            # A header value the HTTP library refuses would put it, secret included, in an error message.
+            if not all(" " <= ch <= "~" for ch in value):
+                raise ValueError(f"{setting} must be printable ASCII")
+        self.url = url.rstrip("/")
+        self.capability_profile = capability_profile
+        self.timeout_margin_seconds = timeout_margin_seconds
+        headers = {CALLER_HEADER: caller_name, "Content-Type": "application/json"}
+        if secret:
+            headers["Authorization"] = f"Bearer {secret}"
+        self._client = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            trust_env=False,  # no proxy from the environment between the API and its sandbox
+            # Idle connections are dropped well before the service's own keep-alive (75 s) ends.
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=32, keepalive_expiry=30),
+            transport=transport,
+        )
+        self._refusal_logged = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # never the headers: they hold the secret
+        return f"RemoteSandbox({self.url!r}, profile={self.capability_profile!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def run(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
+        return self._call("/v1/run", execution, capabilities)
+
+    def check(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
+        return self._call("/v1/check", execution, capabilities)
+
+    def _call(self, path: str, execution: Execution, capabilities: Capabilities | None) -> ExecutionResult:
+        seconds = execution.timeout_millis / 1000 + self.timeout_margin_seconds
+        # The service clamps the timeout to its own cap, so the call never needs longer than asked.
+        timeout = httpx.Timeout(seconds, connect=min(seconds, self.timeout_margin_seconds))
+        body = to_json(execution_to_wire(execution))
+        profile = capabilities.name if capabilities is not None else self.capability_profile
+        try:
+            response = self._client.post(path, content=body, headers={PROFILE_HEADER: profile}, timeout=timeout)
+        except httpx.TimeoutException:
+            raise SandboxUnavailable(f"the code sandbox at {self.url} did not answer within {seconds:g} s") from None
+        except httpx.HTTPError as e:
+            raise SandboxUnavailable(f"the code sandbox at {self.url} cannot be reached: {_reason(e)}") from None
+        return self._result(response)
+
+    def _result(self, response: httpx.Response) -> ExecutionResult:
+        status = response.status_code
+        if status == 200:
+            try:
+                result = result_from_wire(response.json())
+            except ValueError as e:  # not JSON, or not the wire form (WireError)
+                raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
+            self._refusal_logged = False
+            return result
+        if status == 429:
+            limit = _problem(response).get("maxActiveSessions")
+            raise SandboxBusy(limit if isinstance(limit, int) else 0)
+        if status == 401:
+            self._log_refusal_once()
+            raise SandboxUnavailable(f"the code sandbox at {self.url} refused the shared secret; check CODESANDBOX_SECRET")
+        if status == 413:
+            # The bundle itself is too large: an outcome of the code, as the port wants it, not an outage.
+            detail = _problem(response).get("detail", "the bundle is too large")
+            return ExecutionResult(error=ExecutionError("runtime", f"the code sandbox refused the bundle: {detail}"))
+        detail = _problem(response).get("detail") or response.reason_phrase
+        raise SandboxUnavailable(f"the code sandbox at {self.url} answered {status}: {detail}")
+
+    def _log_refusal_once(self) -> None:
+        with self._lock:
+            if self._refusal_logged:
+                return
+            self._refusal_logged = True
+        log.error("the code sandbox refused the shared secret; every call will fail until CODESANDBOX_SECRET matches",
+                  extra={"sandboxUrl": self.url})
+
+
+def _problem(response: httpx.Response) -> dict:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _reason(error: httpx.HTTPError) -> str:
+    return str(error) or type(error).__name__
