@@ -1,0 +1,61 @@
+"""The hostile corpus (`../shared/hostile/cases.json`) against every sandbox backend.
+
+Each case is a module-style source called with `run({})`, a 500 ms timeout and a 64 MB memory cap;
+its `expect` is `any` (a result or an error, never a crash of the service), `error`,
+`error:<type>` or `value:<json>`. After every case the sandbox must still serve a plain call, and
+the service process must still answer its health check. The cases run in the corpus's order
+(`pollution-2` looks for what `pollution-1` left behind).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from domain.ports import Execution, Sandbox, SourceUnit
+from sandbox.remote import RemoteSandbox
+from tests.contract.test_sandbox import (  # noqa: F401 - fixtures, used by name
+    _print_service_log_on_failure,
+    assert_still_serves,
+    sandbox,
+    sandbox_service,
+)
+
+# A copy of the design's corpus, so that a clone runs it without the design folder beside it.
+CORPUS = Path(__file__).with_name("hostile_cases.json")
+DESIGN_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "hostile" / "cases.json"
+CASES: list[dict[str, Any]] = json.loads(CORPUS.read_text())["cases"]
+
+
+def test_the_corpus_is_all_here_and_matches_the_designs() -> None:
+    assert len(CASES) >= 45
+    assert len({case["id"] for case in CASES}) == len(CASES)
+    if DESIGN_CORPUS.exists():  # beside a checkout of the design; a bare clone has only the copy
+        assert json.loads(DESIGN_CORPUS.read_text()) == json.loads(CORPUS.read_text()), "refresh the copy"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_a_hostile_case_gets_its_expected_outcome_and_the_sandbox_keeps_serving(sandbox: Sandbox, case: dict[str, Any]) -> None:
+    execution = Execution(units=(SourceUnit("hostile", case["source"]),), input={}, timeout_millis=500, memory_limit_mb=64)
+    result = sandbox.run(execution)  # never raises: whatever the code does is in the result
+    expect: str = case["expect"]
+    if expect == "error":
+        assert result.error is not None, f"expected an error, got {result.output!r}"
+    elif expect.startswith("error:"):
+        assert result.error is not None and result.error.type == expect.split(":", 1)[1], result
+    elif expect.startswith("value:"):
+        assert result.error is None, result.error
+        assert result.output == json.loads(expect.split(":", 1)[1])
+    else:
+        assert expect == "any"
+    if isinstance(sandbox, RemoteSandbox):
+        assert httpx.get(f"{sandbox.url}/healthz", timeout=5).status_code == 200
+    assert_still_serves(sandbox)
+
+
+def test_a_plain_call_works_after_the_whole_corpus(sandbox: Sandbox) -> None:
+    assert_still_serves(sandbox)
