@@ -6,6 +6,7 @@ from typing import Any
 
 from domain.model import CodeModule
 from domain.ports import ExecutionResult
+from domain.rules import input_schema
 
 
 def module_out(module: CodeModule, used_by: list[str]) -> dict[str, Any]:
@@ -15,11 +16,19 @@ def module_out(module: CodeModule, used_by: list[str]) -> dict[str, Any]:
         "state": module.state,
         "draft": module.draft,
         "published": module.published_view(),
+        "inputSchema": _input_schema(module),
         "usedBy": used_by,
         "createdBy": module.created_by,
         "updatedAt": module.updated_at,
         "updatedBy": module.updated_by,
     }
+
+
+def _input_schema(module: CodeModule) -> dict[str, Any] | None:
+    """What callers are offered: the published tool's arguments, or the draft's before a first publish."""
+    definition = module.published if module.published is not None else module.draft
+    tool = definition["tool"] if definition is not None else None
+    return None if tool is None else input_schema(tool["inputParameters"])
 
 
 def execution_out(result: ExecutionResult) -> dict[str, Any]:

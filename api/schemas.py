@@ -101,6 +101,11 @@ class ModulePublic(BaseModel):
     state: str
     draft: Definition | None
     published: PublishedDefinition | None
+    inputSchema: dict[str, Any] | None = Field(
+        description="JSON Schema (draft 2020-12) of the tool's arguments, derived from the parameters of the "
+        "published tool section, or of the draft's while the module was never published (V1; MCP's inputSchema). "
+        "null for a library."
+    )
     usedBy: list[str]
     createdBy: str
     updatedAt: datetime

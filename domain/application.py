@@ -313,13 +313,13 @@ class ModuleRepository(Application):
             found += id_violations(module_id)
         if found:
             raise InvalidDefinition(found)
+        if tool is not None:
+            input = _arguments(tool, input)
         sandbox = self._sandbox()
         name = module_id or "(draft)"  # not an identifier, so it cannot stand for a real module
         graph = self.graph(tenant)
         edges = self._check_draft_imports(graph, name, imports)
         definition = {"description": "", "content": content, "imports": imports, "tool": tool}
-        if tool is not None:
-            input = validate_input(tool["inputParameters"], input)
         execution = self._execution(tenant, name, edges, {name: definition}, input=input, context=context)
         return sandbox.run(execution)
 
@@ -335,8 +335,8 @@ class ModuleRepository(Application):
             raise ToolNotCallable(name, "the module is a library, not a tool")
         if not tool["enabled"]:
             raise ToolNotCallable(name, "the tool is disabled")
+        arguments = _arguments(tool, input)
         sandbox = self._sandbox()
-        arguments = validate_input(tool["inputParameters"], input)
         edges = self.graph(tenant).published_edges()
         execution = self._execution(tenant, name, edges, {name: module.published}, input=arguments, context=context)
         return sandbox.run(execution)
@@ -433,6 +433,11 @@ class ModuleRepository(Application):
         if module is None or module.published is None:
             raise UnknownModule(module_id)
         return module.published
+
+
+def _arguments(tool: dict[str, Any], input: Any) -> Any:
+    """V1 before any JavaScript runs; in script style every declared parameter is a variable."""
+    return validate_input(tool["inputParameters"], input, omitted_as_null=tool["style"] == "script")
 
 
 def _definition(description: Any, content: Any, imports: Any, tool: Any) -> Definition:

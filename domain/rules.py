@@ -1,13 +1,17 @@
-"""Naming and limit rules of DESIGN §2 (R1, R3, R4, R9, V1), checked on every save.
+"""Naming and limit rules of DESIGN §2 (R1, R3, R4, R9, V1), checked on every save, and a tool's input.
 
 Each check returns `Violation`s rather than raising at the first one, so that a client learns every
-problem of a request at once. `validate_definition` raises `InvalidDefinition` with all of them.
+problem of a request at once. `validate_definition` raises `InvalidDefinition` with all of them;
+`validate_input` raises `InvalidInput` before any JavaScript runs. `input_schema` states the same
+V1 rules as the JSON Schema an MCP client sees, so that what the schema accepts the tool accepts.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 import re
-from datetime import date, datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from domain.errors import InvalidDefinition, InvalidInput, Violation
@@ -25,6 +29,8 @@ MEMORY_RANGE = (1, 4_096)
 DEFAULT_MEMORY_MB = 128
 STYLES = ("module", "script")
 PARAMETER_TYPES = ("string", "integer", "decimal", "date", "boolean", "array", "object")
+# The largest integer a JavaScript number holds exactly (Number.MAX_SAFE_INTEGER).
+MAX_SAFE_INTEGER = 2**53 - 1
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -106,13 +112,13 @@ def imports_violations(value: Any, field: str = "draftImports") -> list[Violatio
 
 
 def value_matches_type(value: Any, type_: str) -> bool:
-    """V1: whether a JSON value can stand for a parameter of the given type."""
+    """V1: whether a JSON value is a valid value of the given parameter type, as it stands."""
     if type_ == "string":
         return isinstance(value, str)
     if type_ == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
     if type_ == "decimal":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and _is_finite(value)
     if type_ == "boolean":
         return isinstance(value, bool)
     if type_ == "array":
@@ -120,19 +126,61 @@ def value_matches_type(value: Any, type_: str) -> bool:
     if type_ == "object":
         return isinstance(value, dict)
     if type_ == "date":
-        return isinstance(value, str) and _parses_as_date(value)
+        return isinstance(value, str) and normal_date(value) is not None
     return False
 
 
-def _parses_as_date(text: str) -> bool:
+def _is_finite(number: int | float) -> bool:
     try:
-        if len(text) == 10:
-            date.fromisoformat(text)
-        else:
-            datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        return math.isfinite(number)
+    except OverflowError:  # an int too large for a float is Infinity in JavaScript
         return False
-    return True
+
+
+# ISO 8601 as RFC 3339 profiles it, which is what JSON Schema's `date` and `date-time` formats mean:
+# a full date, or a date-time with seconds and a time zone. A local time without a zone is refused
+# rather than guessed: the sandbox's zone is not the caller's.
+_DATE = r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
+_FULL_DATE = re.compile(_DATE + r"\Z")
+_DATE_TIME = re.compile(
+    _DATE + r"[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))\Z"
+)
+
+
+def normal_date(text: str) -> str | None:
+    """The instant an RFC 3339 date or date-time names, as `Date.prototype.toISOString` writes it.
+
+    A date alone is midnight UTC (as `new Date("2024-05-06")` reads it); fractions beyond the
+    millisecond are cut, and a leap second is the first second of the next day, since a
+    JavaScript `Date` has neither. None when the text is not such a date, and (Python's limit)
+    for an instant outside the years 1 to 9999 in UTC.
+    """
+    try:
+        if match := _FULL_DATE.match(text):
+            year, month, day = map(int, match.groups())
+            instant = datetime(year, month, day, tzinfo=timezone.utc)
+        elif match := _DATE_TIME.match(text):
+            year, month, day, hour, minute, second = map(int, match.groups()[:6])
+            fraction, utc, sign, zone_hours, zone_minutes = match.groups()[6:]
+            if zone_hours is not None and (int(zone_hours) > 23 or int(zone_minutes) > 59):
+                return None
+            offset = timedelta() if utc else int(sign + "1") * timedelta(hours=int(zone_hours), minutes=int(zone_minutes))
+            leap = second == 60
+            millis = int((fraction or ".")[1:4].ljust(3, "0"))
+            instant = datetime(year, month, day, hour, minute, 59 if leap else second, millis * 1000, timezone(offset))
+            instant = instant.astimezone(timezone.utc)
+            if leap:
+                if (instant.hour, instant.minute) != (23, 59):  # RFC 3339: leap seconds end a UTC day
+                    return None
+                instant += timedelta(seconds=1)
+        else:
+            return None
+    except (ValueError, OverflowError):  # no such day or time
+        return None
+    return (
+        f"{instant.year:04d}-{instant.month:02d}-{instant.day:02d}"
+        f"T{instant.hour:02d}:{instant.minute:02d}:{instant.second:02d}.{instant.microsecond // 1000:03d}Z"
+    )
 
 
 def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation]:
@@ -220,10 +268,15 @@ def validate_definition(definition: dict[str, Any]) -> None:
         raise InvalidDefinition(found)
 
 
-def validate_input(parameters: list[dict[str, Any]], value: Any) -> Any:
-    """V1 before any JavaScript runs: required values present, types right, defaults applied.
+def validate_input(parameters: list[dict[str, Any]], value: Any, *, omitted_as_null: bool = False) -> Any:
+    """V1 before any JavaScript runs: the arguments a tool is called with, or `InvalidInput`.
 
-    A tool that declares no parameters receives its input as given.
+    Required values must be present, every value of its declared type (an integer may come as
+    3.0; nothing else is converted), and no argument undeclared; defaults fill omitted optional
+    values. A date is passed on as `toISOString` writes it, for the sandbox to make a `Date` of.
+    With `omitted_as_null` (script style, where each parameter is a variable) an omitted optional
+    value without a default is null, so that its variable exists. A tool that declares no
+    parameters receives its input as given.
     """
     if not parameters:
         return value
@@ -231,35 +284,95 @@ def validate_input(parameters: list[dict[str, Any]], value: Any) -> Any:
         value = {}
     if not isinstance(value, dict):
         raise InvalidInput([Violation("input", "V1", "must be a JSON object of the tool's parameters")])
-    arguments = dict(value)
+    arguments: dict[str, Any] = {}
     found: list[Violation] = []
     for param in parameters:
         name, type_ = param["name"], param["type"]
         given = value.get(name)
-        if given is None:
-            if param["required"]:
-                found.append(Violation(f"input.{name}", "V1", f"the required parameter {name!r} is missing"))
-            elif "default" in param:
-                arguments[name] = param["default"]
+        if given is None and param["required"]:
+            found.append(Violation(f"input.{name}", "V1", f"the required parameter {name!r} is missing"))
             continue
-        if type_ == "integer" and isinstance(given, float) and given.is_integer():
-            given = arguments[name] = int(given)
-        if not value_matches_type(given, type_):
+        if given is None and param.get("default") is not None:
+            given = param["default"]
+        if given is None:
+            if name in value or omitted_as_null:
+                arguments[name] = None
+            continue
+        argument = _as_argument(given, type_)
+        if argument is _REFUSED:
             found.append(Violation(f"input.{name}", "V1", f"must be {_A[type_]}, got {json_type(given)}"))
+        else:
+            arguments[name] = argument
+    declared = [param["name"] for param in parameters]
+    found += [
+        Violation(f"input.{name}", "V1", f"unknown parameter {name!r}; the tool takes: {', '.join(declared)}")
+        for name in value
+        if name not in declared
+    ]
     if found:
         raise InvalidInput(found)
     return arguments
 
 
+_REFUSED: Any = object()
+
+
+def _as_argument(value: Any, type_: str) -> Any:
+    """The value the sandbox receives for a parameter, or `_REFUSED`."""
+    if type_ == "integer" and isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 3.0 is the integer 3 (as JSON Schema says)
+    if not value_matches_type(value, type_):
+        return _REFUSED
+    return normal_date(value) if type_ == "date" else value
+
+
 _A = {
     "string": "a string",
-    "integer": "an integer",
-    "decimal": "a number",
-    "date": "an ISO 8601 date",
+    "integer": f"an integer from {-MAX_SAFE_INTEGER} to {MAX_SAFE_INTEGER} (what JavaScript holds exactly)",
+    "decimal": "a finite number",
+    "date": "an ISO 8601 date (2024-05-06) or date-time with a time zone (2024-05-06T10:00:00Z)",
     "boolean": "true or false",
     "array": "an array",
     "object": "an object",
 }
+
+
+# JSON Schema (draft 2020-12) of each parameter type. "date" takes both the formats `normal_date` reads.
+_SCHEMA_OF_TYPE: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "integer": {"type": "integer", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER},
+    "decimal": {"type": "number"},
+    "date": {"type": "string", "anyOf": [{"format": "date"}, {"format": "date-time"}]},
+    "boolean": {"type": "boolean"},
+    "array": {"type": "array"},
+    "object": {"type": "object"},
+}
+
+
+def input_schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a tool's arguments, as MCP's `inputSchema` (DESIGN §4).
+
+    It accepts what `validate_input` accepts, except that an optional value may not be null (a
+    client that follows the schema is never refused), and for dates of the years 0000 and 10000 in
+    UTC, which Python's `datetime` cannot hold. A tool without parameters takes any object (its
+    input reaches the code as given).
+    """
+    if not parameters:
+        return {"type": "object"}
+    properties: dict[str, Any] = {}
+    for param in parameters:
+        schema = copy.deepcopy(_SCHEMA_OF_TYPE.get(param["type"], {}))
+        if param.get("description"):
+            schema["description"] = param["description"]
+        if param.get("default") is not None:
+            schema["default"] = param["default"]
+        properties[param["name"]] = schema
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [param["name"] for param in parameters if param["required"]],
+        "additionalProperties": False,
+    }
 
 
 def json_type(value: Any) -> str:

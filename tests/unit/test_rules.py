@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import jsonschema_rs
 import pytest
 
 from domain.errors import InvalidDefinition, InvalidInput, Violation
 from domain.rules import (
+    MAX_SAFE_INTEGER,
     id_violations,
     imports_violations,
+    input_schema,
     is_valid_id,
+    normal_date,
     normalise_tool,
     tool_violations,
     validate_definition,
@@ -361,7 +366,7 @@ def test_no_input_at_all_is_refused_when_a_parameter_is_required() -> None:
 
 
 def test_the_default_is_applied_when_an_optional_input_is_omitted() -> None:
-    assert validate_input(REPORT_PARAMETERS, {"day": "2024-05-06"}) == {"day": "2024-05-06", "count": 5}
+    assert validate_input(REPORT_PARAMETERS, {"day": "2024-05-06"}) == {"day": "2024-05-06T00:00:00.000Z", "count": 5}
 
 
 def test_a_given_optional_input_wins_over_its_default() -> None:
@@ -423,8 +428,8 @@ def test_an_input_of_the_wrong_type_is_refused_under_v1(type_: str, value: Any) 
         ("boolean", False),
         ("array", []),
         ("object", {}),
-        ("date", "2024-02-29"),
-        ("date", "2024-05-06T10:00:00+02:00"),
+        ("integer", MAX_SAFE_INTEGER),
+        ("integer", -MAX_SAFE_INTEGER),
     ],
 )
 def test_an_input_of_the_declared_type_is_accepted(type_: str, value: Any) -> None:
@@ -447,3 +452,233 @@ def test_an_input_that_is_not_an_object_is_refused_when_parameters_are_declared(
 @pytest.mark.parametrize("given", [{"anything": [1, 2]}, "free text", [1, 2], None, 42])
 def test_a_tool_without_parameters_receives_its_input_unchanged(given: Any) -> None:
     assert validate_input([], given) is given
+
+
+@pytest.mark.parametrize(
+    ("type_", "value"),
+    [
+        pytest.param("integer", 3.5, id="integer-3.5"),
+        pytest.param("integer", "3", id="integer-string"),
+        pytest.param("integer", MAX_SAFE_INTEGER + 1, id="integer-2^53"),
+        pytest.param("integer", -MAX_SAFE_INTEGER - 1, id="integer-minus-2^53"),
+        pytest.param("integer", 1e20, id="integer-1e20-float"),
+        pytest.param("decimal", True, id="decimal-true"),
+        pytest.param("decimal", math.inf, id="decimal-infinity"),
+        pytest.param("decimal", -math.inf, id="decimal-minus-infinity"),
+        pytest.param("decimal", math.nan, id="decimal-nan"),
+        pytest.param("decimal", 10**400, id="decimal-beyond-float"),
+        pytest.param("string", None, id="string-null-given-but-required"),
+        pytest.param("string", ["a"], id="string-array"),
+        pytest.param("string", {"a": 1}, id="string-object"),
+        pytest.param("array", "[1]", id="array-string"),
+        pytest.param("object", None, id="object-null-given-but-required"),
+    ],
+)
+def test_values_are_not_converted_between_types(type_: str, value: Any) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        validate_input([param("p", type_, required=True)], {"p": value})
+    violation = only(raised.value.violations)
+    assert (violation.field, violation.rule) == ("input.p", "V1")
+
+
+def test_an_integer_out_of_javascripts_exact_range_is_refused_saying_why() -> None:
+    with pytest.raises(InvalidInput) as raised:
+        validate_input([param("n", "integer")], {"n": 2**53})
+    message = only(raised.value.violations).message
+    assert str(MAX_SAFE_INTEGER) in message and "JavaScript" in message
+
+
+def test_a_default_outside_javascripts_exact_integers_is_refused_under_v1() -> None:
+    violation = only(tool_violations(tool(inputParameters=[param("n", "integer", default=2**53)])))
+    assert (violation.field, violation.rule) == ("tool.inputParameters[0].default", "V1")
+
+
+# -- V1: dates ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "instant"),
+    [
+        ("2024-05-06", "2024-05-06T00:00:00.000Z"),
+        ("2024-02-29", "2024-02-29T00:00:00.000Z"),
+        ("2024-05-06T10:00:00Z", "2024-05-06T10:00:00.000Z"),
+        ("2024-05-06t10:00:00z", "2024-05-06T10:00:00.000Z"),
+        ("2024-05-06T10:00:00+02:00", "2024-05-06T08:00:00.000Z"),
+        ("2024-05-06T23:30:00-01:00", "2024-05-07T00:30:00.000Z"),
+        ("2024-05-06T10:00:00-00:00", "2024-05-06T10:00:00.000Z"),
+        ("2024-05-06T10:00:00.5Z", "2024-05-06T10:00:00.500Z"),
+        ("2024-05-06T10:00:00.123456789Z", "2024-05-06T10:00:00.123Z"),
+        ("2016-12-31T23:59:60Z", "2017-01-01T00:00:00.000Z"),
+    ],
+)
+def test_a_date_is_passed_on_as_javascripts_iso_string_of_the_same_instant(text: str, instant: str) -> None:
+    assert normal_date(text) == instant
+    assert validate_input([param("when", "date")], {"when": text}) == {"when": instant}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("2024-05-06T10:00:00", id="no-time-zone"),
+        pytest.param("2024-05-06T10:00Z", id="no-seconds"),
+        pytest.param("2024-05-06 10:00:00Z", id="space-separator"),
+        pytest.param("20240506", id="basic-format"),
+        pytest.param("2024-W19-1", id="week-date"),
+        pytest.param("2024-127", id="ordinal-date"),
+        pytest.param("2024-02-30", id="no-such-day"),
+        pytest.param("2023-02-29", id="not-a-leap-year"),
+        pytest.param("2024-05-06T24:00:00Z", id="hour-24"),
+        pytest.param("2024-05-06T10:00:00+24:00", id="offset-24h"),
+        pytest.param("2024-05-06T10:00:00+0200", id="offset-without-colon"),
+        pytest.param("2024-05-06T10:00:60Z", id="leap-second-not-at-end-of-day"),
+        pytest.param("2024-05-06T10:00:00.Z", id="empty-fraction"),
+        pytest.param("٢٠٢٤-٠٥-٠٦", id="non-ascii-digits"),
+        pytest.param("2024-05-06\n", id="trailing-newline"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_a_date_that_is_not_rfc3339_is_refused_naming_the_forms_accepted(text: str) -> None:
+    assert normal_date(text) is None
+    with pytest.raises(InvalidInput) as raised:
+        validate_input([param("when", "date")], {"when": text})
+    violation = only(raised.value.violations)
+    assert violation.field == "input.when"
+    assert "2024-05-06" in violation.message and "time zone" in violation.message
+
+
+def test_a_date_default_is_passed_on_as_an_iso_string_too() -> None:
+    assert validate_input([param("when", "date", default="2024-05-06")], {}) == {"when": "2024-05-06T00:00:00.000Z"}
+
+
+# -- V1: undeclared arguments -------------------------------------------------------------------------
+
+
+def test_an_argument_the_tool_does_not_declare_is_refused_naming_what_it_takes() -> None:
+    with pytest.raises(InvalidInput) as raised:
+        validate_input(REPORT_PARAMETERS, {"day": "2024-05-06", "cuont": 3})
+    violation = only(raised.value.violations)
+    assert (violation.field, violation.rule) == ("input.cuont", "V1")
+    assert violation.message == "unknown parameter 'cuont'; the tool takes: day, count"
+
+
+def test_every_broken_argument_is_reported_at_once_each_naming_its_field() -> None:
+    with pytest.raises(InvalidInput) as raised:
+        validate_input(REPORT_PARAMETERS, {"count": 3.5, "x": 1, "y": 2})
+    assert [v.field for v in raised.value.violations] == ["input.day", "input.count", "input.x", "input.y"]
+    assert {v.rule for v in raised.value.violations} == {"V1"}
+
+
+def test_a_tool_without_parameters_accepts_any_argument_names() -> None:
+    assert validate_input([], {"whatever": 1}) == {"whatever": 1}
+
+
+# -- V1: what each style receives ---------------------------------------------------------------------
+
+
+def test_an_omitted_optional_value_without_default_is_left_out_for_a_module() -> None:
+    assert validate_input([param("a"), param("b", "integer", default=2)], {}) == {"b": 2}
+
+
+def test_in_script_style_an_omitted_optional_value_without_default_is_null() -> None:
+    # each parameter is a variable: an omitted one must exist, or reading it throws ReferenceError
+    arguments = validate_input([param("a"), param("b", "integer", default=2)], {}, omitted_as_null=True)
+    assert arguments == {"a": None, "b": 2}
+
+
+def test_an_optional_value_given_as_null_stays_null() -> None:
+    assert validate_input([param("a")], {"a": None}) == {"a": None}
+
+
+# -- V1: the JSON Schema of a tool's input (DESIGN §4) --------------------------------------------------
+
+
+SEVEN_TYPES = [
+    param("text", "string", required=True, description="what to say"),
+    param("count", "integer", default=2),
+    param("amount", "decimal", required=True),
+    param("when", "date", default="2024-05-06"),
+    param("loud", "boolean", default=False),
+    param("items", "array"),
+    param("options", "object", description=""),
+]
+
+
+def test_the_input_schema_states_each_type_description_default_and_requirement() -> None:
+    assert input_schema(SEVEN_TYPES) == {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "what to say"},
+            "count": {"type": "integer", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER, "default": 2},
+            "amount": {"type": "number"},
+            "when": {"type": "string", "anyOf": [{"format": "date"}, {"format": "date-time"}], "default": "2024-05-06"},
+            "loud": {"type": "boolean", "default": False},
+            "items": {"type": "array"},
+            "options": {"type": "object"},
+        },
+        "required": ["text", "amount"],
+        "additionalProperties": False,
+    }
+
+
+def test_the_input_schema_is_a_valid_draft_2020_12_schema() -> None:
+    assert jsonschema_rs.meta.is_valid(input_schema(SEVEN_TYPES))
+    assert jsonschema_rs.meta.is_valid(input_schema([]))
+
+
+def test_a_tool_without_parameters_takes_any_object() -> None:
+    assert input_schema([]) == {"type": "object"}
+
+
+def test_input_schemas_do_not_share_their_parts() -> None:
+    first = input_schema([param("when", "date")])
+    first["properties"]["when"]["anyOf"].append({"format": "time"})
+    assert input_schema([param("when", "date")])["properties"]["when"]["anyOf"] == [{"format": "date"}, {"format": "date-time"}]
+
+
+VALID = {"text": "hi", "amount": 1.5}
+SCHEMA_CASES = [
+    pytest.param(VALID, id="required-only"),
+    pytest.param({**VALID, "count": 3, "when": "2024-05-06", "loud": True, "items": [1], "options": {"a": 1}}, id="every-type"),
+    pytest.param({**VALID, "count": 3.0}, id="integer-as-3.0"),
+    pytest.param({**VALID, "amount": 7}, id="decimal-as-integer"),
+    pytest.param({**VALID, "when": "2024-05-06T10:00:00+02:00"}, id="date-time-with-offset"),
+    pytest.param({**VALID, "when": "2016-12-31T23:59:60Z"}, id="leap-second"),
+    pytest.param({**VALID, "count": MAX_SAFE_INTEGER}, id="largest-safe-integer"),
+    pytest.param({"amount": 1.5}, id="missing-required"),
+    pytest.param({**VALID, "count": 3.5}, id="integer-3.5"),
+    pytest.param({**VALID, "count": "3"}, id="integer-string"),
+    pytest.param({**VALID, "count": True}, id="integer-true"),
+    pytest.param({**VALID, "count": MAX_SAFE_INTEGER + 1}, id="integer-2^53"),
+    pytest.param({**VALID, "amount": True}, id="decimal-true"),
+    pytest.param({**VALID, "amount": "1.5"}, id="decimal-string"),
+    pytest.param({**VALID, "text": 3}, id="string-number"),
+    pytest.param({**VALID, "loud": "true"}, id="boolean-string"),
+    pytest.param({**VALID, "items": {}}, id="array-object"),
+    pytest.param({**VALID, "options": []}, id="object-array"),
+    pytest.param({**VALID, "when": "yesterday"}, id="date-words"),
+    pytest.param({**VALID, "when": "2024-02-30"}, id="date-no-such-day"),
+    pytest.param({**VALID, "when": "2024-05-06T10:00:00"}, id="date-time-without-zone"),
+    pytest.param({**VALID, "when": "2024-05-06T10:00:60Z"}, id="leap-second-mid-day"),
+    pytest.param({**VALID, "extra": 1}, id="unknown-argument"),
+    pytest.param(["hi", 1.5], id="not-an-object"),
+]
+
+
+@pytest.mark.parametrize("arguments", SCHEMA_CASES)
+def test_the_input_schema_accepts_exactly_what_validate_input_accepts(arguments: Any) -> None:
+    schema = jsonschema_rs.Draft202012Validator(input_schema(SEVEN_TYPES), validate_formats=True)
+    try:
+        validate_input(SEVEN_TYPES, arguments)
+    except InvalidInput:
+        accepted = False
+    else:
+        accepted = True
+    assert schema.is_valid(arguments) is accepted
+
+
+def test_the_schema_is_stricter_than_validate_input_only_about_null_for_an_optional_value() -> None:
+    # null stands for "omitted" in a call; the schema does not offer it, so a client following
+    # the schema is never refused
+    schema = jsonschema_rs.Draft202012Validator(input_schema(SEVEN_TYPES), validate_formats=True)
+    assert validate_input(SEVEN_TYPES, {**VALID, "count": None})["count"] == 2
+    assert not schema.is_valid({**VALID, "count": None})
