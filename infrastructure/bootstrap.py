@@ -27,6 +27,8 @@ class Services:
     sandbox: Sandbox | None
     # The admin token when this start generated it; shown once, then forgotten.
     new_admin_token: str | None = field(default=None, repr=False)
+    # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
+    owns_sandbox: bool = True
 
     def start(self) -> None:
         self.runner.start()
@@ -34,7 +36,7 @@ class Services:
     def close(self) -> None:
         self.runner.stop()
         close = getattr(self.sandbox, "close", None)
-        if close is not None:
+        if close is not None and self.owns_sandbox:
             close()
         self.modules.close()
 
@@ -55,14 +57,21 @@ def build_sandbox(settings: Settings) -> Sandbox | None:
     )
 
 
-def bootstrap(settings: Settings) -> Services:
+_BUILD = object()
+
+
+def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) -> Services:
+    """Wires every adapter from `settings`; a `sandbox` handed in (tests share one pool of worker
+    processes across many apps) is used instead of building one, and is not closed with them."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    sandbox = build_sandbox(settings)
+    owns_sandbox = sandbox is _BUILD
+    if sandbox is _BUILD:
+        sandbox = build_sandbox(settings)
 
     def sandbox_or_refuse() -> Sandbox:
         if sandbox is None:
             raise SandboxUnavailable()
-        return sandbox
+        return sandbox  # type: ignore[return-value]
 
     modules = ModuleRepository(settings.event_store_env(), sandbox=sandbox_or_refuse)
     read_model = InMemoryModuleReadModel()
@@ -78,6 +87,7 @@ def bootstrap(settings: Settings) -> Services:
         read_model=read_model,
         runner=runner,
         authenticator=authenticator,
-        sandbox=sandbox,
+        sandbox=sandbox,  # type: ignore[arg-type]
+        owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
     )

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from infrastructure.bootstrap import Services, bootstrap
 from infrastructure.settings import Settings
+from sandbox.embedded import EmbeddedSandbox
 
 from tests.helpers import ADMIN_TOKEN
 
@@ -20,17 +21,33 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN)
 
 
+@pytest.fixture(scope="session")
+def shared_sandbox() -> Iterator[EmbeddedSandbox]:
+    """One pool of worker processes for every app the tests build with the default sandbox
+    settings: starting a pool (its zygote imports QuickJS, Babel and httpx) takes a while."""
+    pool = EmbeddedSandbox(Settings(data_dir=Path("/nonexistent")).sandbox_config())
+    yield pool
+    pool.close()
+
+
+def wire(settings: Settings, shared: EmbeddedSandbox) -> Services:
+    """`bootstrap`, sharing the session's pool when the settings ask for exactly that sandbox."""
+    if settings.sandbox_url == "embedded" and settings.sandbox_config() == shared.config:
+        return bootstrap(settings, sandbox=shared)
+    return bootstrap(settings)
+
+
 @pytest.fixture
-def services(settings: Settings) -> Iterator[Services]:
-    wired = bootstrap(settings)
+def services(settings: Settings, shared_sandbox: EmbeddedSandbox) -> Iterator[Services]:
+    wired = wire(settings, shared_sandbox)
     wired.start()
     yield wired
     wired.close()
 
 
 @pytest.fixture
-def client(settings: Settings) -> Iterator[TestClient]:
+def client(settings: Settings, shared_sandbox: EmbeddedSandbox) -> Iterator[TestClient]:
     """An HTTP client for a whole app (lifespan included), authenticated as the admin."""
-    app = create_app(bootstrap(settings))
+    app = create_app(wire(settings, shared_sandbox))
     with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as test_client:
         yield test_client
