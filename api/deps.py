@@ -13,14 +13,18 @@ from infrastructure.bootstrap import Services
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (DESIGN §8)")
 
 
-def get_services(request: Request) -> Services:
+# The dependencies are `async` although they do no I/O: FastAPI runs a plain `def` dependency in
+# its thread pool, and a hop there costs more than the work itself.
+
+
+async def get_services(request: Request) -> Services:
     return request.app.state.services
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def _principal(services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+async def _principal(services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
     principal = services.authenticator.authenticate(credentials.credentials if credentials else None)
     if principal is None:
         raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
@@ -28,7 +32,7 @@ def _principal(services: ServicesDep, credentials: Annotated[HTTPAuthorizationCr
 
 
 def _role(*roles: str):  # noqa: ANN202 - a dependency factory
-    def check(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
+    async def check(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
         if principal.role not in roles:
             raise HTTPException(403, f"this route needs the role {' or '.join(roles)}")
         return principal

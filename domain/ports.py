@@ -74,6 +74,12 @@ class Sandbox(ABC):
     def check(self, execution: Execution) -> ExecutionResult:
         """Loads the bundle without calling it, and checks that every import member used exists."""
 
+    max_active_sessions: int = 0
+
+    def busy(self) -> bool:
+        """Whether every session is taken right now (a hint for a fast refusal, not a promise)."""
+        return False
+
 
 class ToolNames(ABC):
     """Names held by other kinds of tool (native, MCP, plans), for R2. Modules are the application's own."""

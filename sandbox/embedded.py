@@ -158,6 +158,8 @@ class EmbeddedSandbox(Sandbox):
         self.max_active_sessions = config.max_active_sessions
         self._capabilities = config.capabilities
         self._sessions = threading.BoundedSemaphore(config.max_active_sessions)
+        self._active = 0  # calls holding a session, under `_counting`; `busy` reads it as a hint
+        self._counting = threading.Lock()
         self._zygote = _Zygote(config)
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
@@ -184,6 +186,9 @@ class EmbeddedSandbox(Sandbox):
             worker.kill()
         self._zygote.close()
 
+    def busy(self) -> bool:
+        return self._active >= self.max_active_sessions
+
     def worker_pids(self) -> list[int]:
         """The pids of the live workers (for the benchmark's memory figures and the tests)."""
         with self._lock:
@@ -199,6 +204,8 @@ class EmbeddedSandbox(Sandbox):
         started = time.perf_counter()
         if not self._sessions.acquire(blocking=False):
             raise SandboxBusy(self.max_active_sessions)
+        with self._counting:
+            self._active += 1
         try:
             timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
             memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
@@ -213,6 +220,8 @@ class EmbeddedSandbox(Sandbox):
             deadline = time.monotonic() + timeout
             output, error, logs = self._call(request, program, deadline, timeout, memory_mb)
         finally:
+            with self._counting:
+                self._active -= 1
             self._sessions.release()
         if capabilities.log:
             for line in logs:

@@ -25,6 +25,9 @@ import sys
 import time
 
 
+WORKER_NICENESS = 10
+
+
 def send_frame(sock: socket.socket, data: bytes) -> None:
     sock.sendall(len(data).to_bytes(4, "little") + data)
 
@@ -79,6 +82,9 @@ def _fetcher(config: dict):  # noqa: ANN202
 def zygote(control: socket.socket, config: dict) -> None:
     from sandbox.engine import Engine
 
+    # Sandboxed code runs at a lower priority than the service that supervises it, so a machine
+    # full of busy tools still answers, refuses (429) and kills on time.
+    os.nice(WORKER_NICENESS)
     fetch = _fetcher(config)
     Engine(fetch).fresh()  # warms every import a worker needs (and fails here, not in a child)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel

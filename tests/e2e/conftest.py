@@ -31,6 +31,8 @@ class Server:
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen | None = None
     token: str | None = None
+    # Extra environment (settings) for the server process.
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def log_path(self) -> Path:
@@ -47,6 +49,7 @@ class Server:
 
     def start(self) -> Server:
         env = {k: v for k, v in os.environ.items() if k not in ("TOOLSMITH_ADMIN_TOKEN", "TOOLSMITH_DATA_DIR")}
+        env.update(self.env)
         self.process = subprocess.Popen(
             [str(TOOLSMITH), "serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)],
             stdout=self.log_path.open("a"),
