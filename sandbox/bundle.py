@@ -1,10 +1,8 @@
-"""Assembles the JavaScript a call evaluates (R6): a tiny prelude, then the call's own program.
+"""Assembles the JavaScript a call evaluates (R6): the call's modules, and only the harness it needs.
 
-Compiling JavaScript is most of what a small call costs in QuickJS after the context itself, so
-the harness is kept to what each call needs:
+A fresh QuickJS context costs about what a bare call costs, and compiling JavaScript is most of the
+rest, so a program carries only what its call needs:
 
-- the prelude, evaluated in each fresh context before a call arrives: `log` and `ai.context()`,
-  both of which hand strings to the worker's one host function `$host`;
 - a tool call in module style: each module defined inside its own function, which receives a
   fresh `exports` object and, as parameters named after them, the `exports` of the modules it
   imports (an importer sees its own imports and nothing else), then `$v=<target>.run(input)`.
@@ -12,8 +10,10 @@ the harness is kept to what each call needs:
   with the engine's JSON.stringify under the call's limits, and types whatever escapes;
 - checks (publish) and script style (seed 000) use the `$check` / `$script` helpers, compiled with
   their program, which end with a JSON string `[1, value]` or `[0, type, message]`;
-- `Intl`, `toLocaleString` and `http` are set up only for bundles whose source names them, and the
-  depth cap on proxy chains only for bundles that name `Proxy`.
+- what the environment injects (V2: `log`, `ai.context()`, `Intl` and the locale methods,
+  `http.fetch`) and the depth cap on proxy chains are set up only when the bundle's source names
+  them, and `ai` and `http` only when the capability profile grants them. Code that reaches them
+  under a computed name (`globalThis['lo' + 'g']`) finds nothing: they are not there to be found.
 
 Everything the harness defines starts with `$`, which no module id may contain (R1).
 """
@@ -21,6 +21,7 @@ Everything the harness defines starts with `$`, which no module id may contain (
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,12 +32,21 @@ from sandbox.links import used_members
 MAX_LOG_LINES = 50
 MAX_LOG_CHARS = 500
 
-# Evaluated in each fresh context while the worker is idle.
-PRELUDE = (
-    "globalThis.ai=Object.freeze({context:function(){return JSON.parse($host('c'))}});"
-    "function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}$host('l',(''+v).slice(0,%d).toWellFormed())}"
-    % MAX_LOG_CHARS
+# What the environment injects (V2) is compiled into a call's program only when its source names
+# it: a small tool that logs nothing costs what a bare context costs. `$host` is the worker's one
+# host function, added to the context only for programs that use it.
+_LOG = (
+    "function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}"
+    "$host('l',(''+v).slice(0,%d).toWellFormed())}" % MAX_LOG_CHARS
 )
+_AI = "globalThis.ai=Object.freeze({context:function(){return JSON.parse($host('c'))}});"
+_NAMES = {
+    "log": re.compile(r"\blog\b"),
+    "ai": re.compile(r"\bai\b"),
+    "intl": re.compile(r"Intl|toLocale"),
+    "http": re.compile(r"\bhttp\b"),
+    "proxy": re.compile(r"\bProxy\b"),
+}
 
 # The capabilities compiled into a call's program when its source names them. `Intl` and the
 # locale methods load their shims (sandbox.intl) from the host on first use.
@@ -86,6 +96,8 @@ class Program:
     unit_lines: tuple[tuple[int, str], ...]
     # "value": the worker reads `$v`; "json": the program's value is the JSON outcome.
     kind: str = "value"
+    # Whether the program calls the worker's host function (`log`, `ai`, `Intl`, `http`).
+    host: bool = False
 
     def locate(self, line: int) -> tuple[str, int] | None:
         """The unit and its own line number for a line of the program."""
@@ -97,7 +109,7 @@ class Program:
 
 
 @lru_cache(maxsize=1024)
-def _units(units: tuple[SourceUnit, ...], first_line: int) -> tuple[str, tuple[tuple[int, str], ...], tuple[str, str]]:
+def _units(units: tuple[SourceUnit, ...], first_line: int) -> tuple[str, tuple[tuple[int, str], ...], frozenset[str]]:
     """Statements that define each unit's exports in `$m`; their line map; the capabilities named."""
     parts = []
     unit_lines: list[tuple[int, str]] = []
@@ -109,19 +121,29 @@ def _units(units: tuple[SourceUnit, ...], first_line: int) -> tuple[str, tuple[t
         text = f"$m[{json.dumps(unit.name)}]=(function({params}){{\n{unit.content}\n;return exports}})({args});\n"
         parts.append(text)
         line += text.count("\n")
-    return "".join(parts), tuple(unit_lines), _capabilities(units)
+    return "".join(parts), tuple(unit_lines), _named(units)
 
 
-def _capabilities(units: tuple[SourceUnit, ...]) -> tuple[str, str]:
-    """The setup of what the units' source names, without and with `http` (one line each)."""
+def _named(units: tuple[SourceUnit, ...]) -> frozenset[str]:
     source = "".join(unit.content for unit in units)
-    setup = ""
-    if "Intl" in source or "toLocale" in source:
-        setup += _INTL
-    if "Proxy" in source:
-        setup += _PROXY
-    with_http = setup + _HTTP if "http" in source else setup
-    return setup.replace("\n", ""), with_http.replace("\n", "")
+    return frozenset(name for name, pattern in _NAMES.items() if pattern.search(source))
+
+
+@lru_cache(maxsize=64)
+def _setup(named: frozenset[str], http: bool, context: bool) -> str:
+    """One line that sets up what the source names and the capability profile grants."""
+    parts = []
+    if "log" in named:
+        parts.append(_LOG)
+    if "ai" in named and context:
+        parts.append(_AI)
+    if "intl" in named:
+        parts.append(_INTL)
+    if "http" in named and http:
+        parts.append(_HTTP)
+    if "proxy" in named:
+        parts.append(_PROXY)
+    return "".join(parts).replace("\n", "")
 
 
 @lru_cache(maxsize=1024)
@@ -140,34 +162,36 @@ def _input(value: object, dates: tuple[str, ...]) -> str:
     return text
 
 
-def build_program(execution: Execution, *, check: bool, http: bool = True) -> Program:
+def build_program(execution: Execution, *, check: bool, http: bool = True, context: bool = True) -> Program:
     """The call's program for a run (`check=False`) or a load-and-link check (`check=True`);
-    `http.fetch` exists only when the capability profile grants it."""
+    `http.fetch` and `ai.context()` exist only when the capability profile grants them."""
     if execution.style == "script":
         # The script is also compiled as the body of `$body`: a syntax error then escapes the
         # evaluation with its line, and a script that ends with an explicit `return` runs as a body.
         script = execution.target
         prefix = f"var $m={{}};\n{_SCRIPT}function $body(){{\n{script.content}\n}}\n"
         libraries, library_lines, _ = _units(execution.units[:-1], prefix.count("\n") + 2)
-        setup = _capabilities(execution.units)[http]
+        setup = _setup(_named(execution.units), http, context)
         unit_lines = ((_SCRIPT.count("\n") + 3, script.name), *library_lines)
         parameters = {k: v for k, v in (execution.input or {}).items() if is_valid_id(k)}
         text = prefix + (
             f"$script(function(){{\n{libraries}}},{json.dumps(list(script.imports))},"
             f"{_input(parameters, execution.date_parameters)},{json.dumps(script.content)},{'false' if check else 'true'})"
         )
-        return Program(text=setup + text, unit_lines=unit_lines, kind="json")
+        return Program(text=setup + text, unit_lines=unit_lines, kind="json", host="$host" in setup)
     if check:
         head = "var $m={};\n" + _CHECK + "$check(function(){\n"
-        body, unit_lines, setups = _units(execution.units, head.count("\n") + 1)
+        body, unit_lines, named = _units(execution.units, head.count("\n") + 1)
+        setup = _setup(named, http, context)
         text = (
             head + body + f"return $m[{json.dumps(execution.target.name)}]}},"
             f"{_links(execution.units)},{'true' if execution.is_tool else 'false'})"
         )
-        return Program(text=setups[http] + text, unit_lines=unit_lines, kind="json")
-    body, unit_lines, setups = _units(execution.units, 2)
+        return Program(text=setup + text, unit_lines=unit_lines, kind="json", host="$host" in setup)
+    body, unit_lines, named = _units(execution.units, 2)
+    setup = _setup(named, http, context)
     text = (
-        f"{setups[http]}var $m={{}};\n{body}"
+        f"{setup}var $m={{}};\n{body}"
         f"$v=$m[{json.dumps(execution.target.name)}].run({_input(execution.input, execution.date_parameters)})"
     )
-    return Program(text=text, unit_lines=unit_lines, kind="value")
+    return Program(text=text, unit_lines=unit_lines, kind="value", host="$host" in setup)

@@ -30,7 +30,7 @@ from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
 from sandbox.bundle import Program, build_program
 from sandbox.capabilities import Capabilities
 from sandbox.config import SandboxConfig
-from sandbox.worker import recv_frame, send_frame
+from sandbox.worker import Frames, encode_call
 
 log = logging.getLogger("toolsmith.sandbox")
 
@@ -44,6 +44,7 @@ class _Worker:
     def __init__(self, pid: int, sock: socket.socket) -> None:
         self.pid = pid
         self.sock = sock
+        self.frames = Frames(sock)
         self.closed = False
         self.idle_since = time.monotonic()
         try:
@@ -209,11 +210,11 @@ class EmbeddedSandbox(Sandbox):
         try:
             timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
             memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
-            program = build_program(execution, check=check, http=capabilities.http)
-            request = json.dumps([
-                program.kind, timeout, memory_mb, capabilities.http, capabilities.context,
-                json.dumps(execution.context), program.text,
-            ]).encode()
+            program = build_program(execution, check=check, http=capabilities.http, context=capabilities.context)
+            request = encode_call(
+                kind=program.kind, timeout=timeout, memory_mb=memory_mb, host=program.host, http=capabilities.http,
+                context_json=json.dumps(execution.context) if program.host else "{}", program=program.text,
+            )
             # The call's wall-clock deadline counts from here, starting a worker on demand included;
             # only the pool's own start (the zygote's imports, once) is not the call's time.
             self._warmed.wait(ZYGOTE_START_SECONDS)
@@ -235,13 +236,13 @@ class EmbeddedSandbox(Sandbox):
         worker = self._take()
         logs: list[str] = []
         try:
-            send_frame(worker.sock, request)
+            worker.frames.send(request)
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
                 worker.sock.settimeout(remaining)
-                frame = recv_frame(worker.sock)
+                frame = worker.frames.recv()
                 if frame[:1] != b"L":
                     break
                 logs.append(frame[1:].decode(errors="replace"))

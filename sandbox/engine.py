@@ -22,11 +22,12 @@ from collections.abc import Callable
 
 import _quickjs
 
-from sandbox.bundle import MAX_LOG_CHARS, MAX_LOG_LINES, PRELUDE
+from sandbox.bundle import MAX_LOG_CHARS, MAX_LOG_LINES
 
 log = logging.getLogger("toolsmith.sandbox")
 
 STACK_BYTES = 1024 * 1024
+DEFAULT_MEMORY_MB = 128
 _NOT_AVAILABLE = json.dumps({"error": "http.fetch is not available in this sandbox's capability profile"})
 _UNKNOWN = json.dumps({"error": ["TypeError", "unknown host call"]})
 _FAILED = json.dumps({"error": ["Error", "the sandbox could not complete this call"]})
@@ -62,10 +63,10 @@ class Engine:
         self._emit = emit
 
     def fresh(self) -> _quickjs.Context:
+        """A context for the next call, with the stack cap and the usual memory cap set."""
         context = _quickjs.Context()
         context.set_max_stack_size(STACK_BYTES)
-        context.add_callable("$host", self._host)
-        context.eval(PRELUDE)
+        context.set_memory_limit(DEFAULT_MEMORY_MB * 1024 * 1024)
         return context
 
     def evaluate(
@@ -75,6 +76,7 @@ class Engine:
         *,
         kind: str,
         memory_mb: int,
+        host: bool = True,
         deadline: float,
         http: bool,
         context_json: str = "{}",
@@ -82,7 +84,10 @@ class Engine:
         """Runs `program` and answers the JSON the supervisor reads: `[1, value, logs]`,
         `[0, type, message, logs]`, or `[tag, message, logs]` for what escaped the program."""
         self._deadline, self._http, self._context_json, self._logs, self._logged = deadline, http, context_json, [], 0
-        context.set_memory_limit(memory_mb * 1024 * 1024)
+        if memory_mb != DEFAULT_MEMORY_MB:
+            context.set_memory_limit(memory_mb * 1024 * 1024)
+        if host:
+            context.add_callable("$host", self._host)
         try:
             try:
                 outcome = context.eval(program)

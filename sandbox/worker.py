@@ -19,6 +19,7 @@ from __future__ import annotations
 import array
 import json
 import os
+import struct
 import signal
 import socket
 import sys
@@ -28,44 +29,68 @@ import time
 WORKER_NICENESS = 10
 
 
-def send_frame(sock: socket.socket, data: bytes) -> None:
-    sock.sendall(len(data).to_bytes(4, "little") + data)
+# A call: kind ("value"/"json"), timeout in seconds, memory cap in MB, whether the program uses the
+# host function, whether http.fetch is granted, the length of the ai.context() JSON; then that JSON
+# and the program, UTF-8. Decoding this costs far less than a JSON envelope around the program.
+_CALL = struct.Struct("<?dI??I")
 
 
-def recv_frame(sock: socket.socket) -> bytes:
-    """One whole frame; `EOFError` when the other end is gone. A socket timeout propagates."""
-    size = int.from_bytes(_recv_exactly(sock, 4), "little")
-    return bytes(_recv_exactly(sock, size))
+def encode_call(*, kind: str, timeout: float, memory_mb: int, host: bool, http: bool, context_json: str, program: str) -> bytes:
+    context = context_json.encode()
+    return _CALL.pack(kind == "json", timeout, memory_mb, host, http, len(context)) + context + program.encode()
 
 
-def _recv_exactly(sock: socket.socket, size: int) -> bytearray:
-    data = bytearray(size)
-    view = memoryview(data)
-    got = 0
-    while got < size:
-        n = sock.recv_into(view[got:])
-        if n == 0:
-            raise EOFError("the socket was closed")
-        got += n
-    return data
+def decode_call(data: bytes) -> tuple[str, float, int, bool, bool, str, str]:
+    is_json, timeout, memory_mb, host, http, size = _CALL.unpack_from(data)
+    start = _CALL.size
+    context_json = data[start : start + size].decode()
+    program = data[start + size :].decode()
+    return ("json" if is_json else "value"), timeout, memory_mb, host, http, context_json, program
 
 
-def serve(sock: socket.socket, engine) -> None:  # noqa: ANN001 - sandbox.engine.Engine
+class Frames:
+    """Frames over a socket, read through a buffer: one `recv` is usually a whole frame."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = bytearray()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(len(data).to_bytes(4, "little") + data)
+
+    def recv(self) -> bytes:
+        """One whole frame; `EOFError` when the other end is gone. A socket timeout propagates."""
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= 4:
+                end = 4 + int.from_bytes(buffer[:4], "little")
+                if len(buffer) >= end:
+                    frame = bytes(buffer[4:end])
+                    del buffer[:end]
+                    return frame
+                wanted = end - len(buffer)
+            else:
+                wanted = 0
+            chunk = self.sock.recv(max(wanted, 65536))
+            if not chunk:
+                raise EOFError("the socket was closed")
+            buffer += chunk
+
+
+def serve(frames: Frames, engine) -> None:  # noqa: ANN001 - sandbox.engine.Engine
     context = engine.fresh()
     while True:
         try:
-            # [kind, timeout seconds, memory MB, http?, context?, ai.context() JSON, program]
-            kind, timeout, memory_mb, http, with_context, context_json, program = json.loads(recv_frame(sock))
+            kind, timeout, memory_mb, host, http, context_json, program = decode_call(frames.recv())
         except (EOFError, OSError):
             return
         deadline = time.monotonic() + timeout
-        if not with_context:
-            context.eval("delete globalThis.ai")
         answer = engine.evaluate(
-            context, program, kind=kind, memory_mb=memory_mb, deadline=deadline, http=http, context_json=context_json,
+            context, program, kind=kind, memory_mb=memory_mb, host=host, deadline=deadline, http=http,
+            context_json=context_json,
         )
         try:
-            send_frame(sock, b"A" + answer.encode())
+            frames.send(b"A" + answer.encode())
         except OSError:
             return
         context = None  # the last reference: the context and its runtime are freed here, off the call's path
@@ -108,8 +133,8 @@ def zygote(control: socket.socket, config: dict) -> None:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when a worker ends
-                sock = socket.socket(fileno=fds[0])
-                serve(sock, Engine(fetch, emit=lambda line: send_frame(sock, b"L" + line.encode())))
+                frames = Frames(socket.socket(fileno=fds[0]))
+                serve(frames, Engine(fetch, emit=lambda line: frames.send(b"L" + line.encode())))
             finally:
                 os._exit(0)
         os.close(fds[0])
