@@ -1,4 +1,4 @@
-# The API with embedded defaults; see docker-compose.yml.
+# The API (`toolsmith serve`) or the sandbox service (`toolsmith sandbox`); see docker-compose.yml.
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./

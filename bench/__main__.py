@@ -1,4 +1,4 @@
-"""`python -m bench`: both benchmarks, then one table of every figure and its ratio against the goal."""
+"""`python -m bench`: every benchmark, then one table of every figure and its ratio against the goal."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import argparse
 import sys
 import time
 
-from bench import publish, tool_call
+from bench import publish, tool_call, workers
 from bench._common import format_table, machine_line
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
-    parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (under ~20 s in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish"), help="run one benchmark only")
+    parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about 45 s in all)")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
             format_table(publish.title(info["args"]["importers"]), rows)
             + "\n(the publish also loads each importer's published definition from the event store, orders each bundle, and saves)"
         )
+    if args.only in (None, "workers"):
+        rows, info = workers.run(common)
+        tables.append(format_table(workers.TITLE, rows) + f"\n{workers.NOTES}\n(load average {info['load']})")
     print()
     print("\n\n".join(tables))
     print(f"\n({machine_line()}; {'quick' if args.quick else 'full'} run, {time.perf_counter() - started:.0f} s in all)")

@@ -7,7 +7,7 @@ same code, measured in the same run.
 Variants, interleaved call by call (paced) or batch by batch (saturated), order rotated each time:
 
 - `bare`: `_quickjs.Context()`, then `eval` of the module rewritten as a plain script that calls it.
-- `ours`: `EmbeddedSandbox().run(Execution(...))`: bundle + a fresh context + run.
+- `ours`: `EmbeddedSandbox().run(Execution(...))`: bundle, a worker process, its fresh context, run.
 - `app`:  `ModuleRepository.call_tool` of the same module published as a tool, through `bootstrap`
   on a temporary SQLite data dir (loads the module and the import graph, validates the input,
   builds the bundle, runs it).
@@ -15,7 +15,7 @@ Variants, interleaved call by call (paced) or batch by batch (saturated), order 
 Figures:
 
 - (a) paced latency: each call follows an idle gap (`--gap-ms`, 2 ms by default), and only the call
-  itself is timed. The runner makes the next fresh context in a background thread while idle, so
+  itself is timed. The worker process makes the next fresh context while idle, so
   this is the latency a tool caller sees. Ratio = bare time / our time (higher is better).
 - (b) saturated throughput: back-to-back calls on one thread; calls/s. Ratio = ours / bare.
 
