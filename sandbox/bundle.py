@@ -188,10 +188,13 @@ def build_program(execution: Execution, *, check: bool, http: bool = True, conte
             f"{_links(execution.units)},{'true' if execution.is_tool else 'false'})"
         )
         return Program(text=setup + text, unit_lines=unit_lines, kind="json", host="$host" in setup)
-    body, unit_lines, named = _units(execution.units, 2)
+    head, unit_lines, host = _run_head(execution.units, http, context)
+    return Program(text=f"{head}{_input(execution.input, execution.date_parameters)})", unit_lines=unit_lines, kind="value", host=host)
+
+
+@lru_cache(maxsize=1024)
+def _run_head(units: tuple[SourceUnit, ...], http: bool, context: bool) -> tuple[str, tuple[tuple[int, str], ...], bool]:
+    """A tool call's program up to its input: the setup, the modules, `$v=<target>.run(`."""
+    body, unit_lines, named = _units(units, 2)
     setup = _setup(named, http, context)
-    text = (
-        f"{setup}var $m={{}};\n{body}"
-        f"$v=$m[{json.dumps(execution.target.name)}].run({_input(execution.input, execution.date_parameters)})"
-    )
-    return Program(text=text, unit_lines=unit_lines, kind="value", host="$host" in setup)
+    return f"{setup}var $m={{}};\n{body}$v=$m[{json.dumps(units[-1].name)}].run(", unit_lines, "$host" in setup

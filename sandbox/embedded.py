@@ -158,7 +158,6 @@ class EmbeddedSandbox(Sandbox):
         self.max_memory_mb = config.max_memory_mb
         self.max_active_sessions = config.max_active_sessions
         self._capabilities = config.capabilities
-        self._sessions = threading.BoundedSemaphore(config.max_active_sessions)
         self._active = 0  # calls holding a session, under `_counting`; `busy` reads it as a hint
         self._counting = threading.Lock()
         self._zygote = _Zygote(config)
@@ -203,9 +202,9 @@ class EmbeddedSandbox(Sandbox):
 
     def _execute(self, execution: Execution, *, check: bool, capabilities: Capabilities) -> ExecutionResult:
         started = time.perf_counter()
-        if not self._sessions.acquire(blocking=False):
-            raise SandboxBusy(self.max_active_sessions)
         with self._counting:
+            if self._active >= self.max_active_sessions:
+                raise SandboxBusy(self.max_active_sessions)
             self._active += 1
         try:
             timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
@@ -223,7 +222,6 @@ class EmbeddedSandbox(Sandbox):
         finally:
             with self._counting:
                 self._active -= 1
-            self._sessions.release()
         if capabilities.log:
             for line in logs:
                 log.info("module log", extra={"codeModule": execution.target.name, "logLine": line})
@@ -326,7 +324,7 @@ class EmbeddedSandbox(Sandbox):
 
 def _outcome(answer: bytes, program: Program, timeout: float, memory_mb: int) -> tuple[object, ExecutionError | None, list[str]]:
     try:
-        body = json.loads(answer)
+        body = json.loads(answer.decode())
     except ValueError:
         return None, ExecutionError("result", "the result could not be read as JSON"), []
     if not isinstance(body, list) or not body:
