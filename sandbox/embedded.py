@@ -35,6 +35,8 @@ from sandbox.worker import Frames, encode_call
 log = logging.getLogger("toolsmith.sandbox")
 
 IDLE_RETIREMENT_SECONDS = 60.0
+# A worker is replaced after this many calls, so that whatever the engine leaks cannot pile up.
+CALLS_PER_WORKER = 10_000
 ZYGOTE_START_SECONDS = 60.0
 _PLACE = re.compile(r"<input>:(\d+)(?::(\d+))?")
 _ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +48,7 @@ class _Worker:
         self.sock = sock
         self.frames = Frames(sock)
         self.closed = False
+        self.calls = 0
         self.idle_since = time.monotonic()
         try:
             self._pidfd: int | None = os.pidfd_open(pid)
@@ -280,9 +283,10 @@ class EmbeddedSandbox(Sandbox):
         retired: list[_Worker] = []
         with self._lock:
             self._busy.discard(worker)
+            worker.calls += 1
             if worker.closed:
                 pass  # killed: replaced below, off the call's path
-            elif self._closed:
+            elif self._closed or worker.calls >= CALLS_PER_WORKER:
                 retired.append(worker)
             else:
                 now = worker.idle_since = time.monotonic()

@@ -152,3 +152,22 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_worker_is_replaced_after_its_share_of_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sandbox.embedded as embedded
+
+    monkeypatch.setattr(embedded, "CALLS_PER_WORKER", 3)
+    single = EmbeddedSandbox(workers=1, max_active_sessions=1)
+    try:
+        assert plain_call_works(single)
+        first = single.worker_pids()
+        assert len(first) == 1
+        assert all(plain_call_works(single) for _ in range(2))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and single.worker_pids() in ([], first):
+            time.sleep(0.02)
+        assert single.worker_pids() and single.worker_pids() != first
+        assert all(plain_call_works(single) for _ in range(4))
+    finally:
+        single.close()
