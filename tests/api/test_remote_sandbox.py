@@ -13,7 +13,7 @@ from api.app import create_app
 from infrastructure.bootstrap import bootstrap
 from infrastructure.settings import Settings
 from sandbox.remote import RemoteSandbox
-from tests.contract.test_sandbox import SECRET, SandboxService, running_service, service_log_on_failure
+from tests.sandbox_service import SECRET, SandboxService, running_service, service_log_on_failure
 from tests.helpers import ADMIN_TOKEN, unique_id
 
 BASE = "/api/v1/admin/code-modules"

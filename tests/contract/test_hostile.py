@@ -18,17 +18,17 @@ import pytest
 
 from domain.ports import Execution, Sandbox, SourceUnit
 from sandbox.remote import RemoteSandbox
-from tests.contract.test_sandbox import (  # noqa: F401 - fixtures, used by name
-    _print_service_log_on_failure,
-    assert_still_serves,
-    sandbox,
-    sandbox_service,
-)
 
 # A copy of the design's corpus, so that a clone runs it without the design folder beside it.
 CORPUS = Path(__file__).with_name("hostile_cases.json")
 DESIGN_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "hostile" / "cases.json"
 CASES: list[dict[str, Any]] = json.loads(CORPUS.read_text())["cases"]
+
+
+def assert_still_serves(sandbox: Sandbox) -> None:
+    plain = Execution(units=(SourceUnit("plain", "exports.run = function (input) { return input.n * 2; };"),), input={"n": 21})
+    result = sandbox.run(plain)
+    assert result.error is None and result.output == 42, result
 
 
 def test_the_corpus_is_all_here_and_matches_the_designs() -> None:

@@ -12,16 +12,9 @@ file under pytest's temporary directory).
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,144 +23,11 @@ import pytest
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionResult, Sandbox, SourceUnit
-from sandbox.config import SandboxConfig
-from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
 from sandbox.wire import execution_to_wire
+from tests.helpers import free_port
+from tests.sandbox_service import PROJECT, SECRET, SandboxService, remote, running_service, service_command, service_env
 
-SECRET = "contract-test-sandbox-secret"
-PROJECT = Path(__file__).resolve().parents[2]
-
-
-# -- the service, as a process ------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@dataclass
-class SandboxService:
-    """A `toolsmith sandbox` process; everything it prints goes to `log_path`."""
-
-    url: str
-    log_path: Path
-    process: subprocess.Popen
-
-    @property
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def log_records(self) -> list[dict[str, Any]]:
-        records = []
-        for line in self.output.splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                pass  # the banner and warnings are plain text
-        return records
-
-
-_RUNNING: list[SandboxService] = []
-
-
-def service_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "infrastructure.cli", "sandbox", *args]
-
-
-def service_env(**settings: str) -> dict[str, str]:
-    """The test runner's environment without its own sandbox settings, plus `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODESANDBOX_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(settings)
-    return env
-
-
-@contextmanager
-def running_service(log_dir: Path, *args: str, **settings: str) -> Iterator[SandboxService]:
-    """Starts `toolsmith sandbox` on a free port, waits for /healthz, and stops it with SIGTERM."""
-    port = _free_port()
-    log_path = log_dir / f"sandbox-{port}.log"
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            service_command("--host", "127.0.0.1", "--port", str(port), *args),
-            cwd=PROJECT, env=service_env(**settings), stdout=log, stderr=subprocess.STDOUT,
-        )
-    service = SandboxService(url=f"http://127.0.0.1:{port}", log_path=log_path, process=process)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{service.url}/healthz", timeout=1, trust_env=False).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None:
-                pytest.fail(f"toolsmith sandbox exited with code {process.returncode}:\n{service.output}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"toolsmith sandbox did not answer /healthz within 30 s:\n{service.output}")
-            time.sleep(0.1)
-        _RUNNING.append(service)
-        yield service
-    finally:
-        if service in _RUNNING:
-            _RUNNING.remove(service)
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-@contextmanager
-def service_log_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Prints what each running service logged during the test, when the test failed."""
-    offsets = {id(s): len(s.output) for s in _RUNNING}
-    failures = request.session.testsfailed
-    yield
-    if request.session.testsfailed == failures:
-        return
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else _nothing():
-        for service in _RUNNING:
-            print(f"\n---- {service.url} logged during {request.node.name} ({service.log_path}) ----")
-            print(service.output[offsets.get(id(service), 0):] or "(nothing)")
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-@pytest.fixture(autouse=True)
-def _print_service_log_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
-    with service_log_on_failure(request):
-        yield
-
-
-@pytest.fixture(scope="session")
-def sandbox_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxService]:
-    with running_service(tmp_path_factory.mktemp("sandbox-service"), CODESANDBOX_SECRET=SECRET) as service:
-        yield service
-
-
-def remote(service: SandboxService, *, secret: str | None = SECRET, **options: Any) -> RemoteSandbox:
-    options.setdefault("caller_name", "contract-tests")
-    options.setdefault("capability_profile", "default")
-    return RemoteSandbox(service.url, secret=secret, **options)
-
-
-@pytest.fixture(scope="module", params=["embedded", "remote"])
-def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    if request.param == "embedded":
-        backend = embedded_sandbox(SandboxConfig())
-    else:
-        backend = remote(request.getfixturevalue("sandbox_service"))
-    yield backend
-    backend.close()  # type: ignore[attr-defined]
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -516,7 +376,7 @@ def test_a_call_over_the_session_cap_is_429_at_once(tmp_path: Path) -> None:
 
 
 def test_the_service_refuses_to_start_without_a_secret() -> None:
-    finished = subprocess.run(service_command("--port", str(_free_port())), cwd=PROJECT, env=service_env(),
+    finished = subprocess.run(service_command("--port", str(free_port())), cwd=PROJECT, env=service_env(),
                               capture_output=True, text=True, timeout=60)
     assert finished.returncode == 2
     lines = finished.stderr.strip().splitlines()
@@ -525,14 +385,14 @@ def test_the_service_refuses_to_start_without_a_secret() -> None:
 
 
 def test_the_service_refuses_to_start_with_an_unknown_profile() -> None:
-    finished = subprocess.run(service_command("--port", str(_free_port())), cwd=PROJECT, timeout=60, capture_output=True, text=True,
+    finished = subprocess.run(service_command("--port", str(free_port())), cwd=PROJECT, timeout=60, capture_output=True, text=True,
                               env=service_env(CODESANDBOX_SECRET=SECRET, CODESANDBOX_CAPABILITY_PROFILE="everything"))
     assert finished.returncode == 2
     assert finished.stderr.strip().count("\n") == 0 and "CODESANDBOX_CAPABILITY_PROFILE" in finished.stderr
 
 
 def test_the_service_refuses_to_start_with_a_bad_allow_list() -> None:
-    finished = subprocess.run(service_command("--port", str(_free_port())), cwd=PROJECT, timeout=60, capture_output=True, text=True,
+    finished = subprocess.run(service_command("--port", str(free_port())), cwd=PROJECT, timeout=60, capture_output=True, text=True,
                               env=service_env(CODESANDBOX_SECRET=SECRET, CODESANDBOX_ALLOWED_DOMAINS="api.example.com:99999"))
     assert finished.returncode == 2
     assert finished.stderr.strip().count("\n") == 0 and "CODESANDBOX_ALLOWED_DOMAINS" in finished.stderr
@@ -548,7 +408,7 @@ def test_in_insecure_dev_mode_calls_need_no_secret_and_the_start_warns(tmp_path:
 
 
 def test_a_service_that_cannot_be_reached_is_unavailable_naming_its_url() -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     client = RemoteSandbox(url, secret=SECRET, caller_name="t", capability_profile="default")
     try:
         with pytest.raises(SandboxUnavailable) as down:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from tests.helpers import free_port
 
 import httpx
 import pytest
@@ -19,16 +19,11 @@ import pytest
 TOOLSMITH = Path(sys.executable).parent / "toolsmith"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 @dataclass
 class Server:
     data_dir: Path
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
     token: str | None = None
     # Extra environment (settings) for the server process.
