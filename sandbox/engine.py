@@ -108,8 +108,8 @@ class Engine:
             return self._answer("escaped", str(e))
         except MemoryError:
             return self._answer("memory", "")
-        except TypeError as e:  # a value the binding cannot convert: a BigInt
-            return self._answer("result", f"the result cannot be read: {e}")
+        except TypeError:  # a value the binding cannot convert: a BigInt
+            return json.dumps([0, "result", f"the result is a {_type_of_value(context)}, which is not JSON", self._logs])
         except (ValueError, SystemError) as e:  # the binding refusing its input, never the caller's fault
             return self._answer("refused", str(e))
 
@@ -174,6 +174,14 @@ def _read_value(context: _quickjs.Context) -> object:
     quickjs-ng makes by concatenation, or one with a lone surrogate) is flattened and made well
     formed first; a BigInt still raises `TypeError`."""
     return context.eval("typeof $v=='string'?$v.slice(0).toWellFormed():$v")
+
+
+def _type_of_value(context: _quickjs.Context) -> str:
+    try:
+        kind = context.eval("typeof $v")
+        return kind if isinstance(kind, str) else "value"
+    except Exception:  # noqa: BLE001 - only words for a message
+        return "value"
 
 
 def _no_run(context: _quickjs.Context) -> bool:
