@@ -14,6 +14,12 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def rotated(names: Sequence[str], k: int) -> list[str]:
+    """`names` started at position `k` (mod its length): each round runs the variants in another order."""
+    k %= len(names)
+    return list(names[k:]) + list(names[:k])
+
+
 def quartiles(values: Sequence[float]) -> tuple[float, float]:
     """The first and third quartiles (the spread of per-round figures)."""
     if len(values) < 2:

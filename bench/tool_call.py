@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import _quickjs
 
-from bench._common import Progress, Row, bench_settings, format_table, machine_line, median, micros, quartiles
+from bench._common import Progress, Row, rotated, bench_settings, format_table, machine_line, median, micros, quartiles
 
 SOURCE = "exports.run = function (input) { return input.text.split('\\n').length; };"
 INPUT = {"text": "a\nb\nc"}
@@ -107,11 +107,6 @@ class Variants:
         return self.services.modules.call_tool(self.tenant, "countLines", INPUT, context={}).output
 
 
-def _rotated(names: Sequence[str], k: int) -> list[str]:
-    k %= len(names)
-    return list(names[k:]) + list(names[:k])
-
-
 def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
     args = parse_args(argv)
     progress = Progress("tool_call", quiet=quiet)
@@ -143,7 +138,7 @@ def _measure(variants: Variants, args: argparse.Namespace, progress: Progress) -
         gc.collect()
         per_round: dict[str, list[float]] = {name: [] for name in names}
         for i in range(args.calls):
-            for name in _rotated(names, r + i):
+            for name in rotated(names, r + i):
                 call = variants.calls[name]
                 time.sleep(gap)
                 t0 = clock()
@@ -162,7 +157,7 @@ def _measure(variants: Variants, args: argparse.Namespace, progress: Progress) -
     progress(f"(b) saturated throughput: {args.rounds} rounds × {args.batch} back-to-back calls per variant")
     for r in range(args.rounds):
         gc.collect()
-        for name in _rotated(names, r):
+        for name in rotated(names, r):
             call = variants.calls[name]
             t0 = clock()
             for _ in range(args.batch):

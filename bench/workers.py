@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import _quickjs
 
-from bench._common import Progress, Row, format_table, machine_line, median, micros, quartiles
+from bench._common import Progress, Row, rotated, format_table, machine_line, median, micros, quartiles
 from bench.tool_call import EXPECTED, INPUT, SOURCE
 
 if TYPE_CHECKING:
@@ -174,11 +174,6 @@ def _pool_round(run: Callable[[], object], clients: int, calls: int, gap: float)
     return Round(elapsed, [t for lat, _ in per_client for t in lat], [w for _, ws in per_client for w in ws])
 
 
-def _rotated(names: Sequence[str], k: int) -> list[str]:
-    k %= len(names)
-    return list(names[k:]) + list(names[:k])
-
-
 def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
     args = parse_args(argv)
     progress = Progress("workers", quiet=quiet)
@@ -225,7 +220,7 @@ def _measure(pools: Pools, args: argparse.Namespace, progress: Progress) -> tupl
     wrong: dict[str, list[object]] = {name: [] for name in names}
     for r in range(args.rounds):
         gc.collect()
-        for name in _rotated(names, r):
+        for name in rotated(names, r):
             workers = pids[name]()
             cpu0, (worker0, wait0) = time.process_time(), _schedstat(workers)
             result = rounds[name](size[name])

@@ -29,7 +29,7 @@ async def call_tool(
     # beyond the cap must not queue behind itself. The sandbox itself still has the last word.
     sandbox = services.sandbox
     if sandbox is not None and sandbox.busy():
-        raise SandboxBusy(sandbox.max_active_sessions)  # type: ignore[attr-defined]
+        raise SandboxBusy(sandbox.max_active_sessions)
     result = await run_in_threadpool(
         services.modules.call_tool, principal.tenant, name, arguments, context=call_context(principal)
     )
