@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from domain import errors
+from projections.interface import ReadModelUnavailable
 
 log = logging.getLogger("toolsmith.api")
 
@@ -44,7 +45,7 @@ _DESCRIPTIONS = {
     413: "The request body is too large",
     422: "Publishing would break a module (`failingModule`) or close an import cycle (`cycle`)",
     429: "Every sandbox session is busy; retry after `Retry-After` seconds",
-    503: "The code sandbox is not configured",
+    503: "The code sandbox is not configured, or the read model is unavailable",
 }
 
 
@@ -133,6 +134,12 @@ def install(app: FastAPI) -> None:
             found.append({"field": _field(tuple(item.get("loc", ()))), "rule": item.get("type", "invalid"), "message": item.get("msg", "invalid")})
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in found)
         return problem(400, "invalid-request", detail, errors=found)
+
+    @app.exception_handler(ReadModelUnavailable)
+    async def read_model_unavailable(request: Request, error: ReadModelUnavailable) -> JSONResponse:
+        log.warning("read model unavailable", extra={"path": request.url.path, "error": str(error)})
+        detail = f"the read model cannot answer now ({error}); writes still work, retry the query shortly"
+        return problem(503, "read-model-unavailable", detail, headers={"Retry-After": "5"})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from opensearchpy import OpenSearch
+
 from domain.application import ModuleRepository
 from domain.errors import SandboxUnavailable
 from domain.ports import Sandbox
@@ -12,7 +14,8 @@ from infrastructure.settings import Settings
 from projections.interface import ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
-from projections.runner import PullingProjectionRunner
+from projections.opensearch import OpenSearchModuleReadModel
+from projections.runner import PullingProjectionRunner, TrackingWatcher
 from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
 
@@ -22,7 +25,7 @@ class Services:
     settings: Settings
     modules: ModuleRepository
     read_model: ModuleReadModel
-    runner: PullingProjectionRunner
+    runner: PullingProjectionRunner | TrackingWatcher
     authenticator: Authenticator
     sandbox: Sandbox | None
     # The admin token when this start generated it; shown once, then forgotten.
@@ -35,6 +38,7 @@ class Services:
 
     def close(self) -> None:
         self.runner.stop()
+        self.read_model.close()
         close = getattr(self.sandbox, "close", None)
         if close is not None and self.owns_sandbox:
             close()
@@ -57,6 +61,28 @@ def build_sandbox(settings: Settings) -> Sandbox | None:
     )
 
 
+def opensearch_client(settings: Settings) -> OpenSearch:
+    assert settings.opensearch_url is not None
+    return OpenSearch(
+        hosts=[settings.opensearch_url.get_secret_value()],
+        timeout=settings.opensearch_timeout_seconds,
+        max_retries=0,
+        http_compress=False,
+    )
+
+
+def build_read_model(settings: Settings, *, index: str | None = None, refresh: bool = True) -> ModuleReadModel:
+    """DESIGN §1: OpenSearch when `OPENSEARCH_URL` is set, else in memory (rebuilt at start)."""
+    if settings.opensearch_url is None:
+        return InMemoryModuleReadModel()
+    return OpenSearchModuleReadModel(
+        opensearch_client(settings),
+        index=index or settings.opensearch_index,
+        replicas=settings.opensearch_replicas,
+        refresh=refresh,
+    )
+
+
 _BUILD = object()
 
 
@@ -74,8 +100,12 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
         return sandbox  # type: ignore[return-value]
 
     modules = ModuleRepository(settings.event_store_env(), sandbox=sandbox_or_refuse)
-    read_model = InMemoryModuleReadModel()
-    runner = PullingProjectionRunner(modules, ModuleSummaries(view=read_model))
+    read_model = build_read_model(settings)
+    runner: PullingProjectionRunner | TrackingWatcher
+    if settings.projection_runner == "external" and settings.opensearch_url is not None:
+        runner = TrackingWatcher(modules, read_model)
+    else:
+        runner = PullingProjectionRunner(modules, ModuleSummaries(view=read_model))
 
     authenticator = Authenticator()
     token = settings.admin_token.get_secret_value() if settings.admin_token else None

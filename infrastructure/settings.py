@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,6 +38,16 @@ class Settings(BaseSettings):
     persistence_module: str = Field("eventsourcing.sqlite", validation_alias=_env("persistence_module", "PERSISTENCE_MODULE"))
     aggregate_cache_size: int = Field(10_000, validation_alias=_env("aggregate_cache_size", "TOOLSMITH_AGGREGATE_CACHE_SIZE"))
 
+    # The read models (DESIGN §1): OpenSearch when a URL is set, else in memory, rebuilt at start.
+    opensearch_url: SecretStr | None = Field(None, validation_alias=_env("opensearch_url", "OPENSEARCH_URL"))
+    opensearch_index: str = Field("toolsmith-modules", pattern=r"^[a-z0-9][a-z0-9_.-]{0,200}$",
+                                  validation_alias=_env("opensearch_index", "TOOLSMITH_OPENSEARCH_INDEX"))
+    opensearch_replicas: int = Field(1, ge=0, validation_alias=_env("opensearch_replicas", "TOOLSMITH_OPENSEARCH_REPLICAS"))
+    opensearch_timeout_seconds: float = Field(10.0, gt=0, validation_alias=_env("opensearch_timeout_seconds", "TOOLSMITH_OPENSEARCH_TIMEOUT_SECONDS"))
+    # `in-process`: the API applies events itself; `external`: `toolsmith projections run` does.
+    projection_runner: Literal["in-process", "external"] = Field(
+        "in-process", validation_alias=_env("projection_runner", "TOOLSMITH_PROJECTION_RUNNER"))
+
     # The code sandbox (DESIGN §6).
     sandbox_url: str = Field("embedded", validation_alias=_env("sandbox_url", "CODESANDBOX_URL"))
     sandbox_secret: SecretStr | None = Field(None, validation_alias=_env("sandbox_secret", "CODESANDBOX_SECRET"))
@@ -64,6 +75,17 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"))
     read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"))
     log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"))
+
+    @field_validator("opensearch_url", mode="before")
+    @classmethod
+    def _opensearch_url(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip()
+            if value == "":
+                return None
+            if not value.startswith(("http://", "https://")):
+                raise ValueError("OPENSEARCH_URL is an http(s):// URL (credentials may be in it), or empty")
+        return value
 
     @field_validator("sandbox_url")
     @classmethod

@@ -9,6 +9,7 @@ that each event is applied once in effect and a runner resumes where it stopped.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +43,17 @@ class Page:
     facets: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
+class ReadModelUnavailable(Exception):
+    """The read model cannot answer now (its engine is down or overloaded); the API says 503."""
+
+
 class ModuleReadModel(TrackingRecorder, ABC):
-    """Queries of the read side, and the document writes its projection makes."""
+    """Queries of the read side, and the document writes its projection makes.
+
+    Queries may raise `ReadModelUnavailable`. Writes may be buffered until `flush`: the runner
+    calls `prefetch` with the documents a batch of events will change, applies the batch, then
+    `flush`es it (or `discard`s it when applying failed, to apply it again later).
+    """
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -71,8 +81,28 @@ class ModuleReadModel(TrackingRecorder, ABC):
 
     @abstractmethod
     def put(self, document: Document, tracking: Any) -> None:
-        """Stores a document and the tracking record of the event that produced it, atomically."""
+        """Stores a document and the tracking record of the event that produced it (refused with
+        eventsourcing's `IntegrityError` when that event was applied already)."""
 
     @abstractmethod
     def remove(self, tenant: str, module_id: str, tracking: Any) -> None:
-        """Removes a document and records the tracking record, atomically."""
+        """Removes a document and records the tracking record."""
+
+    def open(self) -> None:
+        """Creates the storage when it does not exist yet."""
+
+    def prefetch(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Loads the documents (tenant, module id) that the next events will change."""
+
+    def flush(self) -> None:
+        """Makes the writes so far durable and visible, tracking last."""
+
+    def discard(self) -> None:
+        """Forgets writes not yet flushed."""
+
+    def close(self) -> None:
+        """Releases connections."""
+
+    def available(self) -> bool:
+        """Whether queries can be answered now."""
+        return True

@@ -20,6 +20,10 @@ from projections.interface import ModuleReadModel
 class ModuleSummaries(Projection[ModuleReadModel]):
     name = "module_summaries"
 
+    def prepare(self, domain_events: list[Any]) -> None:
+        """Lets the view load, in one go, every document the coming events change."""
+        self.view.prefetch({self._key(e) for e in domain_events if isinstance(e, CodeModule.Event)})
+
     @singledispatchmethod
     def process_event(self, domain_event: Any, tracking: Tracking) -> None:
         # Events of other aggregates (the import graph) change no summary.

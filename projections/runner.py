@@ -2,8 +2,14 @@
 
 eventsourcing's own `ProjectionRunner` needs a recorder that supports subscriptions, which its
 SQLite recorder does not; this runner pulls instead. It wakes when the API says it wrote (`poke`),
-and otherwise polls, so that writes of other processes arrive too. `wait` gives the API its
-read-your-writes: it returns once the view has applied the given notification id.
+and otherwise polls, so that writes of other processes arrive too. Each batch of notifications is
+applied in three steps: the view loads the documents the batch changes (`prepare`), the events are
+applied, and the view makes the batch durable, its tracking position last (`flush`). A batch that
+fails is dropped and applied again from the view's stored position, so an event counts once.
+
+`wait` gives the API its read-your-writes: it returns once the view has applied the given
+notification id. When the runner is another process (`toolsmith projections run`), the API
+uses `TrackingWatcher` instead, which reads the view's stored position.
 """
 
 from __future__ import annotations
@@ -11,12 +17,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import Tracking
-from eventsourcing.projection import Projection
 
 from projections.interface import ModuleReadModel
+from projections.modules import ModuleSummaries
 
 log = logging.getLogger("toolsmith.projections")
 
@@ -24,11 +31,14 @@ BATCH = 500
 
 
 class PullingProjectionRunner:
-    def __init__(self, app: Application, projection: Projection[ModuleReadModel], *, poll_seconds: float = 0.5) -> None:
+    def __init__(self, app: Application, projection: ModuleSummaries, *, poll_seconds: float = 0.5, batch: int = BATCH) -> None:
         self.app = app
         self.projection = projection
-        self.view = projection.view
+        self.view: ModuleReadModel = projection.view
         self.poll_seconds = poll_seconds
+        self.batch = batch
+        self._position = 0
+        self._opened = False
         self._caught_up = threading.Condition()
         self._poked = threading.Event()
         self._stopping = threading.Event()
@@ -36,8 +46,12 @@ class PullingProjectionRunner:
         self.error: BaseException | None = None
 
     def start(self) -> None:
-        """Applies everything recorded so far, then follows the log in a thread."""
-        self.catch_up()
+        """Applies everything recorded so far (when the view can be reached), then follows the
+        log in a thread, which keeps retrying while the view is unavailable."""
+        try:
+            self.catch_up()
+        except Exception as error:  # noqa: BLE001 - reported by `error` and the log, retried by the thread
+            self._failed(error)
         self._thread = threading.Thread(target=self._follow, name=f"projection-{self.projection.name}", daemon=True)
         self._thread.start()
 
@@ -51,36 +65,63 @@ class PullingProjectionRunner:
         self._poked.set()
 
     def position(self) -> int:
-        return self.view.max_tracking_id(self.app.name) or 0
+        """The last notification id the view has applied, as this runner knows it."""
+        return self._position
 
     def wait(self, notification_id: int | None, timeout: float) -> bool:
-        """True once the view has applied `notification_id`; False after `timeout` seconds."""
+        """True once the view has applied `notification_id`; False after `timeout` seconds, or at
+        once while the view is failing (a write must not hang on an unavailable read model)."""
         if notification_id is None:
             return True
         self.poke()
         deadline = time.monotonic() + timeout
         with self._caught_up:
-            while self.position() < notification_id:
+            while self._position < notification_id:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.error is not None:
                     return False
                 self._caught_up.wait(remaining)
         return True
 
-    def catch_up(self) -> int:
-        """Applies every notification after the view's position; answers how many."""
+    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Applies every notification after the view's stored position; answers how many.
+        `progress(position, head)` is called after each batch."""
         applied = 0
+        if not self._opened:
+            self.view.open()
+            self._opened = True
+        position = self.view.max_tracking_id(self.app.name) or 0
+        self._advance(position)
+        head = (self.app.recorder.max_notification_id() or 0) if progress else 0
         while True:
-            start = self.position() + 1
-            notifications = self.app.recorder.select_notifications(start=start, limit=BATCH)
+            notifications = self.app.recorder.select_notifications(start=position + 1, limit=self.batch)
             if not notifications:
                 return applied
-            for notification in notifications:
-                domain_event = self.app.mapper.to_domain_event(notification)
-                self.projection.process_event(domain_event, Tracking(self.app.name, notification.id))
-                applied += 1
-            with self._caught_up:
-                self._caught_up.notify_all()
+            events = [self.app.mapper.to_domain_event(n) for n in notifications]
+            try:
+                self.projection.prepare(events)
+                for notification, domain_event in zip(notifications, events, strict=True):
+                    self.projection.process_event(domain_event, Tracking(self.app.name, notification.id))
+                self.view.flush()
+            except BaseException:
+                self.view.discard()
+                raise
+            applied += len(notifications)
+            position = notifications[-1].id
+            self._advance(position)
+            if progress is not None:
+                progress(position, max(head, position))
+
+    def _advance(self, position: int) -> None:
+        with self._caught_up:
+            self._position = position
+            self._caught_up.notify_all()
+
+    def _failed(self, error: BaseException) -> None:
+        self.error = error
+        log.error("projection failed; retrying", extra={"projection": self.projection.name, "error": str(error)})
+        with self._caught_up:
+            self._caught_up.notify_all()
 
     def _follow(self) -> None:
         while not self._stopping.is_set():
@@ -89,10 +130,46 @@ class PullingProjectionRunner:
             try:
                 self.catch_up()
             except Exception as error:  # noqa: BLE001 - reported by `error` and the log, retried
-                self.error = error
-                log.exception("projection failed; retrying", extra={"projection": self.projection.name})
-                with self._caught_up:
-                    self._caught_up.notify_all()
+                self._failed(error)
                 self._stopping.wait(1.0)
             else:
                 self.error = None
+
+
+class TrackingWatcher:
+    """The API's side of a projection run by another process: progress read from the view."""
+
+    def __init__(self, app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.02) -> None:
+        self.app = app
+        self.view = view
+        self.poll_seconds = poll_seconds
+        self.error: BaseException | None = None
+        self._position = 0
+
+    def start(self) -> None:
+        self.position()
+
+    def stop(self) -> None:
+        pass
+
+    def poke(self) -> None:
+        pass
+
+    def position(self) -> int:
+        try:
+            self._position = self.view.max_tracking_id(self.app.name) or 0
+        except Exception as error:  # noqa: BLE001 - reported as the health's `degraded`
+            self.error = error
+        else:
+            self.error = None
+        return self._position
+
+    def wait(self, notification_id: int | None, timeout: float) -> bool:
+        if notification_id is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while self.position() < notification_id:
+            if self.error is not None or time.monotonic() >= deadline:
+                return False
+            time.sleep(self.poll_seconds)
+        return True

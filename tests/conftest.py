@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from opensearchpy import OpenSearch
 
 from api.app import create_app
 from infrastructure.bootstrap import Services, bootstrap
 from infrastructure.settings import Settings
 from sandbox.embedded import EmbeddedSandbox
 
-from tests.helpers import ADMIN_TOKEN
+from tests import engines
+from tests.helpers import ADMIN_TOKEN, unique_id
 
 
 @pytest.fixture
@@ -51,3 +53,24 @@ def client(settings: Settings, shared_sandbox: EmbeddedSandbox) -> Iterator[Test
     app = create_app(wire(settings, shared_sandbox))
     with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def opensearch_url() -> Iterator[str]:
+    """A running OpenSearch (see tests/engines.py); the tests share it, each with its own indices."""
+    yield from engines.opensearch_url()
+
+
+@pytest.fixture(scope="session")
+def opensearch(opensearch_url: str) -> Iterator[OpenSearch]:
+    client = OpenSearch(hosts=[opensearch_url], timeout=30)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def opensearch_index(opensearch: OpenSearch) -> Iterator[str]:
+    """An alias name of the test's own; its indices are deleted afterwards."""
+    alias = unique_id("ts-test").lower().replace("_", "-")
+    yield alias
+    opensearch.indices.delete(index=f"{alias}*", ignore_unavailable=True, allow_no_indices=True, expand_wildcards="all")

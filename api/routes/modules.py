@@ -25,7 +25,7 @@ from domain.model import STATES
 from domain.rules import is_valid_id
 from infrastructure.auth import Principal
 from infrastructure.bootstrap import Services
-from projections.interface import MAX_LIMIT, ORDER_FIELDS, ListQuery
+from projections.interface import MAX_LIMIT, ORDER_FIELDS, ListQuery, ReadModelUnavailable
 
 log = logging.getLogger("toolsmith.api")
 
@@ -38,11 +38,19 @@ def _answer(services: Services, principal: Principal, written: Written) -> dict[
         log.warning("read model behind a write", extra={"position": written.position})
     if written.module is None:
         return None
-    used_by = services.read_model.used_by(principal.tenant, written.module.module_id)
-    return module_out(written.module, used_by)
+    return module_out(written.module, _used_by(services, principal.tenant, written.module.module_id))
 
 
-@router.get("", response_model=ModuleList, responses=documented(400))
+def _used_by(services: Services, tenant: str, module_id: str) -> list[str]:
+    """The read model's used-by list; while it is unavailable, the import graph's (the event
+    store's) answer, so that writes and single-module reads keep working."""
+    try:
+        return services.read_model.used_by(tenant, module_id)
+    except ReadModelUnavailable:
+        return services.modules.graph(tenant).importers_of(module_id)
+
+
+@router.get("", response_model=ModuleList, responses=documented(400, 503))
 def list_modules(
     services: ServicesDep,
     principal: Reader,
@@ -72,7 +80,7 @@ def list_modules(
     return {"collection": page.collection, "total": page.total, "facets": page.facets}
 
 
-@router.get("/availability", response_model=bool, responses=documented(400))
+@router.get("/availability", response_model=bool, responses=documented(400, 503))
 def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool:
     """Whether an id is valid (R1) and free (R2)."""
     return (
@@ -116,7 +124,7 @@ def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> d
 def get_module(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
     """The whole module: its draft, its published version and who uses it."""
     module = services.modules.module(principal.tenant, id)
-    return module_out(module, services.read_model.used_by(principal.tenant, id))
+    return module_out(module, _used_by(services, principal.tenant, id))
 
 
 @router.put("/{id}", response_model=ModulePublic, responses=documented(400, 404, 409, 413))
@@ -158,7 +166,7 @@ def delete_module(id: str, services: ServicesDep, principal: Admin) -> Response:
 def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str, list[str]]:
     """The modules, plans and agents that use the module."""
     services.modules.module(principal.tenant, id)
-    return {"modules": services.read_model.used_by(principal.tenant, id), "plans": [], "agents": []}
+    return {"modules": _used_by(services, principal.tenant, id), "plans": [], "agents": []}
 
 
 @router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic, responses=documented(400, 404, 409, 413))

@@ -14,6 +14,7 @@ from eventsourcing.persistence import IntegrityError, Tracking
 from domain.application import ModuleRepository
 from projections.interface import ListQuery, ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
+from projections.opensearch import OpenSearchModuleReadModel
 from projections.modules import ModuleSummaries
 from projections.runner import PullingProjectionRunner
 from sandbox.embedded import EmbeddedSandbox
@@ -22,13 +23,14 @@ TENANT = "contract"
 OTHER_TENANT = "elsewhere"
 
 
-def _memory() -> ModuleReadModel:
-    return InMemoryModuleReadModel()
-
-
-@pytest.fixture(params=[_memory], ids=["in-memory"])
-def read_model(request: pytest.FixtureRequest) -> ModuleReadModel:
-    return request.param()
+@pytest.fixture(params=["in-memory", "opensearch"])
+def read_model(request: pytest.FixtureRequest) -> Iterator[ModuleReadModel]:
+    if request.param == "in-memory":
+        yield InMemoryModuleReadModel()
+        return
+    client = request.getfixturevalue("opensearch")
+    view = OpenSearchModuleReadModel(client, index=request.getfixturevalue("opensearch_index"), replicas=0)
+    yield view
 
 
 class World:
@@ -39,6 +41,7 @@ class World:
         self.app = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.popo"}, sandbox=lambda: sandbox)
         self.view = read_model
         self.runner = PullingProjectionRunner(self.app, ModuleSummaries(view=read_model))
+        self.sync()  # as the runner's start does: prepares the view's storage
 
     def sync(self) -> None:
         self.runner.catch_up()

@@ -1,0 +1,411 @@
+"""The production read model: module documents in an OpenSearch index, behind an alias.
+
+- **Strict mapping, written in code.** `dynamic: strict`, and the parts of a document that hold
+  user data (`draft`, `published`) are stored but not indexed, so no tag, parameter or import name
+  can ever add a field to the mapping.
+- **Idempotent writes.** A document's `_id` is `tenant/module id`, and it is written with
+  `version_type=external` and the notification id of the last event applied to it. OpenSearch
+  refuses an older or repeated write (a 409 for that item), which is treated as already applied.
+  A deleted module stays as a tombstone with its version, so a replay can never resurrect it.
+- **Tracking in the same index.** The position of the last applied notification is a document of
+  the index too (`kind: tracking`), written after the module documents of its batch, also with an
+  external version. So a fresh index (a rebuild) starts at position 0, and an alias swap moves the
+  documents and their position together. A runner killed between the two writes re-applies the
+  batch, and the versions make that a no-op.
+- **Batches.** The projection's writes are buffered (`put`, `remove`, `insert_tracking`) and sent
+  as one `_bulk` request by `flush`. Items rejected with 429 are retried with backoff, and only
+  those; any other failed item fails the batch, and the tracking position is not advanced past it.
+- **Unavailable is an answer.** A query that cannot reach OpenSearch raises
+  `ReadModelUnavailable`, which the API serves as a 503 problem.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from eventsourcing.persistence import IntegrityError, Tracking
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ConnectionError as TransportConnectionError
+from opensearchpy.exceptions import NotFoundError, TransportError
+
+from domain.model import STATES
+from projections.documents import summary
+from projections.interface import Document, ListQuery, ModuleReadModel, Page, ReadModelUnavailable
+
+log = logging.getLogger("toolsmith.projections.opensearch")
+# The client logs every 404 and 409 as a warning; here both are expected answers (a missing
+# document, a write that was applied already), and real failures are raised and logged by us.
+logging.getLogger("opensearch").setLevel(logging.ERROR)
+
+DEFAULT_ALIAS = "toolsmith-modules"
+TAG_FACET_SIZE = 10_000
+TRACKING = "tracking"
+MODULE = "module"
+
+_KEYWORD = {"type": "keyword"}
+MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "kind": _KEYWORD,
+        "tenant": _KEYWORD,
+        "id": _KEYWORD,
+        "deleted": {"type": "boolean"},
+        "description": {"type": "keyword", "index": False, "doc_values": False},
+        "state": _KEYWORD,
+        "role": _KEYWORD,
+        "tags": _KEYWORD,
+        "imports": _KEYWORD,
+        "uses": _KEYWORD,
+        "publishedVersion": {"type": "integer"},
+        "exposeInChat": {"type": "boolean"},
+        "updatedAt": {"type": "date"},
+        "updatedBy": _KEYWORD,
+        # Derived for queries: what `search` matches, and the case-insensitive sort keys.
+        "text": {"type": "wildcard"},
+        "idKey": _KEYWORD,
+        "descriptionKey": _KEYWORD,
+        # Kept whole, never indexed: user data must not shape the mapping.
+        "draft": {"type": "object", "enabled": False},
+        "published": {"type": "object", "enabled": False},
+        # The tracking document.
+        "application": _KEYWORD,
+        "position": {"type": "long"},
+    },
+}
+_DERIVED = ("kind", "deleted", "text", "idKey", "descriptionKey")
+
+
+def index_settings(replicas: int, *, rebuilding: bool = False) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "number_of_shards": 1,
+        "number_of_replicas": 0 if rebuilding else replicas,
+        # Paging reaches every module of a large tenant (the list allows any offset).
+        "max_result_window": 1_000_000,
+    }
+    if rebuilding:
+        settings["refresh_interval"] = "-1"
+    return settings
+
+
+def new_index_name(alias: str) -> str:
+    return f"{alias}-{datetime.now(UTC).strftime('%Y%m%d%H%M%S%f')}"
+
+
+def _module_id(tenant: str, module_id: str) -> str:
+    return f"{tenant}/{module_id}"
+
+
+def _tracking_id(application_name: str) -> str:
+    return f"{TRACKING}/{application_name}"
+
+
+class BulkRejected(Exception):
+    """Items of a bulk request failed for a reason a retry cannot fix."""
+
+
+class OpenSearchModuleReadModel(ModuleReadModel):
+    def __init__(
+        self,
+        client: OpenSearch,
+        *,
+        index: str = DEFAULT_ALIAS,
+        refresh: bool = True,
+        replicas: int = 0,
+        retry_attempts: int = 8,
+        retry_base_seconds: float = 0.05,
+        on_documents_written: Callable[[], None] | None = None,
+    ) -> None:
+        """`index` is the alias queries and writes go through (or, for a rebuild, a concrete
+        index). `refresh` makes each flushed batch searchable at once: read-your-writes."""
+        super().__init__()
+        self.client = client
+        self.index = index
+        self.refresh = refresh
+        self.replicas = replicas
+        self.retry_attempts = retry_attempts
+        self.retry_base_seconds = retry_base_seconds
+        # A failpoint for the fault tests: called between the documents' write and the tracking's.
+        self.on_documents_written = on_documents_written
+        self._pending: dict[str, tuple[Document, int]] = {}
+        self._pending_tracking: dict[str, int] = {}
+        self._prefetched: dict[str, Document | None] = {}
+        self._known_positions: dict[str, int] = {}
+
+    # -- the index -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Creates the first concrete index behind the alias, unless the alias exists. Two
+        processes starting at once race on one deterministic name, so only one index is made."""
+        try:
+            if self.client.indices.exists_alias(name=self.index) or self.client.indices.exists(index=self.index):
+                return
+            self.client.indices.create(
+                index=f"{self.index}-000001",
+                body={"settings": index_settings(self.replicas), "mappings": MAPPINGS, "aliases": {self.index: {}}},
+            )
+        except TransportError as error:
+            if _error_type(error) != "resource_already_exists_exception":
+                raise ReadModelUnavailable(f"cannot prepare the OpenSearch index {self.index!r}: {_reason(error)}") from None
+        except TransportConnectionError as error:
+            raise ReadModelUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
+
+    # -- tracking ------------------------------------------------------------------------------
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        """The position written to OpenSearch (a batch in progress does not count)."""
+        source = self._get(_tracking_id(application_name))
+        position = source["position"] if source else None
+        if position is not None:
+            self._known_positions[application_name] = position
+        return position
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        self._check_new(tracking)
+        self._pending_tracking[tracking.application_name] = tracking.notification_id
+
+    def _check_new(self, tracking: Tracking) -> None:
+        applied = self._pending_tracking.get(tracking.application_name, self._known_positions.get(tracking.application_name))
+        if applied is None:
+            applied = self.max_tracking_id(tracking.application_name)
+        if applied is not None and tracking.notification_id <= applied:
+            raise IntegrityError(f"notification {tracking.notification_id} was already applied (position {applied})")
+
+    # -- what the projection writes ----------------------------------------------------------
+
+    def prefetch(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Loads the documents a batch will change in one request, before it changes them."""
+        ids = sorted({_module_id(t, m) for t, m in keys} - self._pending.keys() - self._prefetched.keys())
+        if not ids:
+            return
+        found = self._call(lambda: self.client.mget(index=self.index, body={"ids": ids}))
+        for item in found["docs"]:
+            self._prefetched[item["_id"]] = _live(item["_source"]) if item.get("found") else None
+
+    def document(self, tenant: str, module_id: str) -> Document | None:
+        key = _module_id(tenant, module_id)
+        if key in self._pending:
+            document = self._pending[key][0]
+            return None if document.get("deleted") else _plain(document)
+        if key in self._prefetched:
+            found = self._prefetched[key]
+            return _plain(found) if found is not None else None
+        source = self._get(key)
+        return _plain(source) if source is not None and not source.get("deleted") else None
+
+    def put(self, document: Document, tracking: Tracking) -> None:
+        self._check_new(tracking)
+        self._pending[_module_id(document["tenant"], document["id"])] = (_indexed(document), tracking.notification_id)
+        self._pending_tracking[tracking.application_name] = tracking.notification_id
+
+    def remove(self, tenant: str, module_id: str, tracking: Tracking) -> None:
+        self._check_new(tracking)
+        tombstone = {"kind": MODULE, "tenant": tenant, "id": module_id, "deleted": True}
+        self._pending[_module_id(tenant, module_id)] = (tombstone, tracking.notification_id)
+        self._pending_tracking[tracking.application_name] = tracking.notification_id
+
+    def flush(self) -> None:
+        """Writes the buffered documents, then the tracking position. On failure nothing of the
+        batch counts as applied: the buffer is dropped and the runner applies the batch again."""
+        documents, positions = self._pending, self._pending_tracking
+        self._pending, self._pending_tracking, self._prefetched = {}, {}, {}
+        if not positions:
+            return
+        actions = [_action(self.index, key, version, source) for key, (source, version) in documents.items()]
+        self._bulk(actions)
+        if self.on_documents_written is not None:
+            self.on_documents_written()
+        self._bulk(
+            [
+                _action(self.index, _tracking_id(name), position, {"kind": TRACKING, "application": name, "position": position})
+                for name, position in positions.items()
+            ]
+        )
+        self._known_positions.update(positions)
+
+    def discard(self) -> None:
+        """Forgets a batch that failed half-way (the runner will apply it again)."""
+        self._pending, self._pending_tracking, self._prefetched = {}, {}, {}
+        self._known_positions.clear()
+
+    def _bulk(self, actions: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """Sends the actions; retries the items rejected with 429 (only those) with backoff."""
+        attempt = 0
+        while actions:
+            body = [line for action in actions for line in action]
+            response = self._call(lambda: self.client.bulk(body=body, refresh="true" if self.refresh else "false"))
+            if not response.get("errors"):
+                return
+            retry, failures = [], []
+            for action, item in zip(actions, response["items"], strict=True):
+                result = next(iter(item.values()))
+                status = result.get("status", 200)
+                if status == 429:
+                    retry.append(action)
+                elif status >= 300 and status != 409:  # 409: this version or a newer one is there already
+                    failures.append(f"{result.get('_id')}: {status} {_item_reason(result)}")
+            if failures:
+                raise BulkRejected(f"{len(failures)} of {len(actions)} writes failed: " + "; ".join(failures[:5]))
+            attempt += 1
+            if attempt > self.retry_attempts:
+                raise ReadModelUnavailable(f"OpenSearch kept rejecting {len(retry)} writes with 429 (too many requests)")
+            delay = self.retry_base_seconds * 2 ** (attempt - 1)
+            log.warning("bulk items rejected with 429; retrying them", extra={"items": len(retry), "attempt": attempt})
+            time.sleep(delay * (0.5 + random.random()))
+            actions = retry
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def list(self, tenant: str, query: ListQuery) -> Page:
+        filters: list[dict[str, Any]] = _live_filter(tenant)
+        if query.search:
+            for word in query.search.lower().split():
+                filters.append({"wildcard": {"text": {"value": f"*{_escape_wildcard(word)}*"}}})
+        if query.state:
+            filters.append({"term": {"state": query.state}})
+        if query.tool is not None:
+            filters.append({"term": {"role": "tool" if query.tool else "library"}})
+        for tag in query.tags:
+            filters.append({"term": {"tags": tag}})
+        if query.used_by is not None:
+            user = self._get(_module_id(tenant, query.used_by))
+            filters.append({"terms": {"id": user["uses"] if user and not user.get("deleted") else []}})
+        order = "asc" if query.ascending else "desc"
+        primary = {"id": "idKey", "description": "descriptionKey", "role": "role", "state": "state"}[query.order_by]
+        sort = [{primary: order}, {"idKey": "asc"}, {"id": "asc"}]
+        if primary == "idKey":
+            sort = [{"idKey": order}, {"id": order}]
+        body = {
+            "query": {"bool": {"filter": filters}},
+            "from": query.offset,
+            "size": query.limit,
+            "sort": sort,
+            "track_total_hits": True,
+            "_source": {"excludes": ["draft", "published", "text", "idKey", "descriptionKey"]},
+            "aggs": {
+                "state": {"terms": {"field": "state", "size": len(STATES)}},
+                "role": {"terms": {"field": "role", "size": 2}},
+                "tags": {"terms": {"field": "tags", "size": TAG_FACET_SIZE, "order": [{"_count": "desc"}, {"_key": "asc"}]}},
+            },
+        }
+        found = self._call(lambda: self.client.search(index=self.index, body=body))
+        aggregations = found["aggregations"]
+        facets = {
+            "state": {state: 0 for state in STATES},
+            "role": {"tool": 0, "library": 0},
+            "tags": {b["key"]: b["doc_count"] for b in aggregations["tags"]["buckets"]},
+        }
+        for name in ("state", "role"):
+            for bucket in aggregations[name]["buckets"]:
+                facets[name][bucket["key"]] = bucket["doc_count"]
+        return Page(
+            collection=[summary(hit["_source"]) for hit in found["hits"]["hits"]],
+            total=found["hits"]["total"]["value"],
+            facets=facets,
+        )
+
+    def summary(self, tenant: str, module_id: str) -> dict[str, Any] | None:
+        source = self._get(_module_id(tenant, module_id))
+        return summary(source) if source is not None and not source.get("deleted") else None
+
+    def used_by(self, tenant: str, module_id: str) -> list[str]:
+        body = {
+            "query": {"bool": {"filter": [*_live_filter(tenant), {"term": {"uses": module_id}}]}},
+            "size": 10_000,
+            "sort": [{"id": "asc"}],
+            "_source": False,
+            "docvalue_fields": ["id"],
+        }
+        found = self._call(lambda: self.client.search(index=self.index, body=body))
+        return sorted(hit["fields"]["id"][0] for hit in found["hits"]["hits"])
+
+    def is_taken(self, tenant: str, module_id: str) -> bool:
+        source = self._get(_module_id(tenant, module_id))
+        return source is not None and not source.get("deleted")
+
+    def close(self) -> None:
+        self.client.close()
+
+    def available(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except Exception:  # noqa: BLE001 - any failure means "not now"
+            return False
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _get(self, doc_id: str) -> Document | None:
+        try:
+            return self._call(lambda: self.client.get(index=self.index, id=doc_id))["_source"]
+        except NotFoundError:
+            return None
+
+    def _call(self, request: Callable[[], Any]) -> Any:
+        try:
+            return request()
+        except NotFoundError as error:
+            if _error_type(error) == "index_not_found_exception":
+                raise ReadModelUnavailable(f"the OpenSearch index {self.index!r} does not exist") from None
+            raise
+        except TransportConnectionError as error:
+            raise ReadModelUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
+        except TransportError as error:
+            if isinstance(error.status_code, int) and error.status_code in (429, 502, 503, 504):
+                raise ReadModelUnavailable(f"OpenSearch is unavailable: {error.status_code} {_reason(error)}") from None
+            raise
+
+
+def _live_filter(tenant: str) -> list[dict[str, Any]]:
+    return [{"term": {"kind": MODULE}}, {"term": {"tenant": tenant}}, {"term": {"deleted": False}}]
+
+
+def _indexed(document: Document) -> Document:
+    """The document as stored: the projection's fields plus what the queries need."""
+    return {
+        **document,
+        "kind": MODULE,
+        "deleted": False,
+        "text": f"{document['id']} {document['description']}".lower(),
+        "idKey": document["id"].lower(),
+        "descriptionKey": document["description"].lower(),
+    }
+
+
+def _plain(source: Document) -> Document:
+    return {k: v for k, v in source.items() if k not in _DERIVED}
+
+
+def _live(source: Document) -> Document | None:
+    return None if source.get("deleted") else source
+
+
+def _action(index: str, doc_id: str, version: int, source: Document) -> tuple[dict[str, Any], dict[str, Any]]:
+    return ({"index": {"_index": index, "_id": doc_id, "version": version, "version_type": "external"}}, source)
+
+
+def _escape_wildcard(word: str) -> str:
+    return word.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
+
+
+def _error_type(error: TransportError) -> str | None:
+    info = error.info if isinstance(error.info, dict) else {}
+    return (info.get("error") or {}).get("type") if isinstance(info.get("error"), dict) else None
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, TransportError) and isinstance(error.info, dict):
+        inner = error.info.get("error")
+        if isinstance(inner, dict) and inner.get("reason"):
+            return str(inner["reason"])
+    return str(getattr(error, "error", None) or error.__class__.__name__)
+
+
+def _item_reason(result: dict[str, Any]) -> str:
+    error = result.get("error")
+    if isinstance(error, dict):
+        return f"{error.get('type')}: {error.get('reason')}"
+    return str(error)

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A development OpenSearch node on 127.0.0.1, from Maven Central packages (no Docker needed).
+#
+#   scripts/opensearch.sh start   start a node in the background, or reuse one answering on the
+#                                 port; wait until it answers; print its URL as the last line
+#   scripts/opensearch.sh stop    stop the node this script started
+#   scripts/opensearch.sh url     print the URL
+#
+# OPENSEARCH_PORT (9200), OPENSEARCH_NODE_DIR (.engines/opensearch/node: data, logs, pid) and
+# OPENSEARCH_HEAP (512m) choose another node, for example a test's own. The jars are fetched
+# once with Maven into .engines/opensearch/lib; the node needs Java 17 or newer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ENGINE_DIR=.engines/opensearch
+LIB_DIR=$ENGINE_DIR/lib
+PORT=${OPENSEARCH_PORT:-9200}
+NODE_DIR=${OPENSEARCH_NODE_DIR:-$ENGINE_DIR/node}
+HEAP=${OPENSEARCH_HEAP:-512m}
+URL=http://127.0.0.1:$PORT
+JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
+
+say() { echo "opensearch: $*" >&2; }
+
+answers() { curl -fsS --max-time 2 "$URL" 2>/dev/null | grep -q '"distribution" : "opensearch"'; }
+
+fetch_jars() {
+    [ -f "$LIB_DIR/.complete" ] && return
+    command -v mvn >/dev/null || { say "Maven (mvn) is needed to fetch the node's jars"; exit 1; }
+    say "fetching OpenSearch 2.19 jars from Maven Central into $LIB_DIR"
+    rm -rf "$LIB_DIR"
+    mvn -q -B -Dstyle.color=never -f scripts/opensearch/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$LIB_DIR" >&2
+    touch "$LIB_DIR/.complete"
+}
+
+start() {
+    if answers; then
+        say "reusing the node that answers on $URL"
+        echo "$URL"
+        return
+    fi
+    command -v "$JAVA" >/dev/null || { say "Java 17 or newer is needed (set JAVA_HOME)"; exit 1; }
+    fetch_jars
+    mkdir -p "$NODE_DIR"
+    local home log pid
+    home=$(cd "$NODE_DIR" && pwd)
+    log=$home/launcher.log
+    say "starting a node on $URL (data and logs in $NODE_DIR)"
+    # setsid: the node outlives this script and the make that ran it; its pid is kept for stop.
+    setsid "$JAVA" "-Xms$HEAP" "-Xmx$HEAP" -XX:+UseSerialGC -Djava.awt.headless=true \
+        -cp "$PWD/$LIB_DIR/*" scripts/opensearch/Launcher.java "$home" "$PORT" >"$log" 2>&1 < /dev/null &
+    pid=$!
+    echo "$pid" > "$home/pid"
+    for _ in $(seq 180); do
+        if answers; then
+            echo "$URL"
+            return
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            say "the node exited while starting; the end of $log:"
+            tail -30 "$log" >&2
+            exit 1
+        fi
+        sleep 1
+    done
+    say "no answer on $URL after 180 s; the end of $log:"
+    tail -30 "$log" >&2
+    exit 1
+}
+
+stop() {
+    local pidfile=$NODE_DIR/pid
+    if [ ! -f "$pidfile" ]; then
+        say "no node started from $NODE_DIR"
+        return
+    fi
+    local pid
+    pid=$(cat "$pidfile")
+    if kill "$pid" 2>/dev/null; then
+        for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+        kill -9 "$pid" 2>/dev/null || true
+        say "stopped the node on $URL"
+    fi
+    rm -f "$pidfile"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    url) echo "$URL" ;;
+    *) echo "usage: $0 start|stop|url" >&2; exit 2 ;;
+esac
