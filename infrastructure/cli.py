@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from domain.application import ModuleRepository
+    from infrastructure.settings import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,11 +29,20 @@ def main(argv: list[str] | None = None) -> int:
     sandbox.add_argument("--insecure-dev", action="store_true",
                          help="accept calls without the shared secret when CODESANDBOX_SECRET is unset (development only)")
 
+    projections = commands.add_parser("projections", help="the read models' projection runner (OpenSearch)")
+    what = projections.add_subparsers(dest="action", required=True)
+    what.add_parser("run", help="apply new events to the read models until stopped "
+                    "(for API processes started with TOOLSMITH_PROJECTION_RUNNER=external)")
+    rebuild = what.add_parser("rebuild", help="build a fresh index from every event, then swap the alias to it")
+    rebuild.add_argument("--keep-old", action="store_true", help="keep the replaced index instead of deleting it")
+
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "sandbox":
         return _sandbox(args)
+    if args.command == "projections":
+        return _projections(args)
     return 2
 
 
@@ -110,6 +125,81 @@ def _sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+def _projections(args: argparse.Namespace) -> int:
+    """`projections run` and `projections rebuild` (DESIGN §9); both need OPENSEARCH_URL, since
+    the in-memory read model lives inside each API process and is rebuilt at its start."""
+    import signal
+    import threading
+
+    from pydantic import ValidationError
+
+    from domain.application import ModuleRepository
+    from domain.errors import SandboxUnavailable
+    from infrastructure import logs
+    from infrastructure.bootstrap import build_read_model
+    from infrastructure.settings import Settings
+    from projections.interface import ReadModelUnavailable
+    from projections.modules import ModuleSummaries
+    from projections.opensearch import OpenSearchModuleReadModel
+    from projections.runner import PullingProjectionRunner
+
+    prog = f"toolsmith projections {args.action}"
+    try:
+        settings = Settings()
+    except ValidationError as e:
+        return _refuse("; ".join(f"{_env_name(Settings, error['loc'])}: {error['msg']}" for error in e.errors()), prog)
+    if settings.opensearch_url is None:
+        return _refuse("OPENSEARCH_URL is not set; the in-memory read model needs no runner: "
+                       "each API process rebuilds it at start", prog)
+    logs.configure(settings.log_level)
+
+    def no_sandbox() -> None:
+        raise SandboxUnavailable("the projection runner runs no code")
+
+    app = ModuleRepository(settings.event_store_env(), sandbox=no_sandbox)  # type: ignore[arg-type]
+    try:
+        if args.action == "rebuild":
+            return _rebuild(app, settings, args.keep_old)
+        view = build_read_model(settings)
+        assert isinstance(view, OpenSearchModuleReadModel)
+        if os.environ.get("TOOLSMITH_FAILPOINT") == "kill-after-documents":
+            # For the fault tests only: dies between a batch's documents and its tracking position.
+            view.on_documents_written = lambda: os.kill(os.getpid(), signal.SIGKILL)
+        runner = PullingProjectionRunner(app, ModuleSummaries(view=view))
+        stopped = threading.Event()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, lambda *_: stopped.set())
+        runner.start()
+        print(f"  {prog}: following the event log from position {runner.position()}", flush=True)
+        stopped.wait()
+        runner.stop()
+        view.close()
+        return 0
+    except ReadModelUnavailable as e:
+        return _refuse(str(e), prog)
+    finally:
+        app.close()
+
+
+def _rebuild(app: ModuleRepository, settings: Settings, keep_old: bool) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from infrastructure.bootstrap import opensearch_client
+    from projections.rebuild import rebuild
+
+    alias = settings.opensearch_index
+    columns = (TextColumn(f"rebuilding {alias}"), BarColumn(), MofNCompleteColumn(), TextColumn("events"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True)) as bar:
+        task = bar.add_task(alias, total=None)
+        done = rebuild(app, opensearch_client(settings), alias, replicas=settings.opensearch_replicas, keep_old=keep_old,
+                       progress=lambda position, head: bar.update(task, completed=position, total=head))
+    replaced = ", ".join(done.replaced) or "nothing"
+    print(f"  {done.events} events applied to {done.index} (position {done.position}); "
+          f"the alias {alias} now points to it, replacing {replaced}", flush=True)
+    return 0
+
+
 def _allow_list_error(domains: str) -> str | None:
     """Why `CODESANDBOX_ALLOWED_DOMAINS` cannot be used, or None."""
     from sandbox.net import AllowList
@@ -129,8 +219,8 @@ def _env_name(settings: type, location: tuple[object, ...]) -> str:
     return names[0] if names else ".".join(map(str, location))
 
 
-def _refuse(reason: str) -> int:
-    print(f"toolsmith sandbox: {reason}", file=sys.stderr, flush=True)
+def _refuse(reason: str, prog: str = "toolsmith sandbox") -> int:
+    print(f"{prog}: {reason}", file=sys.stderr, flush=True)
     return 2
 
 

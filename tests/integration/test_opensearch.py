@@ -1,0 +1,213 @@
+"""The OpenSearch read model on a real node: its mapping, idempotent writes, bulk retries, the
+rebuild with its alias swap, the runner as its own process (killed half-way), and what a query
+gets when OpenSearch cannot be reached."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eventsourcing.persistence import Tracking
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import RequestError
+
+from domain.application import ModuleRepository
+from projections.interface import ListQuery, ReadModelUnavailable
+from projections.modules import ModuleSummaries
+from projections.opensearch import MAPPINGS, OpenSearchModuleReadModel
+from projections.rebuild import rebuild
+from projections.runner import PullingProjectionRunner
+from sandbox.embedded import EmbeddedSandbox
+from tests.helpers import free_port
+
+TENANT = "default"
+TOOLSMITH = Path(sys.executable).parent / "toolsmith"
+
+
+@pytest.fixture
+def sqlite_app(tmp_path: Path, shared_sandbox: EmbeddedSandbox) -> Iterator[ModuleRepository]:
+    env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "events.sqlite")}
+    app = ModuleRepository(env, sandbox=lambda: shared_sandbox)
+    yield app
+    app.close()
+
+
+def _view(client: OpenSearch, alias: str, **options: Any) -> OpenSearchModuleReadModel:
+    return OpenSearchModuleReadModel(client, index=alias, replicas=0, **options)
+
+
+def _history(app: ModuleRepository) -> None:
+    """Creates, publishes, drafts, discards, deletes and recreates: every kind of module event."""
+    source = "exports.run = function () { return 1; }; exports.f = 1;"
+    app.create(TENANT, "lib", description="A library", content=source, imports=[], tool=None, by="ada")
+    app.publish(TENANT, "lib", by="ada")
+    for n in range(6):
+        app.create(TENANT, f"tool{n}", description=f"Tool number {n}", content=source, imports=["lib"],
+                   tool={"tags": [f"t{n % 3}", "all"]}, by="grace")
+        if n % 2 == 0:
+            app.publish(TENANT, f"tool{n}", by="grace")
+    app.update(TENANT, "tool0", description="Tool zero, changed", by="ada")
+    app.update(TENANT, "tool2", description="Tool two, changed", by="ada")
+    app.discard_draft(TENANT, "tool2", by="ada")
+    app.delete(TENANT, "tool5", by="ada")
+    app.delete(TENANT, "tool3", by="ada")
+    app.create(TENANT, "tool3", description="Tool three again", content=source, imports=[], tool={"tags": ["again"]}, by="ada")
+
+
+def _documents(client: OpenSearch, index: str) -> dict[str, dict[str, Any]]:
+    client.indices.refresh(index=index)
+    found = client.search(index=index, body={"query": {"match_all": {}}, "size": 1000})
+    return {hit["_id"]: hit["_source"] for hit in found["hits"]["hits"]}
+
+
+def test_the_mapping_is_strict_and_user_data_adds_no_field(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+                                                           opensearch_index: str) -> None:
+    view = _view(opensearch, opensearch_index)
+    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view))
+    source = "exports.run = function (input) { return input; };"
+    tool = {"tags": ["weird.tag", "x" * 64, "_source", "properties"],
+            "parameters": [{"name": "nested_param", "type": "object", "required": False}]}
+    sqlite_app.create(TENANT, "odd", description="Odd tags", content=source, imports=[], tool=tool, by="t")
+    runner.catch_up()
+    mapping = next(iter(opensearch.indices.get_mapping(index=opensearch_index).values()))["mappings"]
+    assert mapping["dynamic"] == "strict"
+    assert set(mapping["properties"]) == set(MAPPINGS["properties"])
+    assert view.list(TENANT, ListQuery(tags=("weird.tag",))).total == 1
+    with pytest.raises(RequestError) as refused:
+        opensearch.index(index=opensearch_index, id="x", body={"kind": "module", "surprise": 1})
+    assert "strict_dynamic_mapping_exception" in str(refused.value)
+
+
+def test_repeated_and_older_writes_change_nothing(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+                                                  opensearch_index: str) -> None:
+    view = _view(opensearch, opensearch_index)
+    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view))
+    _history(sqlite_app)
+    runner.catch_up()
+    before = _documents(opensearch, opensearch_index)
+
+    # The whole log applied again, as a runner that lost its position would: every write is an
+    # older or equal version, so OpenSearch keeps each document as it is.
+    replay = OpenSearchModuleReadModel(opensearch, index=opensearch_index, replicas=0)
+    for notification in sqlite_app.recorder.select_notifications(start=1, limit=1000):
+        event = sqlite_app.mapper.to_domain_event(notification)
+        ModuleSummaries(view=replay).process_event(event, Tracking("replay", notification.id))
+        replay.flush()
+    after = _documents(opensearch, opensearch_index)
+    assert {k: v for k, v in after.items() if not k.startswith("tracking/")} == {
+        k: v for k, v in before.items() if not k.startswith("tracking/")}
+    assert after["tracking/toolsmith"] == before["tracking/toolsmith"]
+    # A deleted module stays a tombstone, so no replay can bring it back.
+    assert before["default/tool5"]["deleted"] is True
+    assert not view.is_taken(TENANT, "tool5") and view.is_taken(TENANT, "tool3")
+
+
+class RejectingClient:
+    """The real client, except that the first bulk request has two of its items answered with 429
+    instead of being sent, as an overloaded node answers per item."""
+
+    def __init__(self, client: OpenSearch, rejected: set[str]) -> None:
+        self._client = client
+        self._rejected = rejected
+        self.bulks: list[list[str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def bulk(self, body: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        pairs = list(zip(body[::2], body[1::2], strict=True))
+        self.bulks.append([action["index"]["_id"] for action, _ in pairs])
+        if len(self.bulks) > 1 or not self._rejected:
+            return self._client.bulk(body=body, **params)
+        sent = [(a, s) for a, s in pairs if a["index"]["_id"] not in self._rejected]
+        answer = self._client.bulk(body=[line for pair in sent for line in pair], **params)
+        answered = iter(answer["items"])
+        items = []
+        for action, _ in pairs:
+            if action["index"]["_id"] in self._rejected:
+                items.append({"index": {"_id": action["index"]["_id"], "status": 429,
+                                        "error": {"type": "rejected_execution_exception", "reason": "queue full"}}})
+            else:
+                items.append(next(answered))
+        return {"errors": True, "items": items, "took": answer["took"]}
+
+
+def test_a_bulk_retries_only_the_items_rejected_with_429(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+                                                         opensearch_index: str) -> None:
+    source = "exports.f = 1;"
+    for n in range(5):
+        sqlite_app.create(TENANT, f"m{n}", description=f"m{n}", content=source, imports=[], tool=None, by="t")
+    client = RejectingClient(opensearch, rejected={"default/m1", "default/m3"})
+    view = OpenSearchModuleReadModel(client, index=opensearch_index, replicas=0, retry_base_seconds=0.01)  # type: ignore[arg-type]
+    view.open()
+    PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view)).catch_up()
+    assert client.bulks[0] == [f"default/m{n}" for n in range(5)]
+    assert client.bulks[1] == ["default/m1", "default/m3"]  # only those, then the tracking write
+    assert client.bulks[2] == ["tracking/toolsmith"]
+    assert view.list(TENANT, ListQuery()).total == 5
+
+
+def test_rebuild_swaps_the_alias_to_an_equal_index(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+                                                   opensearch_index: str) -> None:
+    view = _view(opensearch, opensearch_index)
+    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view), batch=3)
+    _history(sqlite_app)
+    runner.catch_up()
+    first = next(iter(opensearch.indices.get_alias(name=opensearch_index)))
+    live = _documents(opensearch, opensearch_index)
+    seen: list[tuple[int, int]] = []
+    done = rebuild(sqlite_app, opensearch, opensearch_index, replicas=0, progress=lambda p, h: seen.append((p, h)))
+    assert done.replaced == [first] and not opensearch.indices.exists(index=first)
+    assert list(opensearch.indices.get_alias(name=opensearch_index)) == [done.index]
+    assert _documents(opensearch, opensearch_index) == live
+    assert seen[-1] == (sqlite_app.position(), sqlite_app.position())
+    # The live runner keeps going on the new index.
+    sqlite_app.create(TENANT, "late", description="After the rebuild", content="exports.f = 1;", imports=[], tool=None, by="t")
+    runner.catch_up()
+    assert view.summary(TENANT, "late")["description"] == "After the rebuild"
+
+
+def test_queries_say_unavailable_when_opensearch_cannot_be_reached() -> None:
+    view = OpenSearchModuleReadModel(OpenSearch(hosts=[f"http://127.0.0.1:{free_port()}"], timeout=2, max_retries=0))
+    with pytest.raises(ReadModelUnavailable, match="cannot be reached"):
+        view.list(TENANT, ListQuery())
+    with pytest.raises(ReadModelUnavailable):
+        view.used_by(TENANT, "x")
+    assert not view.available()
+
+
+def _projections_run(tmp_path: Path, url: str, alias: str, **extra: str) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_"))}
+    env.update(OPENSEARCH_URL=url, TOOLSMITH_OPENSEARCH_INDEX=alias, TOOLSMITH_OPENSEARCH_REPLICAS="0",
+               SQLITE_DBNAME=str(tmp_path / "events.sqlite"), TOOLSMITH_DATA_DIR=str(tmp_path), **extra)
+    return subprocess.Popen([str(TOOLSMITH), "projections", "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_a_runner_killed_between_documents_and_tracking_resumes_to_what_a_rebuild_gives(
+    sqlite_app: ModuleRepository, opensearch: OpenSearch, opensearch_index: str, opensearch_url: str, tmp_path: Path
+) -> None:
+    _history(sqlite_app)
+    killed = _projections_run(tmp_path, opensearch_url, opensearch_index, TOOLSMITH_FAILPOINT="kill-after-documents")
+    assert killed.wait(timeout=60) == -9, killed.stdout.read().decode() if killed.stdout else ""
+    # Documents were written, the tracking position was not.
+    written = _documents(opensearch, opensearch_index)
+    assert "default/lib" in written and "tracking/toolsmith" not in written
+
+    resumed = _projections_run(tmp_path, opensearch_url, opensearch_index)
+    try:
+        view = _view(opensearch, opensearch_index)
+        deadline = time.monotonic() + 60
+        while (view.max_tracking_id("toolsmith") or 0) < sqlite_app.position():
+            assert time.monotonic() < deadline and resumed.poll() is None, "the restarted runner did not catch up"
+            time.sleep(0.1)
+    finally:
+        resumed.terminate()
+        assert resumed.wait(timeout=30) == 0
+    fresh = rebuild(sqlite_app, opensearch, f"{opensearch_index}-fresh", replicas=0)
+    assert _documents(opensearch, opensearch_index) == _documents(opensearch, fresh.index)
