@@ -147,6 +147,11 @@ class TrackingWatcher:
         self._position = 0
 
     def start(self) -> None:
+        """Prepares the view's storage too (idempotent), so queries work before the runner's start."""
+        try:
+            self.view.open()
+        except Exception as error:  # noqa: BLE001 - reported as the health's `degraded`, retried by position()
+            self.error = error
         self.position()
 
     def stop(self) -> None:
