@@ -97,6 +97,14 @@ class ModuleReadModel(TrackingRecorder, ABC):
     def flush(self) -> None:
         """Makes the writes so far durable and visible, tracking last."""
 
+    def seal(self) -> Any:
+        """Ends the current batch and answers it for `write` (which may run in another thread
+        while the next batch is applied); None when there is nothing to write."""
+        return None
+
+    def write(self, batch: Any) -> None:
+        """Writes a sealed batch, tracking last."""
+
     def discard(self) -> None:
         """Forgets writes not yet flushed."""
 

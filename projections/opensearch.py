@@ -25,10 +25,12 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, Tracking
+import orjson
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as TransportConnectionError
 from opensearchpy.exceptions import NotFoundError, TransportError
@@ -104,6 +106,14 @@ def _tracking_id(application_name: str) -> str:
     return f"{TRACKING}/{application_name}"
 
 
+@dataclass(frozen=True)
+class Batch:
+    """A sealed batch: documents by id with their versions, and the tracking positions."""
+
+    documents: dict[str, tuple[Document, int]]
+    positions: dict[str, int]
+
+
 class BulkRejected(Exception):
     """Items of a bulk request failed for a reason a retry cannot fix."""
 
@@ -119,6 +129,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         retry_attempts: int = 8,
         retry_base_seconds: float = 0.05,
         on_documents_written: Callable[[], None] | None = None,
+        fresh: bool = False,
     ) -> None:
         """`index` is the alias queries and writes go through (or, for a rebuild, a concrete
         index). `refresh` makes each flushed batch searchable at once: read-your-writes."""
@@ -134,6 +145,10 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         self._pending: dict[str, tuple[Document, int]] = {}
         self._pending_tracking: dict[str, int] = {}
         self._prefetched: dict[str, Document | None] = {}
+        self._recent: dict[str, tuple[Document, int]] = {}
+        # A rebuild's new index: only what this view wrote can be found in it.
+        self.fresh = fresh
+        self._written: set[str] = set()
         self._known_positions: dict[str, int] = {}
 
     # -- the index -----------------------------------------------------------------------------
@@ -179,18 +194,22 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     def prefetch(self, keys: Iterable[tuple[str, str]]) -> None:
         """Loads the documents a batch will change in one request, before it changes them."""
-        ids = sorted({_module_id(t, m) for t, m in keys} - self._pending.keys() - self._prefetched.keys())
+        ids = {_module_id(t, m) for t, m in keys} - self._pending.keys() - self._recent.keys() - self._prefetched.keys()
+        if self.fresh:
+            # A fresh index holds only what this view wrote to it: the others need no request.
+            self._prefetched.update((key, None) for key in ids - self._written)
+            ids &= self._written
         if not ids:
             return
-        found = self._call(lambda: self.client.mget(index=self.index, body={"ids": ids}))
+        found = self._call(lambda: self.client.mget(index=self.index, body={"ids": sorted(ids)}))
         for item in found["docs"]:
             self._prefetched[item["_id"]] = _live(item["_source"]) if item.get("found") else None
 
     def document(self, tenant: str, module_id: str) -> Document | None:
         key = _module_id(tenant, module_id)
-        if key in self._pending:
-            document = self._pending[key][0]
-            return None if document.get("deleted") else _plain(document)
+        buffered = self._pending.get(key) or self._recent.get(key)
+        if buffered is not None:
+            return None if buffered[0].get("deleted") else _plain(buffered[0])
         if key in self._prefetched:
             found = self._prefetched[key]
             return _plain(found) if found is not None else None
@@ -210,34 +229,53 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     def flush(self) -> None:
         """Writes the buffered documents, then the tracking position. On failure nothing of the
-        batch counts as applied: the buffer is dropped and the runner applies the batch again."""
-        documents, positions = self._pending, self._pending_tracking
+        batch counts as applied: the runner drops its buffers and applies the batch again."""
+        self.write(self.seal())
+        self._recent = {}
+
+    def seal(self) -> Batch | None:
+        """Ends the batch being buffered and hands it over for `write`. Until the next `seal`,
+        its documents stay readable here, so the next batch can be applied while it is written."""
+        batch = Batch(self._pending, self._pending_tracking) if self._pending_tracking else None
+        self._recent = self._pending
         self._pending, self._pending_tracking, self._prefetched = {}, {}, {}
-        if not positions:
+        if self.fresh:
+            self._written.update(self._recent)
+        return batch
+
+    def write(self, batch: Batch | None) -> None:
+        if batch is None:
             return
-        actions = [_action(self.index, key, version, source) for key, (source, version) in documents.items()]
+        actions = [_action(self.index, key, version, source) for key, (source, version) in batch.documents.items()]
         self._bulk(actions)
         if self.on_documents_written is not None:
             self.on_documents_written()
         self._bulk(
             [
                 _action(self.index, _tracking_id(name), position, {"kind": TRACKING, "application": name, "position": position})
-                for name, position in positions.items()
+                for name, position in batch.positions.items()
             ]
         )
-        self._known_positions.update(positions)
+        self._known_positions.update(batch.positions)
 
     def discard(self) -> None:
-        """Forgets a batch that failed half-way (the runner will apply it again)."""
-        self._pending, self._pending_tracking, self._prefetched = {}, {}, {}
+        """Forgets the batches not yet written (the runner will apply them again)."""
+        self._pending, self._pending_tracking, self._prefetched, self._recent = {}, {}, {}, {}
         self._known_positions.clear()
 
     def _bulk(self, actions: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
         """Sends the actions; retries the items rejected with 429 (only those) with backoff."""
         attempt = 0
         while actions:
-            body = [line for action in actions for line in action]
-            response = self._call(lambda: self.client.bulk(body=body, refresh="true" if self.refresh else "false"))
+            # One NDJSON body serialized by orjson: the client's per-line json.dumps took a
+            # rebuild's writer thread seconds, holding the GIL the applying thread needs.
+            body = b"".join(orjson.dumps(line) + b"\n" for action in actions for line in action)
+            try:
+                response = self.client.bulk(body=body, refresh="true" if self.refresh else "false")
+            except TransportError as error:
+                if error.status_code != 429:
+                    self._call(lambda error=error: _raise(error))
+                response = {"errors": True, "items": [{"index": {"status": 429}}] * len(actions)}  # the whole request, again
             if not response.get("errors"):
                 return
             retry, failures = [], []
@@ -357,6 +395,10 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             if isinstance(error.status_code, int) and error.status_code in (429, 502, 503, 504):
                 raise ReadModelUnavailable(f"OpenSearch is unavailable: {error.status_code} {_reason(error)}") from None
             raise
+
+
+def _raise(error: Exception) -> None:
+    raise error
 
 
 def _live_filter(tenant: str) -> list[dict[str, Any]]:

@@ -42,9 +42,9 @@ def rebuild(
     index = new_index_name(alias)
     client.indices.create(index=index, body={"settings": index_settings(replicas, rebuilding=True), "mappings": MAPPINGS})
     try:
-        view = OpenSearchModuleReadModel(client, index=index, refresh=False)
+        view = OpenSearchModuleReadModel(client, index=index, refresh=False, fresh=True)
         runner = PullingProjectionRunner(app, ModuleSummaries(view=view), batch=REBUILD_BATCH)
-        events = runner.catch_up(progress)
+        events = runner.catch_up(progress, pipelined=True)
         client.indices.put_settings(index=index, body={"index": {"refresh_interval": None, "number_of_replicas": replicas}})
         client.indices.refresh(index=index)
         # What was written while the index was built, now with refreshes on.

@@ -18,6 +18,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import Tracking
@@ -83,34 +85,73 @@ class PullingProjectionRunner:
                 self._caught_up.wait(remaining)
         return True
 
-    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
+    def catch_up(self, progress: Callable[[int, int], None] | None = None, *, pipelined: bool = False) -> int:
         """Applies every notification after the view's stored position; answers how many.
-        `progress(position, head)` is called after each batch."""
-        applied = 0
+        `progress(position, head)` is called after each batch. `pipelined` (for a rebuild) reads
+        the next batch and writes the last one in two more threads while a batch is applied."""
         if not self._opened:
             self.view.open()
             self._opened = True
         position = self.view.max_tracking_id(self.app.name) or 0
         self._advance(position)
         head = (self.app.recorder.max_notification_id() or 0) if progress else 0
-        while True:
-            notifications = self.app.recorder.select_notifications(start=position + 1, limit=self.batch)
-            if not notifications:
-                return applied
-            events = [self.app.mapper.to_domain_event(n) for n in notifications]
+        if not pipelined:
+            applied = 0
+            while True:
+                notifications = self._select(position)
+                if not notifications:
+                    return applied
+                self._apply(notifications)
+                self.view.write(self.view.seal())
+                applied += len(notifications)
+                position = notifications[-1].id
+                self._advance(position)
+                if progress is not None:
+                    progress(position, max(head, position))
+        return self._pipelined(position, head, progress)
+
+    def _pipelined(self, position: int, head: int, progress: Callable[[int, int], None] | None) -> int:
+        applied = 0
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="projection") as threads:
+            written: tuple[Future[None], int, int] | None = None
+            reading = threads.submit(self._select, position)
             try:
-                self.projection.prepare(events)
-                for notification, domain_event in zip(notifications, events, strict=True):
-                    self.projection.process_event(domain_event, Tracking(self.app.name, notification.id))
-                self.view.flush()
+                while True:
+                    notifications = reading.result()
+                    if notifications:
+                        # SQLite and PostgreSQL release the GIL while the next batch is read.
+                        reading = threads.submit(self._select, notifications[-1].id)
+                        self._apply(notifications)
+                    if written is not None:
+                        # The batch before must be written before this one is sealed (see `seal`).
+                        written[0].result()
+                        applied += written[1]
+                        self._advance(written[2])
+                        if progress is not None:
+                            progress(written[2], max(head, written[2]))
+                        written = None
+                    if not notifications:
+                        return applied
+                    batch = self.view.seal()
+                    written = (threads.submit(self.view.write, batch), len(notifications), notifications[-1].id)
             except BaseException:
+                if written is not None:
+                    written[0].exception()  # a write in flight ends before its buffers go
                 self.view.discard()
                 raise
-            applied += len(notifications)
-            position = notifications[-1].id
-            self._advance(position)
-            if progress is not None:
-                progress(position, max(head, position))
+
+    def _select(self, after: int) -> list[Any]:
+        return self.app.recorder.select_notifications(start=after + 1, limit=self.batch)
+
+    def _apply(self, notifications: list[Any]) -> None:
+        try:
+            events = [self.app.mapper.to_domain_event(n) for n in notifications]
+            self.projection.prepare(events)
+            for notification, domain_event in zip(notifications, events, strict=True):
+                self.projection.process_event(domain_event, Tracking(self.app.name, notification.id))
+        except BaseException:
+            self.view.discard()
+            raise
 
     def _advance(self, position: int) -> None:
         with self._caught_up:

@@ -7,7 +7,7 @@
 #   scripts/opensearch.sh url     print the URL
 #
 # OPENSEARCH_PORT (9200), OPENSEARCH_NODE_DIR (.engines/opensearch/node: data, logs, pid) and
-# OPENSEARCH_HEAP (512m) choose another node, for example a test's own. The jars are fetched
+# OPENSEARCH_HEAP (1g) choose another node, for example a test's own. The jars are fetched
 # once with Maven into .engines/opensearch/lib; the node needs Java 17 or newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ ENGINE_DIR=.engines/opensearch
 LIB_DIR=$ENGINE_DIR/lib
 PORT=${OPENSEARCH_PORT:-9200}
 NODE_DIR=${OPENSEARCH_NODE_DIR:-$ENGINE_DIR/node}
-HEAP=${OPENSEARCH_HEAP:-512m}
+HEAP=${OPENSEARCH_HEAP:-1g}
 URL=http://127.0.0.1:$PORT
 JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
 
@@ -47,7 +47,7 @@ start() {
     log=$home/launcher.log
     say "starting a node on $URL (data and logs in $NODE_DIR)"
     # setsid: the node outlives this script and the make that ran it; its pid is kept for stop.
-    setsid "$JAVA" "-Xms$HEAP" "-Xmx$HEAP" -XX:+UseSerialGC -Djava.awt.headless=true \
+    setsid "$JAVA" "-Xms$HEAP" "-Xmx$HEAP" -Djava.awt.headless=true \
         -cp "$PWD/$LIB_DIR/*" scripts/opensearch/Launcher.java "$home" "$PORT" >"$log" 2>&1 < /dev/null &
     pid=$!
     echo "$pid" > "$home/pid"

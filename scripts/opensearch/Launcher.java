@@ -19,6 +19,9 @@ public class Launcher {
             // A development disk may be nearly full; the node must still take writes.
             settings.put("cluster.routing.allocation.disk.threshold_enabled", "false");
             settings.put("action.auto_create_index", "false");
+            // The parent breaker's real-memory check trips on garbage not yet collected in a
+            // small heap; the request and field-data breakers still guard the node.
+            settings.put("indices.breaker.total.use_real_memory", "false");
         });
         runner.build(OpenSearchRunner.newConfigs()
                 .basePath(home)

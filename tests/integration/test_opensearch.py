@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from eventsourcing.persistence import Tracking
 from opensearchpy import OpenSearch
@@ -120,8 +121,9 @@ class RejectingClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def bulk(self, body: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
-        pairs = list(zip(body[::2], body[1::2], strict=True))
+    def bulk(self, body: bytes, **params: Any) -> dict[str, Any]:
+        lines = [orjson.loads(line) for line in body.splitlines()]
+        pairs = list(zip(lines[::2], lines[1::2], strict=True))
         self.bulks.append([action["index"]["_id"] for action, _ in pairs])
         if len(self.bulks) > 1 or not self._rejected:
             return self._client.bulk(body=body, **params)
