@@ -21,6 +21,7 @@ run: install
 	$(BIN)/toolsmith serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 test: install
+	@$(WITH_POSTGRES); \
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
@@ -28,3 +29,20 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
+
+# -- PostgreSQL: the event store of several API processes (scripts/postgres.sh, data in .engines/) --
+.PHONY: postgres postgres-stop
+
+postgres:
+	@scripts/postgres.sh start
+
+postgres-stop:
+	@scripts/postgres.sh stop
+
+# Exports eventsourcing's POSTGRES_* for the tests, starting the server, unless POSTGRES_HOST is set.
+# Outside CI a server that cannot start leaves them unset: the PostgreSQL tests skip, saying why.
+WITH_POSTGRES = if [ -z "$$POSTGRES_HOST" ]; then \
+	  if postgres_env=$$(scripts/postgres.sh start); then export $$postgres_env; \
+	  elif [ "$$CI" = true ]; then echo "make: PostgreSQL did not start" >&2; exit 1; \
+	  else echo "make: PostgreSQL did not start; its tests will skip" >&2; fi; \
+	fi

@@ -1,4 +1,5 @@
-"""Shared fixtures: settings on a temporary data dir, the wired services, an authenticated client."""
+"""Shared fixtures: settings on a temporary data dir, the wired services, an authenticated client,
+and a PostgreSQL store of a test's own."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from infrastructure.bootstrap import Services, bootstrap
 from infrastructure.settings import Settings
 from sandbox.embedded import EmbeddedSandbox
 
+from tests import engines
 from tests.helpers import ADMIN_TOKEN
 
 
@@ -51,3 +53,16 @@ def client(settings: Settings, shared_sandbox: EmbeddedSandbox) -> Iterator[Test
     app = create_app(wire(settings, shared_sandbox))
     with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def postgres() -> dict[str, str]:
+    """eventsourcing's POSTGRES_* settings of a running server; fails in CI, skips elsewhere, without one."""
+    return engines.postgres()
+
+
+@pytest.fixture
+def postgres_store(postgres: dict[str, str]) -> Iterator[dict[str, str]]:
+    """The settings (PERSISTENCE_MODULE, POSTGRES_*) of an empty store of this test's own."""
+    with engines.postgres_schema(postgres) as store:
+        yield store
