@@ -1,6 +1,8 @@
 # The API (`toolsmith serve`) or the sandbox service (`toolsmith sandbox`); see docker-compose.yml.
 FROM python:3.11-slim
 WORKDIR /app
+# libpq: psycopg's client library, for the PostgreSQL event store.
+RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY domain domain
 COPY infrastructure infrastructure

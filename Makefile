@@ -6,7 +6,7 @@ DATA_DIR ?= .data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test bench clean opensearch opensearch-stop
+.PHONY: install run test bench clean
 
 $(BIN)/toolsmith: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is needed (set PYTHON=...)"; exit 1; }
@@ -20,21 +20,47 @@ install: $(BIN)/toolsmith
 run: install
 	$(BIN)/toolsmith serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
-# The tests reach OpenSearch through OPENSEARCH_URL; unset, a node is started here (outside CI a node
-# that cannot start only skips the tests that need it; in CI those tests fail).
+# The engines the tests need are started here unless the environment names them already.
 test: install
-	@url="$${OPENSEARCH_URL:-$$(scripts/opensearch.sh start | tail -n 1)}"; \
-	OPENSEARCH_URL="$$url" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); \
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m bench
 
-# A development OpenSearch node on 127.0.0.1:9200 (jars from Maven Central; data in .engines/).
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info
+
+# -- PostgreSQL: the event store of several API processes (scripts/postgres.sh, data in .engines/) --
+.PHONY: postgres postgres-stop
+
+postgres:
+	@scripts/postgres.sh start
+
+postgres-stop:
+	@scripts/postgres.sh stop
+
+# Exports eventsourcing's POSTGRES_* for the tests, starting the server, unless POSTGRES_HOST is set.
+# Outside CI a server that cannot start leaves them unset: the PostgreSQL tests skip, saying why.
+WITH_POSTGRES = if [ -z "$$POSTGRES_HOST" ]; then \
+	  if postgres_env=$$(scripts/postgres.sh start); then export $$postgres_env; \
+	  elif [ "$$CI" = true ]; then echo "make: PostgreSQL did not start" >&2; exit 1; \
+	  else echo "make: PostgreSQL did not start; its tests will skip" >&2; fi; \
+	fi
+
+# -- OpenSearch: the read models (scripts/opensearch.sh: a node from Maven Central, data in .engines/) --
+.PHONY: opensearch opensearch-stop
+
 opensearch:
 	@scripts/opensearch.sh start
 
 opensearch-stop:
 	@scripts/opensearch.sh stop
 
-clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+# Exports OPENSEARCH_URL for the tests, starting the node, unless it is set. Outside CI a node that
+# cannot start leaves it unset: the OpenSearch tests skip, saying why; in CI the run fails.
+WITH_OPENSEARCH = if [ -z "$$OPENSEARCH_URL" ]; then \
+	  if opensearch_url=$$(scripts/opensearch.sh start | tail -n 1) && [ -n "$$opensearch_url" ]; then export OPENSEARCH_URL=$$opensearch_url; \
+	  elif [ "$$CI" = true ]; then echo "make: OpenSearch did not start" >&2; exit 1; \
+	  else echo "make: OpenSearch did not start; its tests will skip" >&2; fi; \
+	fi

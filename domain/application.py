@@ -4,11 +4,13 @@ Each command reads: load → command → save, and returns plain values plus the
 recorded, so the API can wait for the read model to catch up (read-your-writes). Library errors
 become domain errors here (`raise … from None`); the API never sees an eventsourcing exception.
 
-Publishes, and saves that change an import, are serialized per tenant by a `GraphLock` (in-process
-now, cross-process with PostgreSQL), and each of them also records an event on the tenant's
-`ImportGraph`: one that raced another anyway fails on the graph's version, is retried against the
-new graph, and so two publishes can never close a cycle or break a dependent between them. Saves
-that leave every import as it was touch neither the lock nor the graph.
+Publishes, and saves that change an import, are serialized per tenant by a `GraphLock` (a thread
+lock with SQLite, an advisory lock across processes with PostgreSQL), and each of them also records
+an event on the tenant's `ImportGraph`: one that raced another anyway fails on the graph's version,
+is retried against the new graph, and so two publishes can never close a cycle or break a
+dependent between them. Saves that leave every import as it was touch neither the lock nor the
+graph. A command whose module itself changed under it is not retried: it is a 409, and the other
+writer's change stands.
 """
 
 from __future__ import annotations
@@ -180,6 +182,7 @@ class ModuleRepository(Application):
     def _update(self, tenant: str, module_id: str, description: Any, content: Any, imports: Any, tool: Any, by: str) -> Written:
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
+            version = module.version
             current = module.current
             definition = _definition(
                 current["description"] if description is UNSET else description,
@@ -200,11 +203,10 @@ class ModuleRepository(Application):
             if imports_changed:
                 draft_edges = None if definition["imports"] == node["published"] else definition["imports"]
                 graph.link(module_id, published=node["published"], draft=draft_edges)
-            version = module.version
             position = self._save(module, graph if imports_changed else None)
             if position is not None:
                 return Written(module, position)
-            self._raise_if_module_moved(tenant, module_id, version - 1)
+            self._raise_if_module_moved(tenant, module_id, version)
         raise ConcurrentChange(module_id)
 
     def publish(self, tenant: str, module_id: str, *, by: str) -> Written:
@@ -360,9 +362,14 @@ class ModuleRepository(Application):
         return recordings[-1].notification.id if recordings else self.position()
 
     def _raise_if_module_moved(self, tenant: str, module_id: str, version: int) -> None:
-        """After a failed save: a conflict on the module itself is the client's 409, not a retry."""
-        module = self._load(tenant, module_id)
-        if module is None or module.version != version:
+        """After a failed save: a conflict on the module itself is the client's 409, not a retry;
+        one on the tenant's graph alone (another module's import change or publish) is retried.
+
+        It asks the event store, not the aggregate cache: the cache may not have the other
+        writer's event yet (another process's, or this process's before its save returns), and a
+        retry from that stale version would overwrite the other change.
+        """
+        if self.recorder.select_events(module_aggregate_id(tenant, module_id), gt=version, limit=1):
             raise ConcurrentChange(module_id)
 
     def _check_draft_imports(self, graph: ImportGraph, module_id: str, imports: list[str]) -> dict[str, list[str]]:

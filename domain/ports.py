@@ -106,3 +106,6 @@ class GraphLock(ABC):
     @abstractmethod
     def hold(self, tenant: str) -> AbstractContextManager[None]:
         """Holds the tenant's lock for the duration of a `with` block."""
+
+    def close(self) -> None:
+        """Releases what the lock keeps open (a cross-process lock's connections)."""

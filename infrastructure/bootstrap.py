@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 from opensearchpy import OpenSearch
 
-from domain.application import ModuleRepository
+from domain.application import ModuleRepository, ThreadGraphLock
 from domain.errors import SandboxUnavailable
-from domain.ports import Sandbox
+from domain.ports import GraphLock, Sandbox
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
-from infrastructure.settings import Settings
+from infrastructure.settings import POSTGRES, Settings
 from projections.interface import ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
@@ -28,6 +28,7 @@ class Services:
     runner: PullingProjectionRunner | TrackingWatcher
     authenticator: Authenticator
     sandbox: Sandbox | None
+    graph_lock: GraphLock
     # The admin token when this start generated it; shown once, then forgotten.
     new_admin_token: str | None = field(default=None, repr=False)
     # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
@@ -43,6 +44,7 @@ class Services:
         if close is not None and self.owns_sandbox:
             close()
         self.modules.close()
+        self.graph_lock.close()
 
 
 def build_sandbox(settings: Settings) -> Sandbox | None:
@@ -83,6 +85,17 @@ def build_read_model(settings: Settings, *, index: str | None = None, refresh: b
     )
 
 
+def build_graph_lock(settings: Settings, event_store_env: dict[str, str]) -> GraphLock:
+    """Several processes share a PostgreSQL store, so their lock must be PostgreSQL's; a SQLite
+    store belongs to one process, whose threads a thread lock serializes."""
+    if settings.persistence_module == POSTGRES:
+        # Imported here: psycopg needs the libpq library, which a SQLite deployment may lack.
+        from infrastructure.locks import AdvisoryGraphLock
+
+        return AdvisoryGraphLock.from_env(event_store_env)
+    return ThreadGraphLock()
+
+
 _BUILD = object()
 
 
@@ -99,7 +112,9 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
             raise SandboxUnavailable()
         return sandbox  # type: ignore[return-value]
 
-    modules = ModuleRepository(settings.event_store_env(), sandbox=sandbox_or_refuse)
+    event_store_env = settings.event_store_env()
+    graph_lock = build_graph_lock(settings, event_store_env)
+    modules = ModuleRepository(event_store_env, sandbox=sandbox_or_refuse, graph_lock=graph_lock)
     read_model = build_read_model(settings)
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
@@ -118,6 +133,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
         runner=runner,
         authenticator=authenticator,
         sandbox=sandbox,  # type: ignore[arg-type]
+        graph_lock=graph_lock,
         owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
     )

@@ -17,6 +17,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sandbox.config import SandboxConfig
 
 
+POSTGRES = "eventsourcing.postgres"
+
+
 def default_data_dir() -> Path:
     """`$XDG_DATA_HOME/toolsmith`, that is `~/.local/share/toolsmith` by default."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -34,7 +37,8 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"))
     tenant: str = Field("default", validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
 
-    # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise.
+    # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise
+    # (`eventsourcing.postgres`, with eventsourcing's POSTGRES_* variables).
     persistence_module: str = Field("eventsourcing.sqlite", validation_alias=_env("persistence_module", "PERSISTENCE_MODULE"))
     aggregate_cache_size: int = Field(10_000, validation_alias=_env("aggregate_cache_size", "TOOLSMITH_AGGREGATE_CACHE_SIZE"))
 
@@ -111,4 +115,9 @@ class Settings(BaseSettings):
             # One serving process owns a SQLite data dir, so every write passes through its cache
             # and a cached aggregate need not look for newer events before each read.
             env["AGGREGATE_CACHE_FASTFORWARD"] = os.environ.get("AGGREGATE_CACHE_FASTFORWARD", "n")
+        elif self.persistence_module == POSTGRES:
+            env.update({k: v for k, v in os.environ.items() if k.startswith("POSTGRES_")})
+            # Several processes write one PostgreSQL store: a cached aggregate must look for newer
+            # events before each read, or a command would start from a stale version.
+            env["AGGREGATE_CACHE_FASTFORWARD"] = "y"
         return env

@@ -1,4 +1,5 @@
-"""Shared fixtures: settings on a temporary data dir, the wired services, an authenticated client."""
+"""Shared fixtures: settings on a temporary data dir, the wired services, an authenticated client,
+and a PostgreSQL store of a test's own."""
 
 from __future__ import annotations
 
@@ -74,3 +75,16 @@ def opensearch_index(opensearch: OpenSearch) -> Iterator[str]:
     alias = unique_id("ts-test").lower().replace("_", "-")
     yield alias
     opensearch.indices.delete(index=f"{alias}*", ignore_unavailable=True, allow_no_indices=True, expand_wildcards="all")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> dict[str, str]:
+    """eventsourcing's POSTGRES_* settings of a running server; fails in CI, skips elsewhere, without one."""
+    return engines.postgres()
+
+
+@pytest.fixture
+def postgres_store(postgres: dict[str, str]) -> Iterator[dict[str, str]]:
+    """The settings (PERSISTENCE_MODULE, POSTGRES_*) of an empty store of this test's own."""
+    with engines.postgres_schema(postgres) as store:
+        yield store

@@ -92,7 +92,7 @@ def own_node(tmp_path: Path) -> Iterator[tuple[str, int, Path]]:
     try:
         url = engines.opensearch_node(port, node_dir)
     except RuntimeError as error:
-        engines.missing(f"cannot start an OpenSearch node of the test's own: {error}")
+        engines.engine_missing(f"cannot start an OpenSearch node of the test's own: {error}")
     yield url, port, node_dir
     engines.stop_opensearch_node(port, node_dir)
 

@@ -1,15 +1,18 @@
-"""The write side on its real SQLite event store: who and when on every event, restart, concurrency."""
+"""The write side on its real event stores, SQLite and PostgreSQL: who and when on every event,
+restart, concurrency. Every test runs on both (the `store` fixture)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from threading import Barrier
+from typing import Any
 
 import pytest
 
 from domain.application import ModuleRepository, ThreadGraphLock
-from domain.errors import CheckFailed, ImportCycle, InvalidDefinition
+from domain.errors import CheckFailed, ConcurrentChange, ImportCycle, InvalidDefinition
 from domain.model import CodeModule
 from infrastructure.bootstrap import bootstrap
 from infrastructure.settings import Settings
@@ -19,15 +22,36 @@ from sandbox.embedded import EmbeddedSandbox
 TENANT = "default"
 
 
-def _repository(path: Path) -> ModuleRepository:
-    """A repository of its own (own cache, own publish lock), as another process would have."""
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The event store's settings, also put in the environment (where `Settings` reads them)."""
+    if request.param == "sqlite":
+        env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "events.sqlite"), "SQLITE_LOCK_TIMEOUT": "10"}
+    else:
+        env = request.getfixturevalue("postgres_store")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+@pytest.fixture
+def repository(store: dict[str, str]) -> Iterator[Callable[[], ModuleRepository]]:
+    """Makes repositories of their own (no cache, own publish lock), as other processes would have."""
+    made: list[ModuleRepository] = []
     sandbox = EmbeddedSandbox(workers=1)
-    env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(path), "SQLITE_LOCK_TIMEOUT": "10"}
-    return ModuleRepository(env, sandbox=lambda: sandbox, graph_lock=ThreadGraphLock())
+
+    def make() -> ModuleRepository:
+        made.append(ModuleRepository(store, sandbox=lambda: sandbox, graph_lock=ThreadGraphLock()))
+        return made[-1]
+
+    yield make
+    for app in made:
+        app.close()
+    sandbox.close()
 
 
-def test_every_event_records_who_and_when(tmp_path: Path) -> None:
-    app = _repository(tmp_path / "events.sqlite")
+def test_every_event_records_who_and_when(repository: Callable[[], ModuleRepository]) -> None:
+    app = repository()
     app.create(TENANT, "dates", description="d", content="exports.x = 1;", imports=[], tool=None, by="ada")
     app.publish(TENANT, "dates", by="grace")
     app.update(TENANT, "dates", description="changed", by="ada")
@@ -42,8 +66,8 @@ def test_every_event_records_who_and_when(tmp_path: Path) -> None:
     assert all(e.module_id == "dates" and e.tenant == TENANT for e in module_events)
 
 
-def test_a_refused_command_writes_nothing(tmp_path: Path) -> None:
-    app = _repository(tmp_path / "events.sqlite")
+def test_a_refused_command_writes_nothing(repository: Callable[[], ModuleRepository]) -> None:
+    app = repository()
     app.create(TENANT, "lib", description="d", content="exports.f = function () {};", imports=[], tool=None, by="t")
     app.publish(TENANT, "lib", by="t")
     app.create(TENANT, "user", description="d", content="exports.g = lib.f;", imports=["lib"], tool=None, by="t")
@@ -61,10 +85,9 @@ def test_a_refused_command_writes_nothing(tmp_path: Path) -> None:
     assert app.module(TENANT, "lib").published_version == 1
 
 
-def test_concurrent_publishes_from_two_processes_never_close_a_cycle(tmp_path: Path) -> None:
+def test_concurrent_publishes_from_two_processes_never_close_a_cycle(repository: Callable[[], ModuleRepository]) -> None:
     # two repositories share one event store but no lock: only the graph's version keeps them apart
-    path = tmp_path / "events.sqlite"
-    first, second = _repository(path), _repository(path)
+    first, second = repository(), repository()
     outcomes = []
     with ThreadPoolExecutor(max_workers=2) as pool:
         for race in range(50):
@@ -92,7 +115,61 @@ def test_concurrent_publishes_from_two_processes_never_close_a_cycle(tmp_path: P
     assert len(outcomes) == 50
 
 
-def test_the_read_model_is_rebuilt_from_the_event_store_at_start(tmp_path: Path) -> None:
+def _just_before_its_save(app: ModuleRepository, monkeypatch: pytest.MonkeyPatch, other_write: Callable[[], Any]) -> None:
+    """Makes `other_write` happen once, after `app` loaded what it changes and before it saves."""
+    save = app._save
+    pending = [other_write]
+
+    def save_after_the_other_write(*aggregates: Any) -> int | None:
+        while pending:
+            pending.pop()()
+        return save(*aggregates)
+
+    monkeypatch.setattr(app, "_save", save_after_the_other_write)
+
+
+def test_an_edit_raced_by_another_edit_of_the_module_is_refused_and_writes_nothing(
+    repository: Callable[[], ModuleRepository], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = repository(), repository()
+    first.create(TENANT, "m", description="d", content="exports.x = 1;", imports=[], tool=None, by="t")
+    _just_before_its_save(first, monkeypatch, lambda: second.update(TENANT, "m", description="second", by="t"))
+    with pytest.raises(ConcurrentChange):
+        first.update(TENANT, "m", content="exports.x = 2;", by="t")
+    # the other edit stands, and nothing of the refused one was written
+    module = second.module(TENANT, "m")
+    assert module.version == 2
+    assert (module.current["description"], module.current["content"]) == ("second", "exports.x = 1;")
+
+
+def test_a_publish_raced_by_an_edit_of_the_module_is_refused(
+    repository: Callable[[], ModuleRepository], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = repository(), repository()
+    first.create(TENANT, "m", description="d", content="exports.x = 1;", imports=[], tool=None, by="t")
+    _just_before_its_save(first, monkeypatch, lambda: second.update(TENANT, "m", content="exports.x = 2;", by="t"))
+    with pytest.raises(ConcurrentChange):
+        first.publish(TENANT, "m", by="t")
+    # the draft it checked is no longer the draft: nothing was published
+    assert second.module(TENANT, "m").published is None
+
+
+def test_a_save_raced_only_on_the_import_graph_is_retried(
+    repository: Callable[[], ModuleRepository], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = repository(), repository()
+    for name in ("lib", "m", "other"):
+        first.create(TENANT, name, description=name, content=f"exports.{name} = 1;", imports=[], tool=None, by="t")
+    first.publish(TENANT, "lib", by="t")
+    # another module's import change moves the graph between this save's load and its write
+    _just_before_its_save(first, monkeypatch, lambda: second.update(TENANT, "other", imports=["lib"], by="t"))
+    first.update(TENANT, "m", imports=["lib"], by="t")
+    assert second.module(TENANT, "m").current["imports"] == ["lib"]
+    nodes = second.graph(TENANT).nodes
+    assert (nodes["m"]["draft"], nodes["other"]["draft"]) == (["lib"], ["lib"])
+
+
+def test_the_read_model_is_rebuilt_from_the_event_store_at_start(store: dict[str, str], tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, admin_token="t")
     services = bootstrap(settings)
     services.start()
