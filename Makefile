@@ -57,9 +57,10 @@ opensearch:
 opensearch-stop:
 	@scripts/opensearch.sh stop
 
-# Exports OPENSEARCH_URL for the tests, starting the node, unless it is set. Outside CI a node that
-# cannot start leaves it unset: the OpenSearch tests skip, saying why; in CI the run fails.
-WITH_OPENSEARCH = if [ -z "$$OPENSEARCH_URL" ]; then \
+# Exports OPENSEARCH_URL for the tests, starting the node, unless it is set or a Docker engine answers
+# (the tests then use testcontainers). Outside CI a node that cannot start leaves it unset: the
+# OpenSearch tests skip, saying why; in CI the run fails.
+WITH_OPENSEARCH = if [ -z "$$OPENSEARCH_URL" ] && ! docker info >/dev/null 2>&1; then \
 	  if opensearch_url=$$(scripts/opensearch.sh start | tail -n 1) && [ -n "$$opensearch_url" ]; then export OPENSEARCH_URL=$$opensearch_url; \
 	  elif [ "$$CI" = true ]; then echo "make: OpenSearch did not start" >&2; exit 1; \
 	  else echo "make: OpenSearch did not start; its tests will skip" >&2; fi; \

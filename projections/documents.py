@@ -40,16 +40,17 @@ def touched(document: Document, by: str, at: datetime) -> Document:
 
 
 def derive(document: Document) -> Document:
-    current = document["draft"] or document["published"]
-    document.update(
-        description=current["description"],
-        role=current["role"],
-        tags=current["tags"],
-        imports=current["imports"],
-        exposeInChat=current["exposeInChat"],
-        state=UNPUBLISHED if document["published"] is None else (DRAFT if document["draft"] else PUBLISHED),
-        uses=sorted(set((document["draft"] or {}).get("imports", [])) | set((document["published"] or {}).get("imports", []))),
-    )
+    draft, published = document["draft"], document["published"]
+    current = draft or published
+    document["description"] = current["description"]
+    document["role"] = current["role"]
+    document["tags"] = current["tags"]
+    document["imports"] = current["imports"]
+    document["exposeInChat"] = current["exposeInChat"]
+    document["state"] = UNPUBLISHED if published is None else (DRAFT if draft else PUBLISHED)
+    draft_imports = draft["imports"] if draft else []
+    published_imports = published["imports"] if published else []
+    document["uses"] = sorted({*draft_imports, *published_imports}) if draft_imports or published_imports else []
     return document
 
 

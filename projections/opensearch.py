@@ -50,6 +50,8 @@ TRACKING = "tracking"
 MODULE = "module"
 
 _KEYWORD = {"type": "keyword"}
+# Facet fields: their global ordinals are built at refresh, not by the first list after a write.
+_FACET = {"type": "keyword", "eager_global_ordinals": True}
 MAPPINGS: dict[str, Any] = {
     "dynamic": "strict",
     "properties": {
@@ -58,9 +60,9 @@ MAPPINGS: dict[str, Any] = {
         "id": _KEYWORD,
         "deleted": {"type": "boolean"},
         "description": {"type": "keyword", "index": False, "doc_values": False},
-        "state": _KEYWORD,
-        "role": _KEYWORD,
-        "tags": _KEYWORD,
+        "state": _FACET,
+        "role": _FACET,
+        "tags": _FACET,
         "imports": _KEYWORD,
         "uses": _KEYWORD,
         "publishedVersion": {"type": "integer"},
