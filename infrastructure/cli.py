@@ -54,8 +54,13 @@ def _serve(args: argparse.Namespace) -> int:
     from infrastructure.bootstrap import bootstrap
     from infrastructure.settings import Settings
 
+    from pydantic import ValidationError
+
     overrides = {"data_dir": args.data_dir} if args.data_dir else {}
-    settings = Settings(**overrides)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as e:
+        return _refuse("; ".join(f"{_env_name(Settings, error['loc'])}: {error['msg']}" for error in e.errors()), "toolsmith serve")
     logs.configure(settings.log_level)
     services = bootstrap(settings)
     if services.new_admin_token:

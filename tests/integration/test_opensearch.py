@@ -213,3 +213,57 @@ def test_a_runner_killed_between_documents_and_tracking_resumes_to_what_a_rebuil
         assert resumed.wait(timeout=30) == 0
     fresh = rebuild(sqlite_app, opensearch, f"{opensearch_index}-fresh", replicas=0)
     assert _documents(opensearch, opensearch_index) == _documents(opensearch, fresh.index)
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_", "POSTGRES_"))}
+    return subprocess.run([str(TOOLSMITH), *args], env={**clean, **env}, capture_output=True, text=True, timeout=120)
+
+
+def test_the_rebuild_command_swaps_the_alias_and_shows_progress(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+                                                                opensearch_index: str, opensearch_url: str,
+                                                                tmp_path: Path) -> None:
+    _history(sqlite_app)
+    env = {"OPENSEARCH_URL": opensearch_url, "TOOLSMITH_OPENSEARCH_INDEX": opensearch_index,
+           "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "SQLITE_DBNAME": str(tmp_path / "events.sqlite"),
+           "TOOLSMITH_DATA_DIR": str(tmp_path)}
+    first = _cli("projections", "rebuild", env=env)
+    assert first.returncode == 0, first.stderr
+    assert f"{sqlite_app.position()}/{sqlite_app.position()} events" in first.stderr  # the progress bar's end
+    assert "replacing nothing" in first.stdout
+    index = next(iter(opensearch.indices.get_alias(name=opensearch_index)))
+    second = _cli("projections", "rebuild", "--keep-old", env=env)
+    assert second.returncode == 0 and f"replacing {index}" in second.stdout
+    assert opensearch.indices.exists(index=index)  # kept
+    assert next(iter(opensearch.indices.get_alias(name=opensearch_index))) != index
+    view = _view(opensearch, opensearch_index)
+    assert view.list(TENANT, ListQuery()).total == 6  # lib, tool0–tool4 (tool5 deleted, tool3 recreated)
+
+
+def test_the_projection_commands_refuse_without_opensearch(tmp_path: Path) -> None:
+    for action in ("run", "rebuild"):
+        refused = _cli("projections", action, env={"TOOLSMITH_DATA_DIR": str(tmp_path)})
+        assert refused.returncode == 2
+        assert "OPENSEARCH_URL is not set" in refused.stderr and "Traceback" not in refused.stderr
+    bad = _cli("serve", "--data-dir", str(tmp_path), env={"OPENSEARCH_URL": "opensearch:9200"})
+    assert bad.returncode == 2 and "OPENSEARCH_URL" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_bulk_rejected_as_a_whole_with_429_is_sent_again(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+                                                           opensearch_index: str) -> None:
+    from opensearchpy.exceptions import TransportError
+
+    class Overloaded(RejectingClient):
+        def bulk(self, body: bytes, **params: Any) -> dict[str, Any]:
+            self.bulks.append([orjson.loads(line)["index"]["_id"] for line in body.splitlines()[::2]])
+            if len(self.bulks) == 1:
+                raise TransportError(429, "circuit_breaking_exception", {"error": {"type": "circuit_breaking_exception"}})
+            return self._client.bulk(body=body, **params)
+
+    sqlite_app.create(TENANT, "m", description="m", content="exports.f = 1;", imports=[], tool=None, by="t")
+    client = Overloaded(opensearch, rejected=set())
+    view = OpenSearchModuleReadModel(client, index=opensearch_index, replicas=0, retry_base_seconds=0.01)  # type: ignore[arg-type]
+    view.open()
+    PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view)).catch_up()
+    assert client.bulks == [["default/m"], ["default/m"], ["tracking/toolsmith"]]
+    assert view.summary(TENANT, "m") is not None
