@@ -116,6 +116,10 @@ class Batch:
     positions: dict[str, int]
 
 
+class Overloaded(ReadModelUnavailable):
+    """OpenSearch answered 429 (a full queue, a tripped circuit breaker): retry later."""
+
+
 class BulkRejected(Exception):
     """Items of a bulk request failed for a reason a retry cannot fix."""
 
@@ -165,11 +169,11 @@ class OpenSearchModuleReadModel(ModuleReadModel):
                 index=f"{self.index}-000001",
                 body={"settings": index_settings(self.replicas), "mappings": MAPPINGS, "aliases": {self.index: {}}},
             )
+        except TransportConnectionError as error:
+            raise ReadModelUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
         except TransportError as error:
             if _error_type(error) != "resource_already_exists_exception":
                 raise ReadModelUnavailable(f"cannot prepare the OpenSearch index {self.index!r}: {_reason(error)}") from None
-        except TransportConnectionError as error:
-            raise ReadModelUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
 
     # -- tracking ------------------------------------------------------------------------------
 
@@ -177,7 +181,9 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         """The position written to OpenSearch (a batch in progress does not count)."""
         source = self._get(_tracking_id(application_name))
         position = source["position"] if source else None
-        if position is not None:
+        if position is None:
+            self._known_positions.pop(application_name, None)  # an index with nothing applied yet
+        else:
             self._known_positions[application_name] = position
         return position
 
@@ -211,7 +217,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         key = _module_id(tenant, module_id)
         buffered = self._pending.get(key) or self._recent.get(key)
         if buffered is not None:
-            return None if buffered[0].get("deleted") else _plain(buffered[0])
+            return None if buffered[0].get("deleted") else dict(buffered[0])
         if key in self._prefetched:
             found = self._prefetched[key]
             return _plain(found) if found is not None else None
@@ -220,7 +226,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     def put(self, document: Document, tracking: Tracking) -> None:
         self._check_new(tracking)
-        self._pending[_module_id(document["tenant"], document["id"])] = (_indexed(document), tracking.notification_id)
+        # Kept as the projection made it (it hands over a new dict); indexed when written.
+        self._pending[_module_id(document["tenant"], document["id"])] = (document, tracking.notification_id)
         self._pending_tracking[tracking.application_name] = tracking.notification_id
 
     def remove(self, tenant: str, module_id: str, tracking: Tracking) -> None:
@@ -248,7 +255,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
     def write(self, batch: Batch | None) -> None:
         if batch is None:
             return
-        actions = [_action(self.index, key, version, source) for key, (source, version) in batch.documents.items()]
+        actions = [_action(self.index, key, version, source if source.get("deleted") else _indexed(source))
+                   for key, (source, version) in batch.documents.items()]
         self._bulk(actions)
         if self.on_documents_written is not None:
             self.on_documents_written()
@@ -273,10 +281,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             # rebuild's writer thread seconds, holding the GIL the applying thread needs.
             body = b"".join(orjson.dumps(line) + b"\n" for action in actions for line in action)
             try:
-                response = self.client.bulk(body=body, refresh="true" if self.refresh else "false")
-            except TransportError as error:
-                if error.status_code != 429:
-                    self._call(lambda error=error: _raise(error))
+                response = self._call(lambda: self.client.bulk(body=body, refresh="true" if self.refresh else "false"))
+            except Overloaded:
                 response = {"errors": True, "items": [{"index": {"status": 429}}] * len(actions)}  # the whole request, again
             if not response.get("errors"):
                 return
@@ -394,13 +400,11 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         except TransportConnectionError as error:
             raise ReadModelUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
         except TransportError as error:
-            if isinstance(error.status_code, int) and error.status_code in (429, 502, 503, 504):
+            if error.status_code == 429:
+                raise Overloaded(f"OpenSearch is overloaded: 429 {_reason(error)}") from None
+            if error.status_code in (502, 503, 504):
                 raise ReadModelUnavailable(f"OpenSearch is unavailable: {error.status_code} {_reason(error)}") from None
             raise
-
-
-def _raise(error: Exception) -> None:
-    raise error
 
 
 def _live_filter(tenant: str) -> list[dict[str, Any]]:

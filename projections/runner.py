@@ -102,7 +102,7 @@ class PullingProjectionRunner:
                 if not notifications:
                     return applied
                 self._apply(notifications)
-                self.view.write(self.view.seal())
+                self.view.flush()
                 applied += len(notifications)
                 position = notifications[-1].id
                 self._advance(position)
@@ -172,6 +172,7 @@ class PullingProjectionRunner:
                 self.catch_up()
             except Exception as error:  # noqa: BLE001 - reported by `error` and the log, retried
                 self._failed(error)
+                self._opened = False  # the storage may be gone (an index deleted): prepare it again
                 self._stopping.wait(1.0)
             else:
                 self.error = None

@@ -267,3 +267,29 @@ def test_a_bulk_rejected_as_a_whole_with_429_is_sent_again(sqlite_app: ModuleRep
     PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view)).catch_up()
     assert client.bulks == [["default/m"], ["default/m"], ["tracking/toolsmith"]]
     assert view.summary(TENANT, "m") is not None
+
+
+def test_a_runner_whose_index_was_deleted_builds_it_again(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+                                                          opensearch_index: str) -> None:
+    view = _view(opensearch, opensearch_index)
+    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view), poll_seconds=0.05)
+    _history(sqlite_app)
+    runner.start()
+    try:
+        assert runner.wait(sqlite_app.position(), timeout=30)
+        opensearch.indices.delete(index=f"{opensearch_index}-*")
+        with pytest.raises(ReadModelUnavailable, match="does not exist"):
+            view.list(TENANT, ListQuery())
+        sqlite_app.create(TENANT, "after", description="After the loss", content="exports.f = 1;", imports=[], tool=None, by="t")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if view.list(TENANT, ListQuery()).total == 7:
+                    break
+            except ReadModelUnavailable:
+                pass
+            assert time.monotonic() < deadline, "the runner did not build the index again"
+            time.sleep(0.1)
+        assert view.summary(TENANT, "after")["description"] == "After the loss"
+    finally:
+        runner.stop()
