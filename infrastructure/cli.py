@@ -54,6 +54,7 @@ def _serve(args: argparse.Namespace) -> int:
     from infrastructure.bootstrap import bootstrap
     from infrastructure.settings import Settings
 
+    from eventsourcing.persistence import PersistenceError
     from pydantic import ValidationError
 
     overrides = {"data_dir": args.data_dir} if args.data_dir else {}
@@ -62,7 +63,11 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as e:
         return _refuse("; ".join(f"{_env_name(Settings, error['loc'])}: {error['msg']}" for error in e.errors()), "toolsmith serve")
     logs.configure(settings.log_level)
-    services = bootstrap(settings)
+    try:
+        services = bootstrap(settings)
+    except (ValueError, PersistenceError) as e:
+        # A store that cannot be opened (settings missing, a server that does not answer).
+        return _refuse(f"cannot open the event store ({settings.persistence_module}): {e}", "toolsmith serve")
     if services.new_admin_token:
         # Shown once, on the terminal that started the service; only its hash is kept.
         print(

@@ -102,7 +102,11 @@ class PullingProjectionRunner:
                 if not notifications:
                     return applied
                 self._apply(notifications)
-                self.view.flush()
+                try:
+                    self.view.flush()
+                except BaseException:
+                    self.view.discard()
+                    raise
                 applied += len(notifications)
                 position = notifications[-1].id
                 self._advance(position)

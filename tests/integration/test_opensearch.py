@@ -240,13 +240,15 @@ def test_the_rebuild_command_swaps_the_alias_and_shows_progress(sqlite_app: Modu
     assert view.list(TENANT, ListQuery()).total == 6  # lib, tool0–tool4 (tool5 deleted, tool3 recreated)
 
 
-def test_the_projection_commands_refuse_without_opensearch(tmp_path: Path) -> None:
+def test_commands_refuse_settings_they_cannot_use(tmp_path: Path) -> None:
     for action in ("run", "rebuild"):
         refused = _cli("projections", action, env={"TOOLSMITH_DATA_DIR": str(tmp_path)})
         assert refused.returncode == 2
         assert "OPENSEARCH_URL is not set" in refused.stderr and "Traceback" not in refused.stderr
     bad = _cli("serve", "--data-dir", str(tmp_path), env={"OPENSEARCH_URL": "opensearch:9200"})
     assert bad.returncode == 2 and "OPENSEARCH_URL" in bad.stderr and "Traceback" not in bad.stderr
+    no_store = _cli("serve", "--data-dir", str(tmp_path), env={"PERSISTENCE_MODULE": "eventsourcing.postgres"})
+    assert no_store.returncode == 2 and "needs POSTGRES_DBNAME, POSTGRES_HOST, POSTGRES_USER" in no_store.stderr
 
 
 def test_a_bulk_rejected_as_a_whole_with_429_is_sent_again(sqlite_app: ModuleRepository, opensearch: OpenSearch,
