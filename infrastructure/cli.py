@@ -141,6 +141,8 @@ def _projections(args: argparse.Namespace) -> int:
     import signal
     import threading
 
+    from eventsourcing.persistence import PersistenceError
+    from opensearchpy.exceptions import OpenSearchException
     from pydantic import ValidationError
 
     from domain.application import ModuleRepository
@@ -166,7 +168,10 @@ def _projections(args: argparse.Namespace) -> int:
     def no_sandbox() -> None:
         raise SandboxUnavailable("the projection runner runs no code")
 
-    app = ModuleRepository(settings.event_store_env(), sandbox=no_sandbox)  # type: ignore[arg-type]
+    try:
+        app = ModuleRepository(settings.event_store_env(), sandbox=no_sandbox)  # type: ignore[arg-type]
+    except PersistenceError as e:
+        return _refuse(f"cannot open the event store ({settings.persistence_module}): {e}", prog)
     try:
         if args.action == "rebuild":
             return _rebuild(app, settings, args.keep_old)
@@ -185,8 +190,8 @@ def _projections(args: argparse.Namespace) -> int:
         runner.stop()
         view.close()
         return 0
-    except ReadModelUnavailable as e:
-        return _refuse(str(e), prog)
+    except (ReadModelUnavailable, OpenSearchException) as e:
+        return _refuse(f"OpenSearch: {e}", prog)
     finally:
         app.close()
 

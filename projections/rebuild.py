@@ -9,6 +9,7 @@ position and applies what the rebuild had not, and external versions make any ov
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,7 +52,8 @@ def rebuild(
         view.refresh = True
         events += runner.catch_up(progress)
     except BaseException:
-        client.indices.delete(index=index, ignore_unavailable=True)
+        with contextlib.suppress(Exception):  # best effort: OpenSearch may be what failed
+            client.indices.delete(index=index, ignore_unavailable=True)
         raise
     replaced = sorted(client.indices.get_alias(name=alias).keys()) if client.indices.exists_alias(name=alias) else []
     actions = [{"remove": {"index": old, "alias": alias}} for old in replaced] + [{"add": {"index": index, "alias": alias}}]

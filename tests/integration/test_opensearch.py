@@ -247,6 +247,10 @@ def test_commands_refuse_settings_they_cannot_use(tmp_path: Path) -> None:
         assert "OPENSEARCH_URL is not set" in refused.stderr and "Traceback" not in refused.stderr
     bad = _cli("serve", "--data-dir", str(tmp_path), env={"OPENSEARCH_URL": "opensearch:9200"})
     assert bad.returncode == 2 and "OPENSEARCH_URL" in bad.stderr and "Traceback" not in bad.stderr
+    unreachable = _cli("projections", "rebuild", env={"OPENSEARCH_URL": f"http://user:pw-{os.getpid()}@127.0.0.1:{free_port()}",
+                                                     "TOOLSMITH_DATA_DIR": str(tmp_path)})
+    assert unreachable.returncode == 2 and "Connection refused" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr and f"pw-{os.getpid()}" not in unreachable.stderr + unreachable.stdout
     no_store = _cli("serve", "--data-dir", str(tmp_path), env={"PERSISTENCE_MODULE": "eventsourcing.postgres"})
     assert no_store.returncode == 2 and "needs POSTGRES_DBNAME, POSTGRES_HOST, POSTGRES_USER" in no_store.stderr
 
