@@ -203,6 +203,10 @@ def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation
                 found.append(Violation(f"{where}.default", "V1", "only an optional parameter can have a default"))
             elif not value_matches_type(param["default"], param["type"]):
                 found.append(Violation(f"{where}.default", "V1", f"is not a valid {param['type']}"))
+            elif _has_reserved_object(param["default"]):
+                found.append(Violation(f"{where}.default", "V1", "an object whose keys are exactly _type_ and _data_ "
+                                       "is reserved by the event store (it would be read back as a typed value); "
+                                       "add or rename a key"))
         if len(param.get("description", "")) > MAX_DESCRIPTION:
             found.append(Violation(f"{where}.description", "R9", f"must be at most {MAX_DESCRIPTION} characters"))
     low, high = TIMEOUT_RANGE
@@ -220,6 +224,17 @@ def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation
         if not tag.strip() or len(tag) > MAX_TAG_LENGTH:
             found.append(Violation(f"{field}.tags[{i}]", "R9", f"a tag is 1 to {MAX_TAG_LENGTH} visible characters"))
     return found
+
+
+def _has_reserved_object(value: Any) -> bool:
+    """Whether a JSON value holds `{"_type_": …, "_data_": …}`: eventsourcing's JSON transcoder
+    reads such an object back as a registered type (or fails on an unknown one), so a module
+    whose definition held one could never be loaded, nor projected, again."""
+    if isinstance(value, dict):
+        return value.keys() == {"_type_", "_data_"} or any(_has_reserved_object(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_reserved_object(v) for v in value)
+    return False
 
 
 def normalise_tool(tool: dict[str, Any] | None) -> dict[str, Any] | None:

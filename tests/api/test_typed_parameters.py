@@ -294,3 +294,19 @@ def test_seed_000_format_currency_prints_dollars_and_euros(client: TestClient, r
     assert output(run({"amount": 1234.5, "currency_code": "USD"})) == "$1,234.50"
     assert output(run({"amount": 1234.5, "currency_code": "EUR"})) == "€1,234.50"
     refused(run({"amount": "1234.5", "currency_code": "USD"}), "input.amount")
+
+
+@pytest.mark.parametrize("default", [{"_type_": "datetime_iso", "_data_": "2026-01-01"},
+                                     {"a": [{"_data_": 1, "_type_": "nope"}]}])
+def test_a_default_shaped_like_a_stored_type_is_refused_and_the_read_model_goes_on(client: TestClient, default: Any) -> None:
+    module_id = unique_id()
+    body = {"id": module_id, "description": "d", "draftContent": "exports.run = function (i) { return i; };",
+            "tool": {"inputParameters": [{"name": "o", "type": "object", "required": False, "default": default}]}}
+    refused = client.post(BASE, json=body)
+    assert refused.status_code == 400
+    [error] = refused.json()["errors"]
+    assert (error["field"], error["rule"]) == ("tool.inputParameters[0].default", "V1")
+    assert "_type_ and _data_" in error["message"]
+    body["tool"]["inputParameters"][0]["default"] = {"_type_": "note", "_data_": 1, "why": "three keys are plain data"}
+    assert client.post(BASE, json=body).status_code == 201
+    assert client.get(BASE, params={"search": module_id}).json()["total"] == 1  # projected, not stuck
