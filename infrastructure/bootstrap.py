@@ -73,15 +73,14 @@ def opensearch_client(settings: Settings) -> OpenSearch:
     )
 
 
-def build_read_model(settings: Settings, *, index: str | None = None, refresh: bool = True) -> ModuleReadModel:
+def build_read_model(settings: Settings) -> ModuleReadModel:
     """DESIGN §1: OpenSearch when `OPENSEARCH_URL` is set, else in memory (rebuilt at start)."""
     if settings.opensearch_url is None:
         return InMemoryModuleReadModel()
     return OpenSearchModuleReadModel(
         opensearch_client(settings),
-        index=index or settings.opensearch_index,
+        index=settings.opensearch_index,
         replicas=settings.opensearch_replicas,
-        refresh=refresh,
     )
 
 
