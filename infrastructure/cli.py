@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from domain.application import ModuleRepository
     from infrastructure.settings import Settings
 
@@ -61,7 +63,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         settings = Settings(**overrides)
     except ValidationError as e:
-        return _refuse("; ".join(f"{_env_name(Settings, error['loc'])}: {error['msg']}" for error in e.errors()), "toolsmith serve")
+        return _refuse(_invalid(e), "toolsmith serve")
     logs.configure(settings.log_level)
     try:
         services = bootstrap(settings)
@@ -98,7 +100,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     try:
         settings = Settings()
     except ValidationError as e:
-        return _refuse("; ".join(f"{_env_name(Settings, error['loc'])}: {error['msg']}" for error in e.errors()))
+        return _refuse(_invalid(e))
     secret = settings.sandbox_secret.get_secret_value() if settings.sandbox_secret else ""
     if not secret and not args.insecure_dev:
         return _refuse("CODESANDBOX_SECRET is not set: set it to the secret the API presents, "
@@ -159,7 +161,7 @@ def _projections(args: argparse.Namespace) -> int:
     try:
         settings = Settings()
     except ValidationError as e:
-        return _refuse("; ".join(f"{_env_name(Settings, error['loc'])}: {error['msg']}" for error in e.errors()), prog)
+        return _refuse(_invalid(e), prog)
     if settings.opensearch_url is None:
         return _refuse("OPENSEARCH_URL is not set; the in-memory read model needs no runner: "
                        "each API process rebuilds it at start", prog)
@@ -224,6 +226,13 @@ def _allow_list_error(domains: str) -> str | None:
     except ValueError as e:
         return str(e)
     return None
+
+
+def _invalid(error: ValidationError) -> str:
+    """Each invalid setting, named by its environment variable."""
+    from infrastructure.settings import Settings
+
+    return "; ".join(f"{_env_name(Settings, e['loc'])}: {e['msg']}" for e in error.errors())
 
 
 def _env_name(settings: type, location: tuple[object, ...]) -> str:

@@ -221,8 +221,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         if key in self._prefetched:
             found = self._prefetched[key]
             return _plain(found) if found is not None else None
-        source = self._get(key)
-        return _plain(source) if source is not None and not source.get("deleted") else None
+        source = self._get_live(key)
+        return _plain(source) if source is not None else None
 
     def put(self, document: Document, tracking: Tracking) -> None:
         self._check_new(tracking)
@@ -318,8 +318,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         for tag in query.tags:
             filters.append({"term": {"tags": tag}})
         if query.used_by is not None:
-            user = self._get(_module_id(tenant, query.used_by))
-            filters.append({"terms": {"id": user["uses"] if user and not user.get("deleted") else []}})
+            user = self._get_live(_module_id(tenant, query.used_by))
+            filters.append({"terms": {"id": user["uses"] if user else []}})
         order = "asc" if query.ascending else "desc"
         primary = {"id": "idKey", "description": "descriptionKey", "role": "role", "state": "state"}[query.order_by]
         sort = [{primary: order}, {"idKey": "asc"}, {"id": "asc"}]
@@ -355,8 +355,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         )
 
     def summary(self, tenant: str, module_id: str) -> dict[str, Any] | None:
-        source = self._get(_module_id(tenant, module_id))
-        return summary(source) if source is not None and not source.get("deleted") else None
+        source = self._get_live(_module_id(tenant, module_id))
+        return summary(source) if source is not None else None
 
     def used_by(self, tenant: str, module_id: str) -> list[str]:
         body = {
@@ -370,8 +370,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         return sorted(hit["fields"]["id"][0] for hit in found["hits"]["hits"])
 
     def is_taken(self, tenant: str, module_id: str) -> bool:
-        source = self._get(_module_id(tenant, module_id))
-        return source is not None and not source.get("deleted")
+        return self._get_live(_module_id(tenant, module_id)) is not None
 
     def close(self) -> None:
         self.client.close()
@@ -389,6 +388,11 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             return self._call(lambda: self.client.get(index=self.index, id=doc_id))["_source"]
         except NotFoundError:
             return None
+
+    def _get_live(self, doc_id: str) -> Document | None:
+        """A module's stored document, or None when there is none or only its tombstone."""
+        source = self._get(doc_id)
+        return _live(source) if source is not None else None
 
     def _call(self, request: Callable[[], Any]) -> Any:
         try:

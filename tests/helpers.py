@@ -20,3 +20,9 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def environment_without_settings() -> dict[str, str]:
+    """This process's environment without any Toolsmith, OpenSearch or PostgreSQL setting, for a
+    child process that must get only the settings a test gives it."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_", "POSTGRES_"))}

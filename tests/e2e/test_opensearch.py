@@ -3,7 +3,6 @@ and as its own process, and writes that keep working while OpenSearch is stopped
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ import pytest
 
 from tests import engines
 from tests.e2e.conftest import TOOLSMITH, Server, printed_tokens
-from tests.helpers import ADMIN_TOKEN, free_port
+from tests.helpers import ADMIN_TOKEN, environment_without_settings, free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -72,7 +71,7 @@ def test_read_your_writes_with_the_runner_in_the_api(tmp_path: Path, opensearch_
 def test_read_your_writes_with_the_runner_as_its_own_process(tmp_path: Path, opensearch_url: str, opensearch_index: str) -> None:
     env = _env(opensearch_url, opensearch_index, TOOLSMITH_PROJECTION_RUNNER="external")
     server = _start(tmp_path, env)
-    runner_env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_"))}
+    runner_env = environment_without_settings()
     runner_env.update(env, TOOLSMITH_DATA_DIR=str(tmp_path / "data"))
     runner = subprocess.Popen([str(TOOLSMITH), "projections", "run"], env=runner_env,
                               stdout=(tmp_path / "runner.log").open("w"), stderr=subprocess.STDOUT)

@@ -4,7 +4,6 @@ through either API is listed at once by both, and the two keep one consistent re
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import TOOLSMITH, Server
-from tests.helpers import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN, environment_without_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +26,7 @@ def topology(postgres_store: dict[str, str], opensearch_url: str, opensearch_ind
            "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "TOOLSMITH_PROJECTION_RUNNER": "external",
            "TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "CODESANDBOX_WORKERS": "1"}
     one = Server(data_dir=tmp_path / "one", env=env, token=ADMIN_TOKEN).start()  # creates the tables
-    runner_env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_", "POSTGRES_"))}
+    runner_env = environment_without_settings()
     runner_env.update({k: v for k, v in env.items() if k != "TOOLSMITH_ADMIN_TOKEN"}, TOOLSMITH_DATA_DIR=str(tmp_path / "runner"))
     runner = subprocess.Popen([str(TOOLSMITH), "projections", "run"], env=runner_env,
                               stdout=(tmp_path / "runner.log").open("w"), stderr=subprocess.STDOUT)

@@ -25,7 +25,7 @@ from projections.opensearch import MAPPINGS, OpenSearchModuleReadModel
 from projections.rebuild import rebuild
 from projections.runner import PullingProjectionRunner
 from sandbox.embedded import EmbeddedSandbox
-from tests.helpers import free_port
+from tests.helpers import environment_without_settings, free_port
 
 TENANT = "default"
 TOOLSMITH = Path(sys.executable).parent / "toolsmith"
@@ -185,7 +185,7 @@ def test_queries_say_unavailable_when_opensearch_cannot_be_reached() -> None:
 
 
 def _projections_run(tmp_path: Path, url: str, alias: str, **extra: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_"))}
+    env = environment_without_settings()
     env.update(OPENSEARCH_URL=url, TOOLSMITH_OPENSEARCH_INDEX=alias, TOOLSMITH_OPENSEARCH_REPLICAS="0",
                SQLITE_DBNAME=str(tmp_path / "events.sqlite"), TOOLSMITH_DATA_DIR=str(tmp_path), **extra)
     return subprocess.Popen([str(TOOLSMITH), "projections", "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -216,7 +216,7 @@ def test_a_runner_killed_between_documents_and_tracking_resumes_to_what_a_rebuil
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_", "POSTGRES_"))}
+    clean = environment_without_settings()
     return subprocess.run([str(TOOLSMITH), *args], env={**clean, **env}, capture_output=True, text=True, timeout=120)
 
 
