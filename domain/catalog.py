@@ -1,0 +1,108 @@
+"""The tool catalog's vocabulary (DESIGN §2 R2, R14, R15; §3 catalog; §4 registration).
+
+Four kinds of tool share one name space: code modules (CODE), native tools (LOCAL) and external MCP
+tools (MCP) declared in the tools file, and plans exposed as tools (PLAN). A `ToolEntry` describes
+one of them the same way for the catalog, MCP's `tools/list`, plans and agents. When two tools share
+a name, R15 decides which one a call reaches; the others stay listed with `shadowed_by`.
+
+`Permissions` are what a caller may use (R14): everything for an admin, else the tools and tags of
+the caller's usage profile. A caller whose token resolves no profile, or a profile that names
+nothing, gets no tool at all.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.ports import ExecutionResult
+
+MCP = "MCP"
+LOCAL = "LOCAL"
+PLAN = "PLAN"
+CODE = "CODE"
+CALL_TYPES = (MCP, LOCAL, PLAN, CODE)
+# R15: when two tools share a name, the first kind in this order is the one called.
+RESOLUTION_ORDER = (MCP, LOCAL, PLAN, CODE)
+# What R2's 409 and `availability` call each kind.
+KIND_NAMES = {MCP: "MCP tool", LOCAL: "native tool", PLAN: "plan", CODE: "module"}
+CODE_TAG = "code"
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """One tool as the catalog, MCP and the callers see it."""
+
+    name: str
+    description: str
+    call_type: str
+    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    tags: tuple[str, ...] = ()
+    expose_in_chat: bool = False
+    enabled: bool = True
+    # False for what MCP registration skips silently: an empty source (seeds 000, 003).
+    configured: bool = True
+    # The call type that wins R15 over this entry, when another tool holds the same name.
+    shadowed_by: str | None = None
+
+    @property
+    def offered_in_chat(self) -> bool:
+        """Registration rules (DESIGN §4): enabled, configured, callable in chat, not shadowed."""
+        return self.enabled and self.configured and self.expose_in_chat and self.shadowed_by is None
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """R14: what a caller may use. `everything` for admins; else tools by name or by tag."""
+
+    everything: bool = False
+    tools: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+
+    def allow(self, entry: ToolEntry) -> bool:
+        if self.everything:
+            return True
+        return entry.name in self.tools or not self.tags.isdisjoint(entry.tags)
+
+    @property
+    def none(self) -> bool:
+        return not self.everything and not self.tools and not self.tags
+
+
+EVERYTHING = Permissions(everything=True)
+NOTHING = Permissions()
+
+
+class DeclaredTool(ABC):
+    """A native (LOCAL) or external MCP tool declared in the tools file, not in the event store."""
+
+    entry: ToolEntry
+
+    @abstractmethod
+    def call(self, arguments: dict[str, Any], context: dict[str, Any]) -> ExecutionResult:
+        """Runs the tool. Never raises for what the tool does: a failure is an error result."""
+
+    def close(self) -> None:
+        """Releases what the tool keeps open."""
+
+
+def resolve(entries: Iterable[ToolEntry]) -> list[ToolEntry]:
+    """Every entry, sorted by name, each one that loses R15 to another marked `shadowed_by`."""
+    by_name: dict[str, list[ToolEntry]] = {}
+    for entry in entries:
+        by_name.setdefault(entry.name, []).append(entry)
+    resolved: list[ToolEntry] = []
+    for name in sorted(by_name):
+        holders = sorted(by_name[name], key=lambda e: RESOLUTION_ORDER.index(e.call_type))
+        winner = holders[0]
+        resolved.append(winner)
+        resolved.extend(_shadowed(e, winner.call_type) for e in holders[1:])
+    return resolved
+
+
+def _shadowed(entry: ToolEntry, by: str) -> ToolEntry:
+    from dataclasses import replace
+
+    return replace(entry, shadowed_by=by)
