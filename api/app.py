@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import problems
-from api.routes import modules, tools
+from api.routes import callers, catalog, modules, tokens, tools
 from infrastructure.bootstrap import Services
 
 
@@ -81,6 +81,10 @@ def create_app(services: Services) -> FastAPI:
     problems.install(app)
     app.include_router(modules.router)
     app.include_router(tools.router)
+    app.include_router(catalog.router)
+    for router in (callers.plans, callers.agents, callers.servers, callers.profiles):
+        app.include_router(router)
+    app.include_router(tokens.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from domain.catalog import Permissions
 from infrastructure.auth import ADMIN, AUDITOR, CALLER, Principal
 from infrastructure.bootstrap import Services
 
@@ -43,3 +44,8 @@ def _role(*roles: str):  # noqa: ANN202 - a dependency factory
 Admin = Annotated[Principal, Depends(_role(ADMIN))]
 Reader = Annotated[Principal, Depends(_role(ADMIN, AUDITOR))]
 ToolCaller = Annotated[Principal, Depends(_role(ADMIN, CALLER))]
+
+
+def permissions_of(services: Services, principal: Principal) -> Permissions:
+    """R14 for this caller: everything for an admin, a caller's usage profile, nothing otherwise."""
+    return services.toolbox.permissions(principal.tenant, principal.role, principal.usage_profile)

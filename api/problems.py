@@ -95,13 +95,16 @@ def _status(error: errors.ModuleError) -> int:
         errors.CheckFailed: 422,
         errors.SandboxBusy: 429,
         errors.SandboxUnavailable: 503,
+        errors.UnknownRecord: 404,
+        errors.InvalidRecord: 400,
+        errors.RecordTaken: 409,
     }.get(type(error), 400)
 
 
 def from_domain(error: errors.ModuleError) -> JSONResponse:
     extra: dict[str, Any] = {}
     headers = None
-    if isinstance(error, (errors.InvalidDefinition, errors.ImportRefused, errors.InvalidInput)):
+    if isinstance(error, (errors.InvalidDefinition, errors.ImportRefused, errors.InvalidInput, errors.InvalidRecord)):
         extra["errors"] = [v.as_dict() for v in error.violations]
     if isinstance(error, errors.ImportCycle):
         extra["cycle"] = error.cycle

@@ -168,3 +168,115 @@ class Problem(BaseModel):
     usedBy: Usage | None = None
     failingModule: str | None = None
     error: ExecutionErrorOut | None = None
+
+
+# -- the tool catalog and its callers (DESIGN §3, §4; seeds 003 and 004) ------------------------
+
+
+class ToolOut(BaseModel):
+    name: str
+    description: str
+    callType: str = Field(description="LOCAL (native), CODE (code module), MCP (external MCP tool) or PLAN")
+    tags: list[str]
+    inputSchema: dict[str, Any]
+    exposeInChat: bool
+    enabled: bool
+    shadowedBy: str | None = Field(None, description="the call type that holds the same name first (R15); calls reach it, not this tool")
+
+
+class NodeIn(_Request):
+    type: str = Field("DIRECT_TOOL", description="DIRECT_TOOL: the tool is called with no LLM in the loop")
+    toolName: str
+
+
+class PlanFields(_Request):
+    description: str
+    nodes: list[NodeIn] = Field(description="called in order; each output is the next node's input")
+    exposeAsTool: bool = Field(False, description="listed in the catalog and callable as a tool under the plan's id")
+    exposeInChat: bool = False
+    tags: list[str] = []
+
+
+class PlanIn(PlanFields):
+    id: str
+
+
+class AgentFields(_Request):
+    description: str
+    allowedTools: list[str] = []
+    allowedTags: list[str] = []
+
+
+class AgentIn(AgentFields):
+    id: str
+
+
+class McpServerFields(_Request):
+    description: str = Field("", max_length=2_000)
+    tools: list[str] = Field([], description="the attached tools, by name")
+
+
+class McpServerIn(McpServerFields):
+    id: str
+
+
+class UsageProfileFields(_Request):
+    description: str = Field("", max_length=2_000)
+    allowedTools: list[str] = []
+    allowedTags: list[str] = []
+
+
+class UsageProfileIn(UsageProfileFields):
+    id: str
+
+
+# Responses are built by the server: no strictness, and fields they do not declare are dropped.
+_RESPONSE = ConfigDict(extra="ignore", strict=False)
+
+
+class _Stamped(BaseModel):
+    createdAt: datetime
+    createdBy: str
+    updatedAt: datetime
+    updatedBy: str
+
+
+class PlanPublic(PlanIn, _Stamped):
+    model_config = _RESPONSE
+
+
+class AgentPublic(AgentIn, _Stamped):
+    model_config = _RESPONSE
+    tools: list[str] = Field(description="the tools the agent may use now: those it names and those with an allowed tag")
+
+
+class McpServerPublic(McpServerIn, _Stamped):
+    model_config = _RESPONSE
+    url: str = Field(description="the server's MCP endpoint (streamable HTTP), relative to this API")
+
+
+class UsageProfilePublic(UsageProfileIn, _Stamped):
+    model_config = _RESPONSE
+
+
+class RunRequest(_Request):
+    input: Any = None
+
+
+class TokenIn(_Request):
+    name: str
+    role: str = Field(description="admin, auditor or caller (DESIGN §8)")
+    usageProfile: str | None = Field(None, description="a caller token's usage profile (R14)")
+
+
+class TokenPublic(BaseModel):
+    id: str
+    name: str
+    role: str
+    usageProfile: str | None
+    createdAt: datetime
+    createdBy: str
+
+
+class TokenIssued(TokenPublic):
+    token: str = Field(description="the bearer token; shown once, only its hash is kept")

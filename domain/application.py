@@ -36,6 +36,7 @@ from domain.errors import (
     UnknownModule,
     Violation,
 )
+from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
 from domain.graph import bundle_order, find_cycle, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph, graph_aggregate_id, module_aggregate_id
 from domain.ports import Execution, ExecutionResult, GraphLock, NoOtherTools, Sandbox, SourceUnit, ToolNames
@@ -111,9 +112,49 @@ class ModuleRepository(Application):
         except AggregateNotFoundError:
             return ImportGraph(tenant=tenant)
 
+    def registry(self, tenant: str, *, for_update: bool = False) -> CallerRegistry:
+        """The tenant's plans, agents, MCP servers and usage profiles."""
+        try:
+            return self.repository.get(registry_id(tenant), deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return CallerRegistry(tenant=tenant)
+
+    def tokens(self, *, for_update: bool = False) -> TokenRegistry:
+        try:
+            return self.repository.get(TOKENS_ID, deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return TokenRegistry()
+
     def tool_holding(self, tenant: str, name: str) -> str | None:
-        """The kind of non-module tool that holds `name` (R2), or None."""
-        return self._tool_names.holder_of(tenant, name)
+        """The kind of non-module tool that holds `name` (R2): a declared tool, or a plan exposed
+        as a tool; None when none does."""
+        holder = self._tool_names.holder_of(tenant, name)
+        if holder is None and self.registry(tenant).exposed_plan(name) is not None:
+            holder = "plan"
+        return holder
+
+    def is_module(self, tenant: str, name: str) -> bool:
+        """Whether a (non-deleted) module holds `name`, from the event store."""
+        module = self._load(tenant, name)
+        return module is not None and not module.deleted
+
+    def published_tools(self, tenant: str) -> list[CodeModule]:
+        """Every module whose published version is a tool, from the import graph's published nodes."""
+        graph = self.graph(tenant)
+        found = []
+        for name in list(graph.published_edges()):
+            module = self._load(tenant, name)
+            if module is not None and module.published is not None and module.published["tool"] is not None:
+                found.append(module)
+        return found
+
+    def save_or_conflict(self, *aggregates: Any) -> int | None:
+        """Saves atomically; None when another writer got there first (nothing was written)."""
+        return self._save(*aggregates)
+
+    @property
+    def graph_lock(self) -> GraphLock:
+        return self._graph_lock
 
     def position(self) -> int:
         return self.recorder.max_notification_id() or 0
@@ -198,7 +239,9 @@ class ModuleRepository(Application):
             imports_changed = definition["imports"] != edges_now
             if imports_changed:
                 self._check_draft_imports(graph, module_id, definition["imports"])
-            if not module.change_draft(definition, by):
+            # `enabled` is live (seed 003): it switches the published tool at once, draft or not.
+            enabled_changed = definition["tool"] is not None and module.set_enabled(definition["tool"]["enabled"], by)
+            if not module.change_draft(definition, by) and not enabled_changed:
                 return Written(module, None)
             if imports_changed:
                 draft_edges = None if definition["imports"] == node["published"] else definition["imports"]
@@ -267,7 +310,7 @@ class ModuleRepository(Application):
             module = self.module(tenant, module_id, for_update=True)
             version = module.version
             graph = self.graph(tenant, for_update=True)
-            used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], "plans": [], "agents": []}
+            used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], **self.registry(tenant).users_of(module_id)}
             if any(used_by.values()):
                 raise InUse(module_id, used_by)
             module.delete(by)

@@ -168,3 +168,36 @@ class InvalidInput(ModuleError):
     def __init__(self, violations: list[Violation]) -> None:
         self.violations = violations
         super().__init__("; ".join(f"{v.field}: {v.message}" for v in violations))
+
+
+class UnknownRecord(ModuleError):
+    """No plan, agent, MCP server, usage profile or token with that id in the caller's tenant."""
+
+    code = "not-found"
+
+    def __init__(self, kind: str, record_id: str) -> None:
+        self.kind = kind
+        self.record_id = record_id
+        super().__init__(f"no {kind} with id {record_id!r}")
+
+
+class InvalidRecord(ModuleError):
+    """A plan, agent, MCP server, usage profile or token request breaks a rule."""
+
+    code = "invalid-record"
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        super().__init__("; ".join(f"{v.field}: {v.message} ({v.rule})" for v in violations))
+
+
+class RecordTaken(ModuleError):
+    """The id is already held by a record of that kind, or (R2) by a tool of another kind."""
+
+    code = "id-taken"
+
+    def __init__(self, kind: str, record_id: str, taken_by: str | None = None) -> None:
+        self.kind = kind
+        self.record_id = record_id
+        holder = taken_by or kind
+        super().__init__(f"the id {record_id!r} is already used by a {holder}" + (" (R2)" if taken_by else ""))

@@ -105,6 +105,16 @@ class CodeModule(Aggregate):
         self._published(tenant=self.tenant, module_id=self.module_id, version=self.published_version + 1, definition=self.draft, by=by)
         return self.published_version
 
+    def set_enabled(self, enabled: bool, by: str) -> bool:
+        """Switches the tool on or off at once, in the published version and the draft alike: a
+        disabled tool leaves MCP and chat without a publish (seed 003). False when nothing changes."""
+        self._check_exists()
+        sections = [d["tool"] for d in (self.published, self.draft) if d is not None and d["tool"] is not None]
+        if not sections or all(section["enabled"] == enabled for section in sections):
+            return False
+        self._enabled_changed(tenant=self.tenant, module_id=self.module_id, enabled=enabled, by=by)
+        return True
+
     def discard_draft(self, by: str) -> None:
         self._check_exists()
         if self.published is None:
@@ -149,6 +159,14 @@ class CodeModule(Aggregate):
         self.published_at = timestamp
         self.published_by = by
         self.draft = None
+        self._touched(by, timestamp)
+
+    @event("EnabledChanged")
+    def _enabled_changed(self, tenant: str, module_id: str, enabled: bool, by: str, timestamp: datetime | None = None) -> None:
+        for name in ("published", "draft"):
+            definition = getattr(self, name)
+            if definition is not None and definition["tool"] is not None:
+                setattr(self, name, {**definition, "tool": {**definition["tool"], "enabled": enabled}})
         self._touched(by, timestamp)
 
     @event("DraftDiscarded")

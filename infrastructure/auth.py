@@ -10,8 +10,10 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ADMIN = "admin"
 AUDITOR = "auditor"
@@ -25,6 +27,9 @@ class Principal:
     name: str
     role: str
     tenant: str
+    # A caller token's usage profile (R14); the id of an issued token (None for the first admin's).
+    usage_profile: str | None = None
+    token_id: str | None = None
 
 
 def _digest(token: str) -> str:
@@ -32,8 +37,12 @@ def _digest(token: str) -> str:
 
 
 class Authenticator:
-    def __init__(self) -> None:
+    """The first admin's token (from the settings or the data dir), then the tokens admins issued
+    (`find_issued`: the event-sourced token registry, which keeps only hashes)."""
+
+    def __init__(self, find_issued: Callable[[str], dict[str, Any] | None] | None = None) -> None:
         self._principals: dict[str, Principal] = {}
+        self._find_issued = find_issued
 
     def add(self, token_digest: str, principal: Principal) -> None:
         self._principals[token_digest] = principal
@@ -47,6 +56,13 @@ class Authenticator:
         for digest, principal in self._principals.items():
             if hmac.compare_digest(presented, digest):
                 found = principal
+        if found is None and self._find_issued is not None:
+            issued = self._find_issued(token)
+            if issued is not None:
+                found = Principal(
+                    name=issued["name"], role=issued["role"], tenant=issued["tenant"],
+                    usage_profile=issued["usageProfile"], token_id=issued["id"],
+                )
         return found
 
 

@@ -9,6 +9,9 @@ from opensearchpy import OpenSearch
 from domain.application import ModuleRepository, ThreadGraphLock
 from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Sandbox
+from domain.records import CallerRecords
+from domain.toolbox import DeclaredNames, Toolbox
+from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
 from infrastructure.settings import POSTGRES, Settings
 from projections.interface import ModuleReadModel
@@ -29,6 +32,8 @@ class Services:
     authenticator: Authenticator
     sandbox: Sandbox | None
     graph_lock: GraphLock
+    toolbox: Toolbox
+    records: CallerRecords
     # The admin token when this start generated it; shown once, then forgotten.
     new_admin_token: str | None = field(default=None, repr=False)
     # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
@@ -113,7 +118,12 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
 
     event_store_env = settings.event_store_env()
     graph_lock = build_graph_lock(settings, event_store_env)
-    modules = ModuleRepository(event_store_env, sandbox=sandbox_or_refuse, graph_lock=graph_lock)
+    declared = load_declared_tools(settings.tools_file)
+    modules = ModuleRepository(
+        event_store_env, sandbox=sandbox_or_refuse, graph_lock=graph_lock, tool_names=DeclaredNames(declared)
+    )
+    toolbox = Toolbox(modules, declared, code_enabled=sandbox is not None)
+    records = CallerRecords(modules, toolbox)
     read_model = build_read_model(settings)
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
@@ -121,7 +131,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
     else:
         runner = PullingProjectionRunner(modules, ModuleSummaries(view=read_model))
 
-    authenticator = Authenticator()
+    authenticator = Authenticator(records.find_token)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None
     digest, new_token = admin_token_digest(settings.data_dir, token)
     authenticator.add(digest, Principal(name="admin", role=ADMIN, tenant=settings.tenant))
@@ -133,6 +143,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
         authenticator=authenticator,
         sandbox=sandbox,  # type: ignore[arg-type]
         graph_lock=graph_lock,
+        toolbox=toolbox,
+        records=records,
         owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
     )

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
             capability_profile=self.sandbox_capability_profile,
         )
 
+    # Native and external MCP tools (the catalog's LOCAL and MCP kinds), declared in a JSON file.
+    tools_file: Path | None = Field(None, validation_alias=_env("tools_file", "TOOLSMITH_TOOLS_FILE"))
+
     # The HTTP API.
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"))
     read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"))

@@ -29,6 +29,8 @@ class ListQuery:
     state: str | None = None
     tool: bool | None = None
     used_by: str | None = None
+    # With `used_by`: the tools that the plan or agent of that id names, used by it too.
+    also_used: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     offset: int = 0
     limit: int = 20

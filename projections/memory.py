@@ -90,7 +90,7 @@ def _matches(document: Document, query: ListQuery, documents: dict[tuple[str, st
         return False
     if query.used_by is not None:
         user = documents.get((document["tenant"], query.used_by))
-        if user is None or document["id"] not in user["uses"]:
+        if document["id"] not in query.also_used and (user is None or document["id"] not in user["uses"]):
             return False
     return True
 

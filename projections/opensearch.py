@@ -319,7 +319,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             filters.append({"term": {"tags": tag}})
         if query.used_by is not None:
             user = self._get_live(_module_id(tenant, query.used_by))
-            filters.append({"terms": {"id": user["uses"] if user else []}})
+            filters.append({"terms": {"id": sorted({*(user["uses"] if user else []), *query.also_used})}})
         order = "asc" if query.ascending else "desc"
         primary = {"id": "idKey", "description": "descriptionKey", "role": "role", "state": "state"}[query.order_by]
         sort = [{primary: order}, {"idKey": "asc"}, {"id": "asc"}]

@@ -21,6 +21,7 @@ from api.schemas import (
     Usage,
 )
 from domain.application import UNSET, Written
+from domain.callers import AGENT, PLAN, tool_names
 from domain.model import STATES
 from domain.rules import is_valid_id
 from infrastructure.auth import Principal
@@ -50,6 +51,15 @@ def _used_by(services: Services, tenant: str, module_id: str) -> list[str]:
         return services.modules.graph(tenant).importers_of(module_id)
 
 
+def _named_by_callers(services: Services, tenant: str, caller: str | None) -> tuple[str, ...]:
+    """`usedBy` may name a plan or an agent: the tools its nodes or its allowed tools name."""
+    if caller is None:
+        return ()
+    registry = services.modules.registry(tenant)
+    found = [tool_names(kind, r) for kind in (PLAN, AGENT) if (r := registry.get(kind, caller)) is not None]
+    return tuple(sorted({name for names in found for name in names}))
+
+
 @router.get("", response_model=ModuleList, responses=documented(400, 503))
 def list_modules(
     services: ServicesDep,
@@ -70,6 +80,7 @@ def list_modules(
         state=state,
         tool=tool,
         used_by=usedBy,
+        also_used=_named_by_callers(services, principal.tenant, usedBy),
         tags=tuple(tag),
         offset=offset,
         limit=limit,
@@ -166,7 +177,7 @@ def delete_module(id: str, services: ServicesDep, principal: Admin) -> Response:
 def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str, list[str]]:
     """The modules, plans and agents that use the module."""
     services.modules.module(principal.tenant, id)
-    return {"modules": _used_by(services, principal.tenant, id), "plans": [], "agents": []}
+    return {"modules": _used_by(services, principal.tenant, id), **services.records.users_of(principal.tenant, id)}
 
 
 @router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic, responses=documented(400, 404, 409, 413))
@@ -181,7 +192,7 @@ def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
         "user": {"id": principal.name, "roles": [principal.role], "locale": "en"},
         "tenant": principal.tenant,
         "provider": None,
-        "usageProfile": None,
+        "usageProfile": principal.usage_profile,
         "conversation": None,
         "request": None,
         "planRun": None,

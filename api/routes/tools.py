@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Body
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import ServicesDep, ToolCaller
+from api.deps import ServicesDep, ToolCaller, permissions_of
 from api.problems import documented
 from api.presenters import execution_out
 from api.routes.modules import call_context
@@ -24,13 +24,18 @@ async def call_tool(
     principal: ToolCaller,
     arguments: Any = Body(None, description="the tool's arguments, as a JSON object"),
 ) -> dict[str, Any]:
-    """Run the published version of a tool with the given arguments."""
+    """Run a tool (R15 resolves the name) with the given arguments, within the caller's permissions (R14)."""
     # When every session is taken the answer is 429 at once, without a trip to a thread: a burst
     # beyond the cap must not queue behind itself. The sandbox itself still has the last word.
     sandbox = services.sandbox
     if sandbox is not None and sandbox.busy():
         raise SandboxBusy(sandbox.max_active_sessions)
     result = await run_in_threadpool(
-        services.modules.call_tool, principal.tenant, name, arguments, context=call_context(principal)
+        services.toolbox.call,
+        principal.tenant,
+        name,
+        arguments,
+        permissions=permissions_of(services, principal),
+        context=call_context(principal),
     )
     return execution_out(result)

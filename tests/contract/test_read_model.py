@@ -108,6 +108,9 @@ def test_search_filters_and_their_facets(world: World) -> None:
     assert world.ids(tags=("text", "report")) == ["report"]
     assert world.ids(used_by="report") == ["dates"]
     assert world.ids(used_by="nobody") == []
+    # a plan or an agent named `report` also uses `counter`: both lists together
+    assert world.ids(used_by="report", also_used=("counter",)) == ["counter", "dates"]
+    assert world.ids(used_by="aPlan", also_used=("counter", "stranger")) == ["counter"]
 
     page = world.view.list(TENANT, ListQuery(tool=True))
     assert page.total == 2

@@ -1,0 +1,42 @@
+"""The tool catalog (DESIGN §3): every kind of tool in one list, with R15's resolution shown."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from api.deps import Reader, ServicesDep
+from api.problems import documented
+from api.schemas import ToolOut
+from domain.catalog import CALL_TYPES, ToolEntry
+
+router = APIRouter(prefix="/api/v1/admin/tools", tags=["tool catalog"])
+
+
+def tool_out(entry: ToolEntry) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "description": entry.description,
+        "callType": entry.call_type,
+        "tags": list(entry.tags),
+        "inputSchema": entry.input_schema,
+        "exposeInChat": entry.expose_in_chat,
+        "enabled": entry.enabled,
+        "shadowedBy": entry.shadowed_by,
+    }
+
+
+@router.get("", response_model=list[ToolOut], responses=documented(400))
+def list_tools(
+    services: ServicesDep,
+    principal: Reader,
+    callType: Annotated[str | None, Query(pattern="^(" + "|".join(CALL_TYPES) + ")$")] = None,
+    tag: str | None = None,
+) -> list[dict[str, Any]]:
+    """Every tool: native (LOCAL), code (CODE), external MCP (MCP) and plans (PLAN), by name."""
+    return [
+        tool_out(entry)
+        for entry in services.toolbox.entries(principal.tenant)
+        if (callType is None or entry.call_type == callType) and (tag is None or tag in entry.tags)
+    ]
