@@ -57,6 +57,10 @@ class Toolbox:
         self._cache: dict[str, tuple[int, list[ToolEntry]]] = {}
         self._lock = threading.Lock()
 
+    def close(self) -> None:
+        for tool in self._declared.values():
+            tool.close()
+
     # -- the catalog -------------------------------------------------------------------------
 
     def generation(self) -> int:

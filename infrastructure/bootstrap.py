@@ -44,6 +44,7 @@ class Services:
 
     def close(self) -> None:
         self.runner.stop()
+        self.toolbox.close()
         self.read_model.close()
         close = getattr(self.sandbox, "close", None)
         if close is not None and self.owns_sandbox:
@@ -107,6 +108,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
     """Wires every adapter from `settings`; a `sandbox` handed in (tests share one pool of worker
     processes across many apps) is used instead of building one, and is not closed with them."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # First: a bad tools file refuses the start before any store or pool is opened.
+    declared = load_declared_tools(settings.tools_file)
     owns_sandbox = sandbox is _BUILD
     if sandbox is _BUILD:
         sandbox = build_sandbox(settings)
@@ -118,7 +121,6 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
 
     event_store_env = settings.event_store_env()
     graph_lock = build_graph_lock(settings, event_store_env)
-    declared = load_declared_tools(settings.tools_file)
     modules = ModuleRepository(
         event_store_env, sandbox=sandbox_or_refuse, graph_lock=graph_lock, tool_names=DeclaredNames(declared)
     )

@@ -54,6 +54,7 @@ def _serve(args: argparse.Namespace) -> int:
     from api.app import create_app
     from infrastructure import logs
     from infrastructure.bootstrap import bootstrap
+    from infrastructure.declared_tools import ToolsFileError
     from infrastructure.settings import Settings
 
     from eventsourcing.persistence import PersistenceError
@@ -67,6 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     try:
         services = bootstrap(settings)
+    except ToolsFileError as e:
+        return _refuse(f"TOOLSMITH_TOOLS_FILE {e}", "toolsmith serve")
     except (ValueError, PersistenceError) as e:
         # A store that cannot be opened (settings missing, a server that does not answer).
         return _refuse(f"cannot open the event store ({settings.persistence_module}): {e}", "toolsmith serve")

@@ -94,6 +94,13 @@ class Settings(BaseSettings):
                 raise ValueError("OPENSEARCH_URL is an http(s):// URL (credentials may be in it), or empty")
         return value
 
+    @field_validator("tools_file", mode="before")
+    @classmethod
+    def _tools_file(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() == "":
+            return None
+        return value
+
     @field_validator("sandbox_url")
     @classmethod
     def _sandbox_url(cls, value: str) -> str:
