@@ -46,7 +46,7 @@ def _presented(services: Services, tenant: str, kind: str, record: dict[str, Any
 def _records_router(kind: str, prefix: str, tag: str, create: type[BaseModel], fields: type[BaseModel], public: type[BaseModel]) -> APIRouter:
     router = APIRouter(prefix=prefix, tags=[tag])
 
-    @router.get("", response_model=list[public], summary=f"List the {tag}")  # type: ignore[valid-type]
+    @router.get("", response_model=list[public], responses=documented(), summary=f"List the {tag}")  # type: ignore[valid-type]
     def list_records(services: ServicesDep, principal: Reader) -> list[dict[str, Any]]:
         return [_presented(services, principal.tenant, kind, r) for r in services.records.list(principal.tenant, kind)]
 

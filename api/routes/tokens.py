@@ -13,7 +13,7 @@ from api.schemas import TokenIn, TokenIssued, TokenPublic
 router = APIRouter(prefix="/api/v1/admin/tokens", tags=["tokens"])
 
 
-@router.get("", response_model=list[TokenPublic])
+@router.get("", response_model=list[TokenPublic], responses=documented())
 def list_tokens(services: ServicesDep, principal: Admin) -> list[dict[str, Any]]:
     """The tenant's issued tokens, without their secrets."""
     return services.records.tokens(principal.tenant)
