@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import problems
+from api import mcp, problems
 from api.routes import callers, catalog, modules, tokens, tools
 from infrastructure.bootstrap import Services
 
@@ -67,7 +67,9 @@ def create_app(services: Services) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         services.start()
         try:
-            yield
+            # MCP's sessions end before the services they call are closed.
+            async with mcp_endpoint.running():
+                yield
         finally:
             services.close()
 
@@ -85,6 +87,7 @@ def create_app(services: Services) -> FastAPI:
     for router in (callers.plans, callers.agents, callers.servers, callers.profiles):
         app.include_router(router)
     app.include_router(tokens.router)
+    mcp_endpoint = mcp.mount(app, services)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, Any]:
@@ -96,6 +99,8 @@ def create_app(services: Services) -> FastAPI:
             "eventStore": {"position": stored},
             "readModel": {"position": applied, "lag": max(stored - applied, 0)},
             "sandbox": services.settings.sandbox_url or "off",
+            # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
+            "mcp": {"watchers": len(mcp_endpoint.watch)},
         }
 
     app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes)

@@ -29,6 +29,7 @@ _TITLES = {
     405: "Method not allowed",
     409: "Conflict",
     413: "Request body too large",
+    421: "Misdirected request",
     422: "Unprocessable content",
     429: "Too many requests",
     500: "Internal server error",

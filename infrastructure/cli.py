@@ -84,7 +84,10 @@ def _serve(args: argparse.Namespace) -> int:
         )
         services.new_admin_token = None
     print(f"  Data in {settings.data_dir}; serving on http://{args.host}:{args.port} (docs at /docs)", flush=True)
-    uvicorn.run(create_app(services), host=args.host, port=args.port, log_config=None, access_log=True)
+    # An MCP listen stream (2026 era) is a response that never ends by itself: a stop waits this
+    # long for open requests, then drops them (a client re-listens), rather than forever.
+    uvicorn.run(create_app(services), host=args.host, port=args.port, log_config=None, access_log=True,
+                timeout_graceful_shutdown=5)
     return 0
 
 

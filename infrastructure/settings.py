@@ -83,6 +83,14 @@ class Settings(BaseSettings):
     read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"))
     log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"))
 
+    # MCP (DESIGN §4, §8): the Host and Origin headers an MCP request may carry, comma-separated;
+    # `name:*` allows any port. Anything else is refused, so that a web page cannot reach a local
+    # server through DNS rebinding. Add the public name here when serving behind a proxy.
+    mcp_allowed_hosts: str = Field("127.0.0.1:*,localhost:*,[::1]:*",
+                                   validation_alias=_env("mcp_allowed_hosts", "TOOLSMITH_MCP_ALLOWED_HOSTS"))
+    mcp_allowed_origins: str = Field("http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
+                                     validation_alias=_env("mcp_allowed_origins", "TOOLSMITH_MCP_ALLOWED_ORIGINS"))
+
     @field_validator("opensearch_url", mode="before")
     @classmethod
     def _opensearch_url(cls, value: object) -> object:
@@ -108,6 +116,11 @@ class Settings(BaseSettings):
         if value not in ("", "embedded") and not value.startswith(("http://", "https://")):
             raise ValueError("CODESANDBOX_URL is 'embedded', an http(s):// URL, or empty (feature off)")
         return value
+
+    @staticmethod
+    def listed(value: str) -> list[str]:
+        """The items of a comma-separated setting, blanks dropped."""
+        return [item.strip() for item in value.split(",") if item.strip()]
 
     @property
     def sqlite_path(self) -> Path:

@@ -8,9 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from tests.helpers import free_port
 
 import httpx
@@ -91,3 +93,21 @@ def server(tmp_path: Path) -> Iterator[Server]:
     yield running
     if running.process and running.process.poll() is None:
         running.stop()
+
+
+
+@asynccontextmanager
+async def mcp_client(
+    server: Server, token: str | None = None, path: str = "/mcp", *, mode: str = "legacy", on_message: Callable[[Any], Awaitable[None]] | None = None
+) -> AsyncIterator[Any]:
+    """The MCP SDK's client, connected to `path` of `server` with a bearer token (the admin's by
+    default). `mode` is "legacy" (initialize handshake, session id, GET stream) or a 2026 version."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token or server.token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
+        transport = streamable_http_client(server.url + path, http_client=http)
+        async with Client(transport, mode=mode, message_handler=on_message, read_timeout_seconds=30) as client:
+            yield client

@@ -1,0 +1,169 @@
+"""MCP for AI clients over streamable HTTP (DESIGN §4, §8), with the official `mcp` SDK.
+
+`/mcp` is the default server (every chat-exposed tool the caller may use) and `/mcp/{serverId}`
+one per MCP server record. Both are served by ONE low-level `Server` (tools are dynamic: each
+request is answered from the caller's current offer) and ONE stateful `StreamableHTTPSessionManager`,
+which also serves the 2026-07-28 era (one self-contained POST per request, `subscriptions/listen`
+for change notifications) next to the handshake era (initialize, session id, GET stream).
+
+In front of the SDK, an HTTP gate refuses, as problem details: a Host or Origin the settings do
+not allow (DNS rebinding), a missing or unknown bearer token (401), a role that may not call tools
+(403), a server the caller's tenant does not have (404). It then takes the caller's offer (see
+`api.mcp_watch`) and leaves it in the request's state for the handlers, and binds the session to
+the token and the server that opened it: the SDK answers 404 to a session id presented with
+another token or on another server's path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import orjson
+from fastapi import FastAPI
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.caching import CacheHint
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from api import problems
+from api.mcp_tools import ToolHandlers
+from api.mcp_watch import OFFER_STATE, ToolWatch, take_offer
+from domain.errors import UnknownRecord
+from infrastructure.auth import ADMIN, CALLER, Principal
+from infrastructure.bootstrap import Services
+
+DEFAULT_PATH = "/mcp"
+ROLES = (ADMIN, CALLER)
+
+
+class ToolServer(Server[Any]):
+    """The low-level server, announcing `tools.listChanged` on the handshake era too: the session
+    manager initializes sessions with the server's default options, which announce nothing."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
+def build_server(services: Services, watch: ToolWatch) -> ToolServer:
+    handlers = ToolHandlers(services)
+    server = ToolServer(
+        "toolsmith",
+        version="0.1.0",
+        instructions="JavaScript tools published in Toolsmith; each tool's input schema says what it takes.",
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_subscriptions_listen=watch.listen,
+        # What a caller is offered depends on its token: a list is never to be shared or kept.
+        cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
+    )
+    server.middleware.append(watch.session_middleware)
+    return server
+
+
+def transport_security(services: Services) -> TransportSecuritySettings:
+    settings = services.settings
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=settings.listed(settings.mcp_allowed_hosts),
+        allowed_origins=settings.listed(settings.mcp_allowed_origins),
+    )
+
+
+class McpEndpoint:
+    """The ASGI app behind both MCP paths: the HTTP gate, then the SDK's session manager."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.security = transport_security(services)
+        self.watch = ToolWatch(services)
+        self.server = build_server(services, self.watch)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The session manager and the change watch, for as long as the app runs. A manager runs
+        once, so each start (tests start one app several times) gets a new one."""
+        manager = StreamableHTTPSessionManager(
+            app=self.server,
+            security_settings=self.security,
+            max_request_body_size=self.services.settings.max_body_bytes,
+        )
+        async with manager.run(), anyio.create_task_group() as tasks:
+            self._manager = manager
+            tasks.start_soon(self.watch.run)
+            try:
+                yield
+            finally:
+                self._manager = None
+                tasks.cancel_scope.cancel()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = await self._gate(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        if self._manager is None:
+            await problems.problem(503, "starting", "the MCP endpoint is not running")(scope, receive, send)
+            return
+        await self._manager.handle_request(scope, receive, send)
+
+    async def _gate(self, scope: Scope) -> Any:
+        request = Request(scope)
+        # Host and Origin first: a page reaching a local server through DNS rebinding learns nothing.
+        bad_header = await TransportSecurityMiddleware(self.security).validate_request(request)
+        if bad_header is not None:
+            if bad_header.status_code == 421:
+                return problems.problem(421, "invalid-host", f"the Host header {request.headers.get('host')!r} is not allowed "
+                                        "(TOOLSMITH_MCP_ALLOWED_HOSTS)")
+            return problems.problem(403, "invalid-origin", f"the Origin {request.headers.get('origin')!r} is not allowed "
+                                    "(TOOLSMITH_MCP_ALLOWED_ORIGINS)")
+        principal = self.services.authenticator.authenticate(_bearer(request))
+        if principal is None:
+            return problems.problem(401, "unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+        if principal.role not in ROLES:
+            return problems.problem(403, "forbidden", f"MCP needs the role {' or '.join(ROLES)}")
+        server_id = scope.get("path_params", {}).get("server_id")
+        try:
+            offer = await anyio.to_thread.run_sync(take_offer, self.services, principal, server_id)
+        except UnknownRecord as error:
+            return problems.problem(404, error.code, error.detail)
+        scope.setdefault("state", {})[OFFER_STATE] = offer
+        scope["user"] = AuthenticatedUser(_session_owner(principal, server_id))
+        return None
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _session_owner(principal: Principal, server_id: str | None) -> AccessToken:
+    """Who opened a session, as the SDK compares it on every later request of that session: the
+    principal (`client_id`) and the server (`subject`). The token itself is not kept."""
+    who = orjson.dumps(dataclasses.asdict(principal), option=orjson.OPT_SORT_KEYS).decode()
+    return AccessToken(token="", client_id=who, scopes=[], subject=f"mcp-server:{server_id or ''}")
+
+
+def mount(app: FastAPI, services: Services) -> McpEndpoint:
+    """Adds both paths to `app`; the caller runs `endpoint.running()` inside the app's lifespan."""
+    endpoint = McpEndpoint(services)
+    app.add_route(DEFAULT_PATH, endpoint, include_in_schema=False)
+    app.add_route(DEFAULT_PATH + "/{server_id}", endpoint, include_in_schema=False)
+    return endpoint

@@ -1,0 +1,88 @@
+"""MCP's `tools/list` and `tools/call` (DESIGN §4): the toolbox's offer and calls, as MCP types.
+
+Every refusal of a call (an argument missing or of the wrong type, a tool this server does not
+offer to this caller, a busy or absent sandbox) and every failure of the code itself is a tool
+result with `isError`, which the model can read and act on, never a JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Any
+
+import anyio.to_thread
+import orjson
+from mcp.server.context import ServerRequestContext
+from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
+
+from api.mcp_watch import offer_of
+from api.routes.modules import call_context
+from domain.catalog import ToolEntry
+from domain.errors import ModuleError, SandboxBusy
+from domain.ports import ExecutionResult
+from infrastructure.bootstrap import Services
+
+log = logging.getLogger("toolsmith.mcp")
+
+# `_meta` keys of this server (the `io.modelcontextprotocol/` prefix is the spec's own).
+TAGS_META = "toolsmith/tags"
+LOGS_META = "toolsmith/logs"
+DURATION_META = "toolsmith/durationMillis"
+
+
+def mcp_tool(entry: ToolEntry) -> Tool:
+    return Tool(name=entry.name, description=entry.description, input_schema=entry.input_schema, _meta={TAGS_META: list(entry.tags)})
+
+
+def mcp_result(result: ExecutionResult) -> CallToolResult:
+    """The output as text (a string as it is, anything else as JSON), and as `structuredContent`
+    when it is a JSON object; a failure of the code as `"<type>: <message>"` with `isError`."""
+    meta = {LOGS_META: list(result.logs), DURATION_META: result.duration_millis}
+    if result.error is not None:
+        return CallToolResult(content=[TextContent(text=f"{result.error.type}: {result.error.message}")], is_error=True, _meta=meta)
+    output = result.output
+    text = output if isinstance(output, str) else orjson.dumps(output).decode()
+    structured = output if isinstance(output, dict) else None
+    return CallToolResult(content=[TextContent(text=text)], structured_content=structured, _meta=meta)
+
+
+def refused(error: ModuleError) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text=f"{error.code}: {error.detail}")], is_error=True)
+
+
+class ToolHandlers:
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    async def list_tools(self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
+        """Everything fits one page: a server offers at most what one tenant has."""
+        return ListToolsResult(tools=[mcp_tool(entry) for entry in offer_of(ctx).tools])
+
+    async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+        offer = offer_of(ctx)
+        if offer.tool(params.name) is None:
+            # The toolbox would run any tool the caller may use; through this server, only what it offers.
+            where = f"the MCP server {offer.server_id!r}" if offer.server_id else "this MCP server"
+            text = f"tool-not-found: {where} offers no tool {params.name!r} to this caller"
+            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+        sandbox = self._services.sandbox
+        try:
+            # As on the REST path: when every session is taken, say so at once rather than queue.
+            if sandbox is not None and sandbox.busy():
+                raise SandboxBusy(sandbox.max_active_sessions)
+            call = partial(
+                self._services.toolbox.call,
+                offer.principal.tenant,
+                params.name,
+                params.arguments if params.arguments is not None else {},
+                permissions=offer.permissions,
+                context=call_context(offer.principal),
+            )
+            result = await anyio.to_thread.run_sync(call)
+        except ModuleError as error:
+            return refused(error)
+        except Exception:
+            log.exception("an MCP tool call failed", extra={"tool": params.name})
+            return CallToolResult(content=[TextContent(text="internal-error: the call failed; it has been logged")], is_error=True)
+        return mcp_result(result)
