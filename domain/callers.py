@@ -20,7 +20,9 @@ from functools import lru_cache
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
+
+from domain.chain import Chained
 
 from domain.errors import Violation
 from domain.rules import MAX_TAG_LENGTH, MAX_TAGS, description_violations, id_violations
@@ -49,7 +51,7 @@ def registry_id(tenant: str) -> UUID:
     return uuid5(_NAMESPACE, f"callers/{tenant}")
 
 
-class CallerRegistry(Aggregate):
+class CallerRegistry(Chained):
     """One tenant's plans, agents, MCP servers and usage profiles."""
 
     @staticmethod
@@ -57,7 +59,7 @@ class CallerRegistry(Aggregate):
         return registry_id(tenant)
 
     @event("Started")
-    def __init__(self, tenant: str) -> None:
+    def __init__(self, tenant: str, previous_hash: str = "") -> None:
         self.tenant = tenant
         self.records: dict[str, dict[str, Record]] = {kind: {} for kind in KINDS}
 
@@ -95,7 +97,7 @@ class CallerRegistry(Aggregate):
         self._detached(server_id=server_id, tool=tool, by=by)
 
     @event("RecordSaved")
-    def _saved(self, kind: str, record_id: str, body: Record, by: str, timestamp: datetime | None = None) -> None:
+    def _saved(self, kind: str, record_id: str, body: Record, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         previous = self.records[kind].get(record_id)
         record = dict(body)
         record["createdAt"] = previous["createdAt"] if previous else _iso(timestamp)
@@ -103,23 +105,23 @@ class CallerRegistry(Aggregate):
         self.records[kind][record_id] = _touched(record, by, timestamp)
 
     @event("RecordDeleted")
-    def _deleted(self, kind: str, record_id: str, by: str, timestamp: datetime | None = None) -> None:
+    def _deleted(self, kind: str, record_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         self.records[kind].pop(record_id, None)
 
     @event("ToolAttached")
-    def _attached(self, server_id: str, tool: str, by: str, timestamp: datetime | None = None) -> None:
+    def _attached(self, server_id: str, tool: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         server = dict(self.records[SERVER][server_id])
         server["tools"] = [*server["tools"], tool]
         self.records[SERVER][server_id] = _touched(server, by, timestamp)
 
     @event("ToolDetached")
-    def _detached(self, server_id: str, tool: str, by: str, timestamp: datetime | None = None) -> None:
+    def _detached(self, server_id: str, tool: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         server = dict(self.records[SERVER][server_id])
         server["tools"] = [t for t in server["tools"] if t != tool]
         self.records[SERVER][server_id] = _touched(server, by, timestamp)
 
 
-class TokenRegistry(Aggregate):
+class TokenRegistry(Chained):
     """Every bearer token the admins issued: its SHA-256, role, tenant and usage profile."""
 
     @staticmethod
@@ -127,7 +129,7 @@ class TokenRegistry(Aggregate):
         return TOKENS_ID
 
     @event("Started")
-    def __init__(self) -> None:
+    def __init__(self, previous_hash: str = "") -> None:
         self.tokens: dict[str, Record] = {}
         self.by_digest: dict[str, str] = {}
 
@@ -140,7 +142,7 @@ class TokenRegistry(Aggregate):
     @event("Issued")
     def _issued(
         self, token_id: str, digest: str, name: str, role: str, tenant: str, usage_profile: str | None, by: str,
-        timestamp: datetime | None = None,
+        previous_hash: str = "", timestamp: datetime | None = None,
     ) -> None:
         self.tokens[token_id] = {
             "id": token_id, "name": name, "role": role, "tenant": tenant, "usageProfile": usage_profile,
@@ -149,7 +151,7 @@ class TokenRegistry(Aggregate):
         self.by_digest[digest] = token_id
 
     @event("Revoked")
-    def _revoked(self, token_id: str, by: str, timestamp: datetime | None = None) -> None:
+    def _revoked(self, token_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         token = self.tokens.pop(token_id, None)
         if token is not None:
             self.by_digest.pop(token["digest"], None)

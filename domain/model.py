@@ -22,7 +22,9 @@ from functools import lru_cache
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import event
+
+from domain.chain import Chained
 
 from domain.errors import CannotDiscard, NothingToPublish, UnknownModule
 
@@ -46,7 +48,7 @@ def graph_aggregate_id(tenant: str) -> UUID:
     return uuid5(_NAMESPACE, f"import-graph/{tenant}")
 
 
-class CodeModule(Aggregate):
+class CodeModule(Chained):
     """A JavaScript module: its draft, its published versions, and who changed what when."""
 
     @staticmethod
@@ -54,7 +56,7 @@ class CodeModule(Aggregate):
         return module_aggregate_id(tenant, module_id)
 
     @event("Created")
-    def __init__(self, tenant: str, module_id: str, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+    def __init__(self, tenant: str, module_id: str, definition: Definition, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         self.tenant = tenant
         self.module_id = module_id
         self.draft: Definition | None = definition
@@ -148,12 +150,12 @@ class CodeModule(Aggregate):
     # export and a projection needs no lookup to place it.
 
     @event("DraftChanged")
-    def _draft_changed(self, tenant: str, module_id: str, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+    def _draft_changed(self, tenant: str, module_id: str, definition: Definition, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         self.draft = definition
         self._touched(by, timestamp)
 
     @event("Published")
-    def _published(self, tenant: str, module_id: str, version: int, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+    def _published(self, tenant: str, module_id: str, version: int, definition: Definition, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         self.published = definition
         self.published_version = version
         self.published_at = timestamp
@@ -162,7 +164,7 @@ class CodeModule(Aggregate):
         self._touched(by, timestamp)
 
     @event("EnabledChanged")
-    def _enabled_changed(self, tenant: str, module_id: str, enabled: bool, by: str, timestamp: datetime | None = None) -> None:
+    def _enabled_changed(self, tenant: str, module_id: str, enabled: bool, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         for name in ("published", "draft"):
             definition = getattr(self, name)
             if definition is not None and definition["tool"] is not None:
@@ -170,12 +172,12 @@ class CodeModule(Aggregate):
         self._touched(by, timestamp)
 
     @event("DraftDiscarded")
-    def _draft_discarded(self, tenant: str, module_id: str, by: str, timestamp: datetime | None = None) -> None:
+    def _draft_discarded(self, tenant: str, module_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         self.draft = None
         self._touched(by, timestamp)
 
     @event("Deleted")
-    def _deleted(self, tenant: str, module_id: str, by: str, timestamp: datetime | None = None) -> None:
+    def _deleted(self, tenant: str, module_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         self.deleted = True
         self.draft = None
         self.published = None
@@ -184,7 +186,7 @@ class CodeModule(Aggregate):
         self._touched(by, timestamp)
 
     @event("Recreated")
-    def _recreated(self, tenant: str, module_id: str, definition: Definition, by: str, timestamp: datetime | None = None) -> None:
+    def _recreated(self, tenant: str, module_id: str, definition: Definition, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         self.deleted = False
         self.draft = definition
         self.created_by = by
@@ -195,7 +197,7 @@ class CodeModule(Aggregate):
         self.updated_at = timestamp
 
 
-class ImportGraph(Aggregate):
+class ImportGraph(Chained):
     """One tenant's modules and their import edges, as the publish checks must see them."""
 
     @staticmethod
@@ -203,7 +205,7 @@ class ImportGraph(Aggregate):
         return graph_aggregate_id(tenant)
 
     @event("Started")
-    def __init__(self, tenant: str) -> None:
+    def __init__(self, tenant: str, previous_hash: str = "") -> None:
         self.tenant = tenant
         # module id -> {"published": [...] or None, "draft": [...] or None}
         self.nodes: dict[str, dict[str, list[str] | None]] = {}
@@ -235,11 +237,11 @@ class ImportGraph(Aggregate):
         )
 
     @event("Linked")
-    def _linked(self, module_id: str, published: list[str] | None, draft: list[str] | None) -> None:
+    def _linked(self, module_id: str, published: list[str] | None, draft: list[str] | None, previous_hash: str = "") -> None:
         self.nodes[module_id] = {"published": copy.copy(published), "draft": copy.copy(draft)}
 
     @event("Unlinked")
-    def _unlinked(self, module_id: str) -> None:
+    def _unlinked(self, module_id: str, previous_hash: str = "") -> None:
         self.nodes.pop(module_id, None)
 
 
