@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
-from api.routes import callers, catalog, modules, tokens, tools
+from api.routes import callers, catalog, module_history, modules, tokens, tools
 from infrastructure.bootstrap import Services
 
 
@@ -82,6 +82,7 @@ def create_app(services: Services) -> FastAPI:
     app.state.services = services
     problems.install(app)
     app.include_router(modules.router)
+    app.include_router(module_history.router)
     app.include_router(tools.router)
     app.include_router(catalog.router)
     for router in (callers.plans, callers.agents, callers.servers, callers.profiles):

@@ -280,3 +280,50 @@ class TokenPublic(BaseModel):
 
 class TokenIssued(TokenPublic):
     token: str = Field(description="the bearer token; shown once, only its hash is kept")
+
+
+# -- history (DESIGN §7 B1, B2, B3) ------------------------------------------------------------
+
+
+class HistoryEvent(BaseModel):
+    type: str = Field(description="Created, DraftChanged, Published, EnabledChanged, Reverted, DraftDiscarded, Deleted, Recreated")
+    version: int = Field(description="the event's position in the module's own history, from 1")
+    at: datetime
+    by: str | None
+    data: dict[str, Any] = Field(description="what the event recorded (a definition, a version number, …)")
+    previousHash: str = Field(description="SHA-256 of the module's event before this one (B5); empty for the first")
+
+
+class HistoryOut(BaseModel):
+    id: str
+    events: list[HistoryEvent]
+
+
+class VersionSummary(BaseModel):
+    version: int
+    publishedAt: datetime
+    publishedBy: str
+    description: str
+
+
+class VersionOut(Definition):
+    version: int
+    publishedAt: datetime
+    publishedBy: str
+
+
+class RevertRequest(_Request):
+    version: int = Field(description="the published version whose definition becomes the draft")
+
+
+class CheckOut(BaseModel):
+    module: str
+    ok: bool
+    error: ExecutionErrorOut | None
+
+
+class PublishPreview(BaseModel):
+    id: str
+    version: int = Field(description="the version a publish would make")
+    wouldPublish: bool
+    checks: list[CheckOut] = Field(description="the module first, then each module that imports it, transitively")

@@ -27,6 +27,8 @@ from eventsourcing.persistence import IntegrityError
 from domain.errors import (
     CheckFailed,
     ConcurrentChange,
+    PreconditionFailed,
+    UnknownVersion,
     IdTaken,
     ImportCycle,
     ImportRefused,
@@ -111,6 +113,19 @@ class ModuleRepository(Application):
             return self.repository.get(graph_aggregate_id(tenant), deepcopy_from_cache=for_update)
         except AggregateNotFoundError:
             return ImportGraph(tenant=tenant)
+
+    def module_events(self, tenant: str, module_id: str) -> list[Any]:
+        """Every event of a module, in order, through all its lives (B2); empty when it never existed."""
+        if not isinstance(module_id, str) or id_violations(module_id):
+            return []
+        return list(self.repository.event_store.get(module_aggregate_id(tenant, module_id)))
+
+    def graph_events(self, tenant: str) -> list[Any]:
+        return list(self.repository.event_store.get(graph_aggregate_id(tenant)))
+
+    def published_versions(self, tenant: str, module_id: str) -> dict[int, Definition]:
+        """Each published version's definition, by number (B1, B2)."""
+        return {e.version: e.definition for e in self.module_events(tenant, module_id) if isinstance(e, CodeModule.Published)}
 
     def registry(self, tenant: str, *, for_update: bool = False) -> CallerRegistry:
         """The tenant's plans, agents, MCP servers and usage profiles."""
@@ -215,15 +230,38 @@ class ModuleRepository(Application):
         imports: Any = UNSET,
         tool: Any = UNSET,
         by: str,
+        expected: int | None = None,
     ) -> Written:
-        """PUT /{id}: changes the draft; an unmentioned field keeps its current value."""
+        """PUT /{id}: changes the draft; an unmentioned field keeps its current value. With
+        `expected` (If-Match, B7), only while the module is still at that version."""
         with self._graph_lock.hold(tenant) if imports is not UNSET else contextlib.nullcontext():
-            return self._update(tenant, module_id, description, content, imports, tool, by)
+            return self._update(tenant, module_id, description, content, imports, tool, by, expected)
 
-    def _update(self, tenant: str, module_id: str, description: Any, content: Any, imports: Any, tool: Any, by: str) -> Written:
+    def revert(self, tenant: str, module_id: str, version: Any, *, by: str, expected: int | None = None) -> Written:
+        """POST /{id}/revert (B1): published version `version` becomes the draft again, checked as
+        any draft is (R5 against today's graph). The live `enabled` switch stays as it is."""
+        module = self.module(tenant, module_id)
+        definition = self.published_versions(tenant, module_id).get(version)
+        if definition is None:
+            raise UnknownVersion(module_id, version)
+        live = module.published["tool"] if module.published is not None else None
+        tool = definition["tool"]
+        if tool is not None and live is not None:
+            tool = {**tool, "enabled": live["enabled"]}
+        with self._graph_lock.hold(tenant):
+            return self._update(
+                tenant, module_id, definition["description"], definition["content"], definition["imports"], tool, by, expected,
+                reverting_to=version,
+            )
+
+    def _update(
+        self, tenant: str, module_id: str, description: Any, content: Any, imports: Any, tool: Any, by: str,
+        expected: int | None, *, reverting_to: int | None = None,
+    ) -> Written:
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
             version = module.version
+            _expect(module, expected)
             current = module.current
             definition = _definition(
                 current["description"] if description is UNSET else description,
@@ -241,7 +279,11 @@ class ModuleRepository(Application):
                 self._check_draft_imports(graph, module_id, definition["imports"])
             # `enabled` is live (seed 003): it switches the published tool at once, draft or not.
             enabled_changed = definition["tool"] is not None and module.set_enabled(definition["tool"]["enabled"], by)
-            if not module.change_draft(definition, by) and not enabled_changed:
+            if reverting_to is not None:
+                changed = module.revert(reverting_to, definition, by)
+            else:
+                changed = module.change_draft(definition, by)
+            if not changed and not enabled_changed:
                 return Written(module, None)
             if imports_changed:
                 draft_edges = None if definition["imports"] == node["published"] else definition["imports"]
@@ -249,25 +291,19 @@ class ModuleRepository(Application):
             position = self._save(module, graph if imports_changed else None)
             if position is not None:
                 return Written(module, position)
-            self._raise_if_module_moved(tenant, module_id, version)
+            self._raise_if_module_moved(tenant, module_id, version, expected)
         raise ConcurrentChange(module_id)
 
-    def publish(self, tenant: str, module_id: str, *, by: str) -> Written:
+    def publish(self, tenant: str, module_id: str, *, by: str, expected: int | None = None) -> Written:
         """POST /{id}/publish: R5 again, then R10's check of the module and all its importers."""
         sandbox = self._sandbox()
         with self._graph_lock.hold(tenant):
             for _ in range(_ATTEMPTS):
                 module = self.module(tenant, module_id, for_update=True)
-                module._check_can_publish()
-                draft = module.draft
-                assert draft is not None
+                _expect(module, expected)
                 graph = self.graph(tenant, for_update=True)
-                edges = with_edges(graph.published_imports(), module_id, draft["imports"])
-                self._check_imports(graph, module_id, draft["imports"], edges, at_publish=True)
-                definitions = {module_id: draft}  # filled with each published definition loaded
-                for target in [module_id, *transitive_importers(edges, module_id)]:
-                    execution = self._execution(tenant, target, edges, definitions)
-                    result = sandbox.check(execution)
+                draft, checks = self._publish_checks(sandbox, tenant, module, graph, first_failure_only=True)
+                for target, result in checks:
                     if result.error is not None:
                         raise CheckFailed(target, result.error.type, result.error.message)
                 version = module.version
@@ -276,18 +312,47 @@ class ModuleRepository(Application):
                 position = self._save(module, graph)
                 if position is not None:
                     return Written(module, position)
-                self._raise_if_module_moved(tenant, module_id, version)
+                self._raise_if_module_moved(tenant, module_id, version, expected)
         raise ConcurrentChange(module_id)
 
-    def discard_draft(self, tenant: str, module_id: str, *, by: str) -> Written:
+    def preview_publish(self, tenant: str, module_id: str) -> tuple[CodeModule, list[tuple[str, ExecutionResult]]]:
+        """POST /{id}/publish?dryRun=true (B3): every check a publish would make, each one's result;
+        nothing is recorded. Import rules (R5) refuse as they would at publish."""
+        sandbox = self._sandbox()
+        module = self.module(tenant, module_id)
+        _, checks = self._publish_checks(sandbox, tenant, module, self.graph(tenant), first_failure_only=False)
+        return module, checks
+
+    def _publish_checks(
+        self, sandbox: Sandbox, tenant: str, module: CodeModule, graph: ImportGraph, *, first_failure_only: bool
+    ) -> tuple[Definition, list[tuple[str, ExecutionResult]]]:
+        """R5 again, then the sandbox's check of the module and of every module that imports it,
+        transitively, with the draft in place (R10)."""
+        module._check_can_publish()
+        module_id = module.module_id
+        draft = module.draft
+        assert draft is not None
+        edges = with_edges(graph.published_imports(), module_id, draft["imports"])
+        self._check_imports(graph, module_id, draft["imports"], edges, at_publish=True)
+        definitions = {module_id: draft}  # filled with each published definition loaded
+        checks = []
+        for target in [module_id, *transitive_importers(edges, module_id)]:
+            result = sandbox.check(self._execution(tenant, target, edges, definitions))
+            checks.append((target, result))
+            if result.error is not None and first_failure_only:
+                break
+        return draft, checks
+
+    def discard_draft(self, tenant: str, module_id: str, *, by: str, expected: int | None = None) -> Written:
         """DELETE /{id}/draft (R11)."""
         with self._graph_lock.hold(tenant):
-            return self._discard_draft(tenant, module_id, by)
+            return self._discard_draft(tenant, module_id, by, expected)
 
-    def _discard_draft(self, tenant: str, module_id: str, by: str) -> Written:
+    def _discard_draft(self, tenant: str, module_id: str, by: str, expected: int | None) -> Written:
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
             version = module.version
+            _expect(module, expected)
             module.discard_draft(by)
             graph = self.graph(tenant, for_update=True)
             node = graph.nodes.get(module_id)
@@ -297,18 +362,19 @@ class ModuleRepository(Application):
             position = self._save(module, graph if relink else None)
             if position is not None:
                 return Written(module, position)
-            self._raise_if_module_moved(tenant, module_id, version)
+            self._raise_if_module_moved(tenant, module_id, version, expected)
         raise ConcurrentChange(module_id)
 
-    def delete(self, tenant: str, module_id: str, *, by: str) -> Written:
+    def delete(self, tenant: str, module_id: str, *, by: str, expected: int | None = None) -> Written:
         """DELETE /{id} (R12): refused while anything uses the module."""
         with self._graph_lock.hold(tenant):
-            return self._delete(tenant, module_id, by)
+            return self._delete(tenant, module_id, by, expected)
 
-    def _delete(self, tenant: str, module_id: str, by: str) -> Written:
+    def _delete(self, tenant: str, module_id: str, by: str, expected: int | None) -> Written:
         for _ in range(_ATTEMPTS):
             module = self.module(tenant, module_id, for_update=True)
             version = module.version
+            _expect(module, expected)
             graph = self.graph(tenant, for_update=True)
             used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], **self.registry(tenant).users_of(module_id)}
             if any(used_by.values()):
@@ -320,7 +386,7 @@ class ModuleRepository(Application):
             position = self._save(module, graph if has_node else None)
             if position is not None:
                 return Written(None, position)
-            self._raise_if_module_moved(tenant, module_id, version)
+            self._raise_if_module_moved(tenant, module_id, version, expected)
         raise ConcurrentChange(module_id)
 
     def duplicate(self, tenant: str, module_id: str, new_id: Any, *, by: str) -> Written:
@@ -404,7 +470,7 @@ class ModuleRepository(Application):
             return None
         return recordings[-1].notification.id if recordings else self.position()
 
-    def _raise_if_module_moved(self, tenant: str, module_id: str, version: int) -> None:
+    def _raise_if_module_moved(self, tenant: str, module_id: str, version: int, expected: int | None = None) -> None:
         """After a failed save: a conflict on the module itself is the client's 409, not a retry;
         one on the tenant's graph alone (another module's import change or publish) is retried.
 
@@ -413,6 +479,8 @@ class ModuleRepository(Application):
         retry from that stale version would overwrite the other change.
         """
         if self.recorder.select_events(module_aggregate_id(tenant, module_id), gt=version, limit=1):
+            if expected is not None:
+                raise PreconditionFailed(module_id, etag(expected), "a newer version")
             raise ConcurrentChange(module_id)
 
     def _check_draft_imports(self, graph: ImportGraph, module_id: str, imports: list[str]) -> dict[str, list[str]]:
@@ -483,6 +551,16 @@ class ModuleRepository(Application):
         if module is None or module.published is None:
             raise UnknownModule(module_id)
         return module.published
+
+
+def etag(version: int) -> str:
+    """B7: a module's entity tag, its aggregate version (every change makes a new one)."""
+    return f'"{version}"'
+
+
+def _expect(module: CodeModule, expected: int | None) -> None:
+    if expected is not None and module.version != expected:
+        raise PreconditionFailed(module.module_id, etag(expected), etag(module.version))
 
 
 def _arguments(tool: dict[str, Any], input: Any) -> Any:

@@ -201,3 +201,23 @@ class RecordTaken(ModuleError):
         self.record_id = record_id
         holder = taken_by or kind
         super().__init__(f"the id {record_id!r} is already used by a {holder}" + (" (R2)" if taken_by else ""))
+
+
+class PreconditionFailed(ModuleError):
+    """B7: the client's `If-Match` names a version of the module that is no longer the current one."""
+
+    code = "precondition-failed"
+
+    def __init__(self, module_id: str, expected: str, current: str) -> None:
+        self.module_id = module_id
+        super().__init__(f"{module_id!r} is at {current}, not {expected} (If-Match); read it again and retry")
+
+
+class UnknownVersion(ModuleError):
+    """B1, B2: the module has no published version with that number."""
+
+    code = "version-not-found"
+
+    def __init__(self, module_id: str, version: object) -> None:
+        self.module_id = module_id
+        super().__init__(f"{module_id!r} has no published version {version!r}")

@@ -107,6 +107,15 @@ class CodeModule(Chained):
         self._published(tenant=self.tenant, module_id=self.module_id, version=self.published_version + 1, definition=self.draft, by=by)
         return self.published_version
 
+    def revert(self, version: int, definition: Definition, by: str) -> bool:
+        """B1: published version `version`'s definition becomes the draft; False when it already is
+        the current definition (nothing is recorded)."""
+        self._check_exists()
+        if definition == self.current:
+            return False
+        self._reverted(tenant=self.tenant, module_id=self.module_id, version=version, definition=definition, by=by)
+        return True
+
     def set_enabled(self, enabled: bool, by: str) -> bool:
         """Switches the tool on or off at once, in the published version and the draft alike: a
         disabled tool leaves MCP and chat without a publish (seed 003). False when nothing changes."""
@@ -161,6 +170,14 @@ class CodeModule(Chained):
         self.published_at = timestamp
         self.published_by = by
         self.draft = None
+        self._touched(by, timestamp)
+
+    @event("Reverted")
+    def _reverted(
+        self, tenant: str, module_id: str, version: int, definition: Definition, by: str, previous_hash: str = "",
+        timestamp: datetime | None = None,
+    ) -> None:
+        self.draft = definition
         self._touched(by, timestamp)
 
     @event("EnabledChanged")

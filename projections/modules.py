@@ -76,6 +76,7 @@ _HANDLERS: dict[type, Callable[[ModuleSummaries, Any, Tracking], None]] = {
     CodeModule.Created: ModuleSummaries._created,
     CodeModule.Recreated: ModuleSummaries._recreated,
     CodeModule.DraftChanged: ModuleSummaries._draft_changed,
+    CodeModule.Reverted: ModuleSummaries._draft_changed,
     CodeModule.Published: ModuleSummaries._published,
     CodeModule.DraftDiscarded: ModuleSummaries._draft_discarded,
     CodeModule.Deleted: ModuleSummaries._deleted,

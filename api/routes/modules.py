@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 
 from api.deps import Admin, Reader, ServicesDep
 from api.problems import documented
@@ -17,10 +18,14 @@ from api.schemas import (
     ModuleList,
     ModulePublic,
     ModuleUpdate,
+    PublishPreview,
+    RevertRequest,
     TestRequest,
     Usage,
 )
-from domain.application import UNSET, Written
+from domain import history
+from domain.application import UNSET, Written, etag
+from domain.errors import UnknownModule
 from domain.callers import AGENT, PLAN, tool_names
 from domain.model import STATES
 from domain.rules import is_valid_id
@@ -33,13 +38,31 @@ log = logging.getLogger("toolsmith.api")
 router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules"])
 
 
-def _answer(services: Services, principal: Principal, written: Written) -> dict[str, Any] | None:
-    """Waits (bounded) for the read model to apply the write, then presents the module."""
+def _answer(services: Services, principal: Principal, written: Written, response: Response | None = None) -> dict[str, Any] | None:
+    """Waits (bounded) for the read model to apply the write, then presents the module (and its
+    new ETag, B7)."""
     if not services.runner.wait(written.position, services.settings.read_your_writes_seconds):
         log.warning("read model behind a write", extra={"position": written.position})
     if written.module is None:
         return None
+    if response is not None:
+        response.headers["ETag"] = etag(written.module.version)
     return module_out(written.module, _used_by(services, principal.tenant, written.module.module_id))
+
+
+IfMatch = Annotated[
+    str | None,
+    Header(alias="If-Match", description="the module's ETag as read: the write happens only while it is still current (B7)"),
+]
+
+
+def _expected(if_match: str | None) -> int | None:
+    """The aggregate version an `If-Match` names; None for none or `*`. A tag that is not one of
+    ours can never match: -1."""
+    if if_match is None or if_match.strip() == "*":
+        return None
+    tag = if_match.split(",")[0].strip().removeprefix("W/").strip('"')
+    return int(tag) if tag.isdigit() else -1
 
 
 def _used_by(services: Services, tenant: str, module_id: str) -> list[str]:
@@ -132,14 +155,32 @@ def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> d
 
 
 @router.get("/{id}", response_model=ModulePublic, responses=documented(404))
-def get_module(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
-    """The whole module: its draft, its published version and who uses it."""
-    module = services.modules.module(principal.tenant, id)
-    return module_out(module, _used_by(services, principal.tenant, id))
+def get_module(
+    id: str,
+    services: ServicesDep,
+    principal: Reader,
+    response: Response,
+    asOf: Annotated[datetime | None, Query(description="an ISO 8601 instant: the module as it stood then (B2)")] = None,
+) -> dict[str, Any]:
+    """The whole module: its draft, its published version and who uses it; or, with `asOf`, as it was."""
+    if asOf is None:
+        module = services.modules.module(principal.tenant, id)
+        used_by = _used_by(services, principal.tenant, id)
+    else:
+        at = asOf if asOf.tzinfo is not None else asOf.replace(tzinfo=timezone.utc)
+        past = history.module_as_of(services.modules.module_events(principal.tenant, id), at)
+        if past is None:
+            raise UnknownModule(id)
+        module = past
+        used_by = history.importers_as_of(services.modules.graph_events(principal.tenant), id, at)
+    response.headers["ETag"] = etag(module.version)
+    return module_out(module, used_by)
 
 
-@router.put("/{id}", response_model=ModulePublic, responses=documented(400, 404, 409, 413))
-def update_module(id: str, body: ModuleUpdate, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+@router.put("/{id}", response_model=ModulePublic, responses=documented(400, 404, 409, 412, 413))
+def update_module(
+    id: str, body: ModuleUpdate, services: ServicesDep, principal: Admin, response: Response, if_match: IfMatch = None
+) -> dict[str, Any] | None:
     """Change the description, the draft source and imports, or the tool section."""
     given = body.model_fields_set
     written = services.modules.update(
@@ -150,26 +191,60 @@ def update_module(id: str, body: ModuleUpdate, services: ServicesDep, principal:
         imports=body.draftImports if "draftImports" in given else UNSET,
         tool=(body.tool.model_dump() if body.tool else None) if "tool" in given else UNSET,
         by=principal.name,
+        expected=_expected(if_match),
     )
-    return _answer(services, principal, written)
+    return _answer(services, principal, written, response)
 
 
-@router.post("/{id}/publish", response_model=ModulePublic, responses=documented(404, 409, 422, 429, 503))
-def publish_module(id: str, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+@router.post(
+    "/{id}/publish",
+    response_model=ModulePublic | PublishPreview,
+    responses=documented(404, 409, 412, 422, 429, 503),
+)
+def publish_module(
+    id: str,
+    services: ServicesDep,
+    principal: Admin,
+    response: Response,
+    if_match: IfMatch = None,
+    dryRun: Annotated[bool, Query(description="check the module and every dependent, publish nothing (B3)")] = False,
+) -> dict[str, Any] | None:
     """Publish the draft after checking the module and every module that imports it."""
-    return _answer(services, principal, services.modules.publish(principal.tenant, id, by=principal.name))
+    if dryRun:
+        module, checks = services.modules.preview_publish(principal.tenant, id)
+        return {
+            "id": id,
+            "version": module.published_version + 1,
+            "wouldPublish": all(result.error is None for _, result in checks),
+            "checks": [
+                {"module": name, "ok": result.error is None, "error": result.error.as_dict() if result.error else None}
+                for name, result in checks
+            ],
+        }
+    written = services.modules.publish(principal.tenant, id, by=principal.name, expected=_expected(if_match))
+    return _answer(services, principal, written, response)
 
 
-@router.delete("/{id}/draft", response_model=ModulePublic, responses=documented(404, 409))
-def discard_draft(id: str, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+@router.post("/{id}/revert", response_model=ModulePublic, responses=documented(400, 404, 409, 412))
+def revert_module(
+    id: str, body: RevertRequest, services: ServicesDep, principal: Admin, response: Response, if_match: IfMatch = None
+) -> dict[str, Any] | None:
+    """Make a published version's definition the draft again (B1); publish it to make it live."""
+    written = services.modules.revert(principal.tenant, id, body.version, by=principal.name, expected=_expected(if_match))
+    return _answer(services, principal, written, response)
+
+
+@router.delete("/{id}/draft", response_model=ModulePublic, responses=documented(404, 409, 412))
+def discard_draft(id: str, services: ServicesDep, principal: Admin, response: Response, if_match: IfMatch = None) -> dict[str, Any] | None:
     """Drop the draft and return to the published version."""
-    return _answer(services, principal, services.modules.discard_draft(principal.tenant, id, by=principal.name))
+    written = services.modules.discard_draft(principal.tenant, id, by=principal.name, expected=_expected(if_match))
+    return _answer(services, principal, written, response)
 
 
-@router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409))
-def delete_module(id: str, services: ServicesDep, principal: Admin) -> Response:
+@router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409, 412))
+def delete_module(id: str, services: ServicesDep, principal: Admin, if_match: IfMatch = None) -> Response:
     """Delete a module nothing uses; its history stays."""
-    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name))
+    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name, expected=_expected(if_match)))
     return Response(status_code=204)
 
 
