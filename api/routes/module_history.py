@@ -33,7 +33,7 @@ def module_versions(id: str, services: ServicesDep, principal: Reader) -> list[d
     return history.versions(events)
 
 
-@router.get("/{id}/versions/{version}", response_model=VersionOut, responses=documented(404))
+@router.get("/{id}/versions/{version}", response_model=VersionOut, responses=documented(400, 404))
 def module_version(id: str, version: int, services: ServicesDep, principal: Reader) -> dict[str, Any]:
     """Published version `version`'s whole definition."""
     events = services.modules.module_events(principal.tenant, id)

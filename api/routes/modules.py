@@ -154,7 +154,7 @@ def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> d
     return execution_out(result)
 
 
-@router.get("/{id}", response_model=ModulePublic, responses=documented(404))
+@router.get("/{id}", response_model=ModulePublic, responses=documented(400, 404))
 def get_module(
     id: str,
     services: ServicesDep,
@@ -199,7 +199,7 @@ def update_module(
 @router.post(
     "/{id}/publish",
     response_model=ModulePublic | PublishPreview,
-    responses=documented(404, 409, 412, 422, 429, 503),
+    responses=documented(400, 404, 409, 412, 422, 429, 503),
 )
 def publish_module(
     id: str,
