@@ -58,3 +58,23 @@ def test_many_clients_creating_and_publishing_at_once_all_succeed(server: Server
     with server.client() as http:
         assert http.get(BASE, params={"limit": 1}).json()["total"] == 97
         assert len(http.get(f"{BASE}/shared/usage").json()["modules"]) == 48
+
+
+def test_two_edits_from_one_read_with_if_match_exactly_one_wins(server: Server) -> None:
+    # B7: two clients read the same version and both write with If-Match; one 200, one 412, every round
+    with server.client() as http, ThreadPoolExecutor(max_workers=2) as pool:
+        http.post(BASE, json={"id": "contested", "description": "start", "draftContent": "exports.v = 0;"})
+        for race in range(30):
+            tag = http.get(f"{BASE}/contested").headers["ETag"]
+            barrier = Barrier(2)
+
+            def edit(who: str) -> int:
+                with server.client() as own:
+                    barrier.wait()
+                    body = {"description": f"{who} {race}"}
+                    return own.put(f"{BASE}/contested", json=body, headers={"If-Match": tag}).status_code
+
+            statuses = sorted(pool.map(edit, ("ann", "bob")))
+            assert statuses == [200, 412], f"race {race}: {statuses}"
+            after = http.get(f"{BASE}/contested")
+            assert after.headers["ETag"] == f'"{int(tag.strip(chr(34))) + 1}"', f"race {race}: one change only"
