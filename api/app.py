@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
-from api.routes import callers, catalog, module_history, modules, tokens, tools
+from api.routes import audit, callers, catalog, module_history, modules, tokens, tools
 from infrastructure.bootstrap import Services
 
 
@@ -88,6 +88,7 @@ def create_app(services: Services) -> FastAPI:
     for router in (callers.plans, callers.agents, callers.servers, callers.profiles):
         app.include_router(router)
     app.include_router(tokens.router)
+    app.include_router(audit.router)
     mcp_endpoint = mcp.mount(app, services)
 
     @app.get("/healthz", tags=["health"])

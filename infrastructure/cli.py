@@ -38,7 +38,23 @@ def main(argv: list[str] | None = None) -> int:
     rebuild = what.add_parser("rebuild", help="build a fresh index from every event, then swap the alias to it")
     rebuild.add_argument("--keep-old", action="store_true", help="keep the replaced index instead of deleting it")
 
+    audit = commands.add_parser("audit", help="verify the hash chains (B5), export or import the event store as JSON lines")
+    step = audit.add_subparsers(dest="action", required=True)
+    data_dir = argparse.ArgumentParser(add_help=False)
+    data_dir.add_argument("--data-dir", type=Path, help="the data dir of a SQLite event store (as for serve); "
+                          "PERSISTENCE_MODULE=eventsourcing.postgres and POSTGRES_* select PostgreSQL instead")
+    step.add_parser("verify", parents=[data_dir], help="recompute every hash chain; exit 1 and name the first broken link")
+    export = step.add_parser("export", parents=[data_dir], help="every stored event as JSON lines, in log order")
+    export.add_argument("--output", type=Path, help="the file to write (default: standard output)")
+    export.add_argument("--tenant", help="only this tenant's modules, import graph and caller registry")
+    imported = step.add_parser("import", parents=[data_dir], help="restore an export into an empty event store")
+    imported.add_argument("file", type=Path, help="an export written by `toolsmith audit export` ('-': standard input)")
+
     args = parser.parse_args(argv)
+    if args.command == "audit":
+        from infrastructure.audit_cli import audit_command
+
+        return audit_command(args)
     if args.command == "serve":
         return _serve(args)
     if args.command == "sandbox":

@@ -1,0 +1,434 @@
+"""The audit of the event store (DESIGN §7 B5, §9): verify every hash chain, export every stored
+event as JSON lines, and import such an export into an empty store.
+
+**Verify** reads the log in order, decodes each event as the application would, and checks, per
+aggregate, that each event records the hash of the one before it (`domain/chain.py`), that
+versions follow one another, and that every event can be decoded at all. It names the first
+broken link in log order, and prints a digest of every chain's head: the newest event of an
+aggregate has no successor to vouch for it, so an auditor keeps the digest and compares it with
+a later run's (equal digests, with no writes in between, mean no head changed).
+
+**Export** writes one header line, one line per stored event, and one trailer line that counts
+them (so a truncated file is refused on import):
+
+    {"format":"toolsmith-audit-export","formatVersion":1,"exportedAt":"…","through":N,"scope":"store"}
+    {"position":1,"originatorId":"…","originatorVersion":1,"topic":"domain.model:CodeModule.Created","state":{…}}
+    {"end":true,"events":N}
+
+`state` is the stored state itself, byte for byte, embedded as a JSON value (so a human reads
+it and an import restores it exactly); a state that is not JSON on one line (compressed,
+encrypted, corrupted) is under `stateBase64` instead. `state` is always the last key.
+
+**Import** restores an export into an empty store, every stored event byte-identical and in the
+original order; log positions are renumbered from 1 if the original had gaps.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gc
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, BinaryIO
+from uuid import UUID
+
+import orjson
+from eventsourcing.application import Application
+from eventsourcing.persistence import StoredEvent
+
+from domain.callers import TOKENS_ID, registry_id
+from domain.chain import GENESIS, event_hash
+from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
+
+FORMAT = "toolsmith-audit-export"
+FORMAT_VERSION = 1
+# Rows per read: large enough that a read's round trip is a small part of its cost.
+BATCH = 5_000
+INSERT_BATCH = 1_000
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+# -- reading the log -------------------------------------------------------------------------------
+
+def read_log(app: Application, through: int, progress: Progress | None) -> Iterator[list[Any]]:
+    """The stored events up to position `through`, in log order, a batch at a time."""
+    select = app.recorder.select_notifications
+    start = 1
+    while start <= through:
+        batch = select(start, BATCH, stop=through)
+        if not batch:
+            return
+        yield batch
+        start = batch[-1].id + 1
+        if progress is not None:
+            progress(batch[-1].id, through)
+
+
+def head_position(app: Application) -> int:
+    return app.recorder.max_notification_id() or 0
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Pauses Python's cycle collector, for a process that does nothing but an audit (the command
+    line; not the API). A scan makes millions of short-lived objects and no reference cycles, so
+    reference counting frees them all; but each batch lives through enough collections that the
+    collector traverses it again and again, a third to a half of a scan's time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# -- verify ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BrokenLink:
+    position: int
+    aggregate_id: UUID
+    version: int
+    reason: str
+    # What the aggregate is, for a human ("module default/dates"); filled in once the scan knows.
+    aggregate: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.aggregate}, version {self.version}: {self.reason} (log position {self.position})"
+
+
+@dataclass
+class VerifyReport:
+    events: int = 0
+    aggregates: int = 0
+    through: int = 0
+    heads_digest: str = ""
+    broken: list[BrokenLink] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        return not self.broken
+
+    @property
+    def first_broken(self) -> BrokenLink | None:
+        return self.broken[0] if self.broken else None
+
+
+class _Chain:
+    __slots__ = ("version", "hash", "label")
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.hash: str | None = GENESIS  # None: the last event could not be decoded
+        self.label: str | None = None
+
+
+def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
+    """Recomputes every aggregate's hash chain, in log order, up to the position the store had
+    when it started."""
+    report = VerifyReport(through=head_position(app))
+    chains: dict[UUID, _Chain] = {}
+    tenants: set[str] = set()
+    to_domain_event = app.mapper.to_domain_event
+    broken = report.broken
+    for batch in read_log(app, report.through, progress):
+        report.events += len(batch)
+        for stored in batch:
+            chain = chains.get(stored.originator_id)
+            if chain is None:
+                chain = chains[stored.originator_id] = _Chain()
+            version = stored.originator_version
+            try:
+                domain_event = to_domain_event(stored)
+                digest = event_hash(domain_event)
+            except Exception as error:  # noqa: BLE001 - a corrupted event is a finding, never a crash
+                broken.append(BrokenLink(stored.id, stored.originator_id, version, f"cannot be decoded ({_short(error)})"))
+                chain.version, chain.hash = version, None
+                continue
+            if version != chain.version + 1:
+                missing = f"version {chain.version + 1}" if version == chain.version + 2 else f"versions {chain.version + 1} to {version - 1}"
+                reason = (f"{missing} missing: it follows version {chain.version}" if version > chain.version + 1
+                          else f"recorded after version {chain.version}, out of order")
+                broken.append(BrokenLink(stored.id, stored.originator_id, version, reason))
+            else:
+                recorded = getattr(domain_event, "previous_hash", None)
+                if recorded is None:
+                    broken.append(BrokenLink(stored.id, stored.originator_id, version, "records no previous hash"))
+                elif chain.hash is not None and recorded != chain.hash:
+                    if chain.version == 0:
+                        broken.append(BrokenLink(stored.id, stored.originator_id, version,
+                                                 "records a previous hash, but no event comes before it"))
+                    else:
+                        # Event k+1 holds the hash of event k as it was written: it is event k that changed.
+                        broken.append(BrokenLink(stored.id, stored.originator_id, chain.version,
+                                                 f"its content no longer matches: version {version} recorded another hash"))
+            chain.version, chain.hash = version, digest
+            if chain.label is None:
+                chain.label = _label(domain_event, tenants)
+    report.aggregates = len(chains)
+    names = _names(chains, tenants)
+    report.broken[:] = [_named(link, names) for link in broken]
+    lines = sorted(f"{aggregate_id}:{chain.hash if chain.hash is not None else 'undecodable'}"
+                   for aggregate_id, chain in chains.items())
+    report.heads_digest = hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()
+    return report
+
+
+def _label(domain_event: Any, tenants: set[str]) -> str | None:
+    """What a human calls an event's aggregate, when the event says so credibly: the ids derive
+    from the tenant and the module's name, so an altered event cannot lend its aggregate another
+    name (None then, and a later event of the aggregate names it)."""
+    aggregate_id = domain_event.originator_id
+    tenant = getattr(domain_event, "tenant", None)
+    if not isinstance(tenant, str):
+        return None  # a graph's or a registry's later events, the token registry: `_names` knows their ids
+    if isinstance(domain_event, CodeModule.Event):
+        module_id = getattr(domain_event, "module_id", None)
+        if isinstance(module_id, str) and module_aggregate_id(tenant, module_id) == aggregate_id:
+            tenants.add(tenant)
+            return f"module {tenant}/{module_id}"
+    elif aggregate_id == graph_aggregate_id(tenant):
+        tenants.add(tenant)
+        return f"import graph of tenant {tenant}"
+    elif aggregate_id == registry_id(tenant):
+        tenants.add(tenant)
+        return f"caller registry of tenant {tenant}"
+    return None
+
+
+def _names(chains: dict[UUID, _Chain], tenants: set[str]) -> dict[UUID, str]:
+    known = {TOKENS_ID: "token registry"}
+    for tenant in tenants:
+        known[graph_aggregate_id(tenant)] = f"import graph of tenant {tenant}"
+        known[registry_id(tenant)] = f"caller registry of tenant {tenant}"
+    return {aggregate_id: chain.label or known.get(aggregate_id, f"aggregate {aggregate_id}")
+            for aggregate_id, chain in chains.items()}
+
+
+def _named(link: BrokenLink, names: dict[UUID, str]) -> BrokenLink:
+    return BrokenLink(link.position, link.aggregate_id, link.version, link.reason, names[link.aggregate_id])
+
+
+def _short(error: Exception) -> str:
+    cause = error.__cause__ or error
+    return f"{type(cause).__name__}: {str(cause)[:120]}"
+
+
+# -- export ----------------------------------------------------------------------------------------
+
+class _TenantScope:
+    """Which events belong to one tenant: its modules, its import graph and its caller registry.
+    The token registry is store-wide, so a tenant's export leaves it out."""
+
+    def __init__(self, tenant: str, recorder: Any) -> None:
+        self.tenant = tenant
+        self.recorder = recorder
+        self.own = {graph_aggregate_id(tenant), registry_id(tenant)}
+        self.decided: dict[UUID, bool] = {}
+
+    def holds(self, stored: Any) -> bool:
+        aggregate_id = stored.originator_id
+        if aggregate_id in self.own:
+            return True
+        if aggregate_id == TOKENS_ID:
+            return False
+        decided = self.decided.get(aggregate_id)
+        if decided is not None:
+            return decided
+        owner = _owner(stored)
+        if owner is None:
+            # An altered or undecodable event: its aggregate's other events say whose it is.
+            owner = next(filter(None, map(_owner, self.recorder.select_events(aggregate_id))), None)
+        self.decided[aggregate_id] = owner == self.tenant
+        return owner == self.tenant
+
+
+def _owner(stored: Any) -> str | None:
+    """The tenant an event says it belongs to, if its aggregate's id confirms it (the ids derive
+    from the tenant, so an altered event cannot move its aggregate to another tenant)."""
+    try:
+        state = orjson.loads(stored.state)
+    except orjson.JSONDecodeError:
+        return None
+    tenant = state.get("tenant") if type(state) is dict else None
+    if not isinstance(tenant, str):
+        return None
+    module_id = state.get("module_id")
+    if isinstance(module_id, str) and module_aggregate_id(tenant, module_id) == stored.originator_id:
+        return tenant
+    if stored.originator_id in (graph_aggregate_id(tenant), registry_id(tenant)):
+        return tenant
+    return None
+
+
+def export_chunks(app: Application, *, tenant: str | None = None, progress: Progress | None = None) -> Iterator[bytes]:
+    """The export, as chunks of whole lines (one chunk per read batch): for a file, or a stream."""
+    through = head_position(app)
+    scope = _TenantScope(tenant, app.recorder) if tenant is not None else None
+    yield orjson.dumps({
+        "format": FORMAT,
+        "formatVersion": FORMAT_VERSION,
+        "exportedAt": datetime.now(timezone.utc).isoformat(),
+        "through": through,
+        "scope": "store" if tenant is None else {"tenant": tenant},
+    }) + b"\n"
+    events = 0
+    line = _Lines()
+    for batch in read_log(app, through, progress):
+        if scope is not None:
+            batch = [stored for stored in batch if scope.holds(stored)]
+        events += len(batch)
+        yield b"".join([line(stored) for stored in batch])
+    yield orjson.dumps({"end": True, "events": events}) + b"\n"
+
+
+def export(app: Application, out: BinaryIO, *, tenant: str | None = None, progress: Progress | None = None) -> int:
+    """Writes the export to `out`; answers how many events it holds."""
+    chunk = b""
+    for chunk in export_chunks(app, tenant=tenant, progress=progress):
+        out.write(chunk)
+    return orjson.loads(chunk)["events"]  # the last chunk is the end line, which counts them
+
+
+def _prefix(position: int, originator_id: str, version: int, topic: str) -> bytes:
+    return b'{"position":%d,"originatorId":%b,"originatorVersion":%d,"topic":%b,' % (
+        position, orjson.dumps(originator_id), version, orjson.dumps(topic))
+
+
+class _Lines:
+    """Writes event lines; the few topics are encoded once, not once per event."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, bytes] = {}
+
+    def __call__(self, stored: Any) -> bytes:
+        topic = self.topics.get(stored.topic)
+        if topic is None:
+            topic = self.topics[stored.topic] = orjson.dumps(stored.topic)
+        originator_id = stored.originator_id
+        # A UUID's text needs no escaping; any other id goes through the encoder.
+        quoted_id = b'"%s"' % str(originator_id).encode() if type(originator_id) is UUID else orjson.dumps(str(originator_id))
+        prefix = b'{"position":%d,"originatorId":%b,"originatorVersion":%d,"topic":%b,' % (
+            stored.id, quoted_id, stored.originator_version, topic)
+        state = stored.state
+        if b"\n" not in state and b"\r" not in state:
+            try:
+                orjson.loads(state)
+            except orjson.JSONDecodeError:
+                pass
+            else:
+                return prefix + b'"state":' + state + b"}\n"
+        return prefix + b'"stateBase64":"' + base64.b64encode(state) + b'"}\n'
+
+
+# -- import ----------------------------------------------------------------------------------------
+
+class ImportRefused(Exception):
+    """The store is not empty, or the file is not an export; `line` is 1-based, or None."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {reason}" if line is not None else reason)
+        self.line = line
+
+
+_EVENT_KEYS = ({"position", "originatorId", "originatorVersion", "topic", "state"},
+               {"position", "originatorId", "originatorVersion", "topic", "stateBase64"})
+
+
+def read_export(lines: Iterable[bytes]) -> list[StoredEvent]:
+    """Every stored event of an export, checked line by line (nothing is written here)."""
+    events: list[StoredEvent] = []
+    versions: dict[UUID, int] = {}
+    position = 0
+    header = end = None
+    number = 0
+    for number, line in enumerate(lines, start=1):
+        if end is not None:
+            raise ImportRefused("a line after the end line", number)
+        line = line.rstrip(b"\n").rstrip(b"\r")
+        try:
+            parsed = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            raise ImportRefused(f"not JSON ({error})", number) from None
+        if type(parsed) is not dict:
+            raise ImportRefused("not a JSON object", number)
+        if header is None:
+            if parsed.get("format") != FORMAT or parsed.get("formatVersion") != FORMAT_VERSION:
+                raise ImportRefused(f"not a {FORMAT} (format version {FORMAT_VERSION}) header", number)
+            header = parsed
+            continue
+        if "end" in parsed:
+            if parsed.get("events") != len(events):
+                raise ImportRefused(f"the end line counts {parsed.get('events')} events, the file holds {len(events)}", number)
+            end = parsed
+            continue
+        stored = _stored_event(line, parsed, number)
+        if parsed["position"] <= position:
+            raise ImportRefused(f"position {parsed['position']} after position {position}: lines out of order", number)
+        position = parsed["position"]
+        before = versions.get(stored.originator_id, 0)
+        if stored.originator_version <= before:
+            raise ImportRefused(f"version {stored.originator_version} of aggregate {stored.originator_id} "
+                                f"after its version {before}", number)
+        versions[stored.originator_id] = stored.originator_version
+        events.append(stored)
+    if header is None:
+        raise ImportRefused("the file is empty")
+    if end is None:
+        raise ImportRefused("no end line: the file is cut short", number + 1)
+    return events
+
+
+def _stored_event(line: bytes, parsed: dict[str, Any], number: int) -> StoredEvent:
+    if set(parsed) not in _EVENT_KEYS:
+        raise ImportRefused("an event line has exactly position, originatorId, originatorVersion, topic "
+                            "and state (or stateBase64)", number)
+    position, originator_id, version, topic = (parsed[k] for k in ("position", "originatorId", "originatorVersion", "topic"))
+    if type(position) is not int or type(version) is not int or version < 1 or position < 1:
+        raise ImportRefused("position and originatorVersion are whole numbers from 1", number)
+    if not isinstance(topic, str) or ":" not in topic:
+        raise ImportRefused("topic is a 'module:Class' string", number)
+    try:
+        aggregate_id = UUID(originator_id)
+    except (TypeError, ValueError, AttributeError):
+        raise ImportRefused(f"originatorId {originator_id!r} is not a UUID", number) from None
+    if "stateBase64" in parsed:
+        try:
+            state = base64.b64decode(parsed["stateBase64"], validate=True)
+        except (TypeError, ValueError):
+            raise ImportRefused("stateBase64 is not base64", number) from None
+    else:
+        # The state's own bytes, not a re-encoding: they sit between the fixed prefix and the last "}".
+        prefix = _prefix(position, originator_id, version, topic) + b'"state":'
+        if not line.startswith(prefix) or not line.endswith(b"}"):
+            raise ImportRefused("not in the export's layout (keys in order, no spaces, state last)", number)
+        state = line[len(prefix):-1]
+        try:
+            orjson.loads(state)
+        except orjson.JSONDecodeError:
+            raise ImportRefused("state is not one JSON value", number) from None
+    return StoredEvent(originator_id=aggregate_id, originator_version=version, topic=topic, state=state)
+
+
+def import_events(app: Application, lines: Iterable[bytes], *, progress: Progress | None = None) -> int:
+    """Restores an export into an empty store; answers how many events it wrote.
+
+    The whole file is read and checked first (the parsed events are held in memory, about the
+    file's size), so that a malformed line refuses the import before anything is written.
+    """
+    held = head_position(app)
+    if held:
+        raise ImportRefused(f"the event store is not empty (it holds events up to position {held}); "
+                            "import only into an empty store")
+    events = read_export(lines)
+    for start in range(0, len(events), INSERT_BATCH):
+        app.recorder.insert_events(events[start:start + INSERT_BATCH])
+        if progress is not None:
+            progress(min(start + INSERT_BATCH, len(events)), len(events))
+    return len(events)
+

@@ -1,0 +1,122 @@
+"""`toolsmith audit verify|export|import` as real processes on a real `toolsmith serve`'s data dir,
+and the auditors' export over HTTP (DESIGN §7 B5, §8, §9)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+from domain.model import module_aggregate_id
+from tests.e2e.conftest import TOOLSMITH, Server
+from tests.helpers import environment_without_settings, free_port
+
+BASE = "/api/v1/admin/code-modules"
+EXPORT = "/api/v1/admin/audit/export"
+
+
+def toolsmith(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The command as an operator runs it, with only the settings the test gives."""
+    return subprocess.run([str(TOOLSMITH), "audit", *args], capture_output=True, timeout=120,
+                          env={**environment_without_settings(), **(env or {})})
+
+
+@pytest.fixture
+def history(server: Server) -> Server:
+    """A server whose store holds a module with three versions and a published library."""
+    with server.client() as http:
+        for module_id in ("dates", "lib"):
+            body = {"id": module_id, "description": f"The {module_id} module", "draftContent": "exports.run = function (i) { return i; };"}
+            assert http.post(BASE, json=body).status_code == 201
+        assert http.put(f"{BASE}/dates", json={"description": "Dates, changed"}).status_code == 200
+        assert http.post(f"{BASE}/dates/publish").status_code == 200
+        assert http.post(f"{BASE}/lib/publish").status_code == 200
+    return server
+
+
+def test_verify_exits_0_on_an_intact_store_with_progress_on_stderr_only(history: Server) -> None:
+    done = toolsmith("verify", "--data-dir", str(history.data_dir))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert out.startswith("intact: ") and "heads digest: " in out
+    assert "verifying" in done.stderr.decode() and "verifying" not in out
+
+
+def test_verify_exits_1_and_names_the_changed_version_in_one_line(history: Server) -> None:
+    history.stop()
+    with sqlite3.connect(history.data_dir / "events.sqlite") as db:
+        key = (module_aggregate_id("default", "dates").hex, 1)
+        (state,) = db.execute("SELECT state FROM stored_events WHERE originator_id = ? AND originator_version = ?", key).fetchone()
+        db.execute("UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                   (state.replace(b"The dates module", b"The dateS module"), *key))
+    done = toolsmith("verify", "--data-dir", str(history.data_dir))
+    assert done.returncode == 1, done.stderr
+    first = done.stdout.decode().splitlines()[0]
+    assert first.startswith("broken: module default/dates, version 1: ")
+    assert "version 2 recorded another hash" in first
+
+
+def test_export_to_stdout_is_json_lines_and_imports_into_an_empty_data_dir(history: Server, tmp_path: Path) -> None:
+    exported = toolsmith("export", "--data-dir", str(history.data_dir))
+    assert exported.returncode == 0, exported.stderr
+    lines = [orjson.loads(line) for line in exported.stdout.splitlines()]
+    assert lines[0]["format"] == "toolsmith-audit-export"
+    assert lines[-1] == {"end": True, "events": len(lines) - 2}
+    assert "exporting" in exported.stderr.decode()
+    # into a new data dir: restored, and it verifies as intact
+    export_file = tmp_path / "export.ndjson"
+    export_file.write_bytes(exported.stdout)
+    restored = tmp_path / "restored"
+    imported = toolsmith("import", str(export_file), "--data-dir", str(restored))
+    assert imported.returncode == 0, imported.stderr
+    assert toolsmith("verify", "--data-dir", str(restored)).returncode == 0
+    again = toolsmith("export", "--data-dir", str(restored), "--output", str(tmp_path / "again.ndjson"))
+    assert again.returncode == 0 and again.stdout == b""
+    assert (tmp_path / "again.ndjson").read_bytes().splitlines()[1:] == exported.stdout.splitlines()[1:]
+    # a second import into the now full store is refused
+    refused = toolsmith("import", str(export_file), "--data-dir", str(restored))
+    assert refused.returncode == 1 and b"not empty" in refused.stderr
+
+
+def test_import_of_a_malformed_file_exits_1_naming_the_line(history: Server, tmp_path: Path) -> None:
+    lines = toolsmith("export", "--data-dir", str(history.data_dir)).stdout.splitlines()
+    spoiled = tmp_path / "spoiled.ndjson"
+    spoiled.write_bytes(b"\n".join([*lines[:3], b'{"position": "x"}', *lines[4:]]) + b"\n")
+    refused = toolsmith("import", str(spoiled), "--data-dir", str(tmp_path / "empty"))
+    assert refused.returncode == 1
+    assert b"line 4: " in refused.stderr
+
+
+def test_bad_settings_exit_2_in_one_line_without_the_password(tmp_path: Path) -> None:
+    missing = toolsmith("verify", "--data-dir", str(tmp_path / "nothing-here"))
+    assert missing.returncode == 2 and b"no event store" in missing.stderr
+    postgres = {"PERSISTENCE_MODULE": "eventsourcing.postgres", "POSTGRES_HOST": "127.0.0.1", "POSTGRES_PORT": str(free_port()),
+                "POSTGRES_USER": "nobody", "POSTGRES_PASSWORD": "sekrit-do-not-print", "POSTGRES_DBNAME": "nothing",
+                "POSTGRES_CONNECT_TIMEOUT": "2"}
+    for action in (["verify"], ["export"], ["import", str(tmp_path / "none.ndjson")]):
+        done = toolsmith(*action, env=postgres)
+        assert done.returncode == 2, (action, done.stderr)
+        said = done.stderr.decode()
+        assert len(said.strip().splitlines()) == 1 and "cannot open the event store" in said
+        assert "sekrit-do-not-print" not in said + done.stdout.decode()
+
+
+def test_auditors_get_the_same_lines_over_http_and_callers_are_forbidden(history: Server) -> None:
+    with history.client() as http:
+        auditor = http.post("/api/v1/admin/tokens", json={"name": "auditor", "role": "auditor"}).json()["token"]
+        caller = http.post("/api/v1/admin/tokens", json={"name": "a caller", "role": "caller"}).json()["token"]
+    with history.client(auditor) as http:
+        answer = http.get(EXPORT)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("application/x-ndjson")
+    cli = toolsmith("export", "--tenant", "default", "--data-dir", str(history.data_dir))
+    assert cli.returncode == 0
+    over_http, by_cli = answer.content.splitlines(), cli.stdout.splitlines()
+    assert over_http[1:] == by_cli[1:]
+    assert orjson.loads(over_http[0])["scope"] == {"tenant": "default"}
+    assert len(over_http) > 2
+    with history.client(caller) as http:
+        assert http.get(EXPORT).status_code == 403
