@@ -6,8 +6,9 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 def median(values: Sequence[float]) -> float:
@@ -105,3 +106,16 @@ def bench_settings(data_dir: os.PathLike[str] | str):
         persistence_module="eventsourcing.sqlite",
         sandbox_url="embedded",
     )
+
+
+def standalone(run: Callable[[Sequence[str] | None], tuple[Sequence[Row], Any]], title: str) -> Callable[[Sequence[str] | None], int]:
+    """The `main` of a benchmark run on its own (`python -m bench.<name>`): its table, then the machine."""
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        started = time.perf_counter()
+        rows, _ = run(argv)
+        print(format_table(title, rows))
+        print(f"({machine_line()}; {time.perf_counter() - started:.0f} s)")
+        return 0
+
+    return main

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench._common import Progress, Row, bench_settings, format_table, machine_line, median, quartiles, rotated
+from bench._common import Progress, Row, bench_settings, median, quartiles, rotated, standalone
 
 TITLE = "Audit: verify and export against a plain read of the event store"
 
@@ -135,12 +135,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    rows, _ = run(argv)
-    print()
-    print(format_table(TITLE, rows))
-    print(f"\n({machine_line()})")
-    return 0
+main = standalone(run, TITLE)
 
 
 if __name__ == "__main__":

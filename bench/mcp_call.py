@@ -32,7 +32,7 @@ from pathlib import Path
 import anyio
 import httpx
 
-from bench._common import Progress, Row, format_table, machine_line, median, quartiles, rotated
+from bench._common import Progress, Row, median, quartiles, rotated, standalone
 
 TOKEN = "tsa_bench-admin-token"
 TOOL = "countLines"
@@ -196,12 +196,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    started = time.perf_counter()
-    rows, _ = run(argv)
-    print(format_table(TITLE, rows))
-    print(f"({machine_line()}; {time.perf_counter() - started:.0f} s)")
-    return 0
+main = standalone(run, TITLE)
 
 
 if __name__ == "__main__":

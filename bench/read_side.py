@@ -43,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from bench._common import Progress, Row, format_table, machine_line, median, millis, quartiles
+from bench._common import Progress, Row, median, millis, quartiles, standalone
 
 TITLE = "Read side on OpenSearch: projection lag, rebuild against a raw _bulk, faceted list"
 SOURCE = "exports.run = function (input) { return input; };"
@@ -376,12 +376,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    rows, _ = run(argv)
-    print()
-    print(format_table(TITLE, rows))
-    print(f"\n({machine_line()})")
-    return 0
+main = standalone(run, TITLE)
 
 
 if __name__ == "__main__":

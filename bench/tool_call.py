@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import _quickjs
 
-from bench._common import Progress, Row, rotated, bench_settings, format_table, machine_line, median, micros, quartiles
+from bench._common import Progress, Row, rotated, bench_settings, median, micros, quartiles, standalone
 
 SOURCE = "exports.run = function (input) { return input.text.split('\\n').length; };"
 INPUT = {"text": "a\nb\nc"}
@@ -237,12 +237,7 @@ TITLE = (
 )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    started = time.perf_counter()
-    rows, _ = run(argv)
-    print(format_table(TITLE, rows))
-    print(f"({machine_line()}; {time.perf_counter() - started:.0f} s)")
-    return 0
+main = standalone(run, TITLE)
 
 
 if __name__ == "__main__":
