@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from domain.model import module_aggregate_id
-from tests.e2e.conftest import TOOLSMITH, Server
+from tests.e2e.conftest import TOOLSMITH, Server, printed_tokens
 from tests.helpers import environment_without_settings, free_port
 
 BASE = "/api/v1/admin/code-modules"
@@ -120,3 +120,38 @@ def test_auditors_get_the_same_lines_over_http_and_callers_are_forbidden(history
     assert len(over_http) > 2
     with history.client(caller) as http:
         assert http.get(EXPORT).status_code == 403
+
+
+def test_an_imported_data_dir_answers_every_history_and_version_query_as_the_original(history: Server, tmp_path: Path) -> None:
+    with history.client() as http:
+        # more history: a second version, a revert to the first, a discard, a delete and a new life
+        assert http.put(f"{BASE}/dates", json={"description": "Dates, second"}).status_code == 200
+        assert http.post(f"{BASE}/dates/publish").status_code == 200
+        assert http.post(f"{BASE}/dates/revert", json={"version": 1}).status_code == 200
+        assert http.post(f"{BASE}/dates/publish").status_code == 200
+        assert http.put(f"{BASE}/lib", json={"description": "a draft"}).status_code == 200
+        assert http.delete(f"{BASE}/lib/draft").status_code == 200
+        assert http.post(BASE, json={"id": "gone", "description": "d", "draftContent": ""}).status_code == 201
+        assert http.delete(f"{BASE}/gone").status_code == 204
+        assert http.post(BASE, json={"id": "gone", "description": "again", "draftContent": ""}).status_code == 201
+    export_file = tmp_path / "export.ndjson"
+    assert toolsmith("export", "--data-dir", str(history.data_dir), "--output", str(export_file)).returncode == 0
+    restored_dir = tmp_path / "restored"
+    assert toolsmith("import", str(export_file), "--data-dir", str(restored_dir)).returncode == 0
+
+    restored = Server(data_dir=restored_dir).start()
+    try:
+        restored.token = printed_tokens(restored.output)[0]
+        with history.client() as before, restored.client() as after:
+            queries = [BASE]
+            for module_id in ("dates", "lib", "gone"):
+                queries += [f"{BASE}/{module_id}", f"{BASE}/{module_id}/history", f"{BASE}/{module_id}/versions"]
+                events = before.get(f"{BASE}/{module_id}/history").json()["events"]
+                queries += [f"{BASE}/{module_id}?asOf={event['at']}" for event in events]
+                queries += [f"{BASE}/{module_id}/versions/{v['version']}" for v in before.get(f"{BASE}/{module_id}/versions").json()]
+            for query in queries:
+                original, imported = before.get(query), after.get(query)
+                assert (imported.status_code, imported.json()) == (original.status_code, original.json()), query
+                assert imported.headers.get("ETag") == original.headers.get("ETag"), query
+    finally:
+        restored.stop()
