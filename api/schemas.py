@@ -292,6 +292,7 @@ class HistoryEvent(BaseModel):
     by: str | None
     data: dict[str, Any] = Field(description="what the event recorded (a definition, a version number, …)")
     previousHash: str = Field(description="SHA-256 of the module's event before this one (B5); empty for the first")
+    hash: str | None = Field(description="SHA-256 of this event, recorded with it (B5)")
 
 
 class HistoryOut(BaseModel):

@@ -21,11 +21,15 @@ import orjson
 from eventsourcing.domain import Aggregate
 
 GENESIS = ""
+# Each event also records its own hash, so that a change to the newest event of a chain, which no
+# later event vouches for, shows too (unless whoever changed it also recomputed this).
+OWN_HASH = "own_hash"
 
 
 def event_hash(domain_event: Any) -> str:
-    """The SHA-256 of an event's canonical JSON (type, aggregate, version, time and attributes)."""
-    state = dict(domain_event.__dict__)
+    """The SHA-256 of an event's canonical JSON (type, aggregate, version, time and attributes,
+    its `previous_hash` included, its own hash left out)."""
+    state = {k: v for k, v in domain_event.__dict__.items() if k != OWN_HASH}
     state["__type__"] = type(domain_event).__qualname__
     return hashlib.sha256(orjson.dumps(state, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()
 
@@ -38,8 +42,13 @@ class Chained(Aggregate):
     class Event(Aggregate.Event):
         def mutate(self, aggregate: Any) -> Any:
             mutated = super().mutate(aggregate)
+            digest = event_hash(self)
+            if OWN_HASH not in self.__dict__:
+                # A new event (a replayed one has its own already): recorded with it when it is
+                # stored, as an attribute of its state rather than a field of its class.
+                object.__setattr__(self, OWN_HASH, digest)
             # `Created` answers a new aggregate; the others change the one they are given.
-            (mutated if mutated is not None else aggregate).chain_head = event_hash(self)
+            (mutated if mutated is not None else aggregate).chain_head = digest
             return mutated
 
     def trigger_event(self, event_class: Any, **kwargs: Any) -> None:

@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from domain.chain import OWN_HASH
 from domain.model import CodeModule, ImportGraph
 
 # Attributes every event has, shown once each rather than in `data`.
-_ENVELOPE = ("originator_id", "originator_version", "timestamp", "tenant", "module_id", "by", "previous_hash")
+_ENVELOPE = ("originator_id", "originator_version", "timestamp", "tenant", "module_id", "by", "previous_hash", OWN_HASH)
 
 
 def entry(event: Any) -> dict[str, Any]:
@@ -28,6 +29,7 @@ def entry(event: Any) -> dict[str, Any]:
         "by": getattr(event, "by", None),
         "data": data,
         "previousHash": event.previous_hash,
+        "hash": event.__dict__.get(OWN_HASH),
     }
 
 

@@ -4,9 +4,11 @@ event as JSON lines, and import such an export into an empty store.
 **Verify** reads the log in order, decodes each event as the application would, and checks, per
 aggregate, that each event records the hash of the one before it (`domain/chain.py`), that
 versions follow one another, and that every event can be decoded at all. It names the first
-broken link in log order, and prints a digest of every chain's head: the newest event of an
-aggregate has no successor to vouch for it, so an auditor keeps the digest and compares it with
-a later run's (equal digests, with no writes in between, mean no head changed).
+broken link in log order: an event whose content no longer matches the hash it was recorded with,
+or whose successor recorded another hash for it. It also prints a digest of every chain's head,
+for an auditor to keep: whoever rewrites the newest event of a chain together with its own hash
+leaves no broken link, but changes the digest (equal digests, with no writes in between, mean no
+head changed).
 
 **Export** writes one header line, one line per stored event, and one trailer line that counts
 them (so a truncated file is refused on import):
@@ -40,7 +42,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import StoredEvent
 
 from domain.callers import TOKENS_ID, registry_id
-from domain.chain import GENESIS, event_hash
+from domain.chain import GENESIS, OWN_HASH, event_hash
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
 
 FORMAT = "toolsmith-audit-export"
@@ -156,10 +158,14 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
                           else f"recorded after version {chain.version}, out of order")
                 broken.append(BrokenLink(stored.id, stored.originator_id, version, reason))
             else:
+                own = domain_event.__dict__.get(OWN_HASH)
+                if own is not None and own != digest:
+                    # The event's content no longer matches the hash it was recorded with.
+                    broken.append(BrokenLink(stored.id, stored.originator_id, version, "its content no longer matches its own hash"))
                 recorded = getattr(domain_event, "previous_hash", None)
                 if recorded is None:
                     broken.append(BrokenLink(stored.id, stored.originator_id, version, "records no previous hash"))
-                elif chain.hash is not None and recorded != chain.hash:
+                elif chain.hash is not None and recorded != chain.hash and not _already_named(broken, stored.originator_id, chain.version):
                     if chain.version == 0:
                         broken.append(BrokenLink(stored.id, stored.originator_id, version,
                                                  "records a previous hash, but no event comes before it"))
@@ -177,6 +183,12 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
                    for aggregate_id, chain in chains.items())
     report.heads_digest = hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()
     return report
+
+
+def _already_named(broken: list[BrokenLink], aggregate_id: UUID, version: int) -> bool:
+    """Whether the event at `version` was found changed already (by its own hash): the next
+    event's link to it then says nothing new."""
+    return bool(broken) and broken[-1].aggregate_id == aggregate_id and broken[-1].version == version
 
 
 def _label(domain_event: Any, tenants: set[str]) -> str | None:

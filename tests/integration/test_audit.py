@@ -4,6 +4,7 @@ byte for byte, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ import pytest
 from domain.application import ModuleRepository
 from domain import history
 from domain.callers import PROFILE
+from domain.chain import OWN_HASH, event_hash
 from domain.model import graph_aggregate_id, module_aggregate_id
 from domain.ports import ExecutionResult, Sandbox
 from domain.records import CallerRecords
@@ -107,18 +109,20 @@ def stored_events(app: ModuleRepository) -> list[tuple[Any, int, str, bytes]]:
     return [(e.originator_id, e.originator_version, e.topic, e.state) for e in every]
 
 
-def change_state(db: Path, module_id: str, version: int, change: Callable[[bytes], bytes], tenant: str = TENANT) -> None:
+def change_state(
+    db: Path, module_id: str, version: int, change: Callable[[bytes], bytes], tenant: str = TENANT, *, same_length: bool = True
+) -> None:
     """Changes one stored event in the SQLite file itself, as someone with the file could."""
-    change_row(db, module_aggregate_id(tenant, module_id).hex, version, change)
+    change_row(db, module_aggregate_id(tenant, module_id).hex, version, change, same_length=same_length)
 
 
-def change_row(db: Path, originator_id: str, version: int, change: Callable[[bytes], bytes]) -> None:
+def change_row(db: Path, originator_id: str, version: int, change: Callable[[bytes], bytes], *, same_length: bool = True) -> None:
     with sqlite3.connect(db) as connection:
         # The events table is the one with the aggregates' versions (not the tracking tables).
         (table,) = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%originator_version%'").fetchone()
         (state,) = connection.execute(f"SELECT state FROM {table} WHERE originator_id = ? AND originator_version = ?", (originator_id, version)).fetchone()
         changed = change(state)
-        assert changed != state and len(changed) == len(state)
+        assert changed != state and (len(changed) == len(state) or not same_length)
         connection.execute(f"UPDATE {table} SET state = ? WHERE originator_id = ? AND originator_version = ?", (changed, originator_id, version))
 
 
@@ -154,8 +158,21 @@ def test_a_byte_changed_inside_a_string_names_the_module_and_version_that_change
     assert not report.intact
     link = report.first_broken
     assert (link.aggregate, link.version) == ("module default/dates", 2)
-    assert "version 3 recorded another hash" in str(link)
+    assert "no longer matches its own hash" in str(link)
     assert len(report.broken) == 1
+
+
+def test_a_changed_event_whose_own_hash_was_recomputed_breaks_the_next_link(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+    app, db = sqlite_store
+    # someone changes version 2 of dates and writes the matching own hash: version 3 still holds the old one
+    events = app.module_events(TENANT, "dates")
+    forged = dataclasses.replace(events[1], definition={**events[1].definition, "description": "Dates, forged"})
+    object.__setattr__(forged, OWN_HASH, event_hash(forged))
+    stored = app.mapper.to_stored_event(forged)
+    change_state(db, "dates", 2, lambda _: stored.state, same_length=False)
+    link = audit.verify(app).first_broken
+    assert link is not None and (link.aggregate, link.version) == ("module default/dates", 2)
+    assert "version 3 recorded another hash" in str(link)
 
 
 def test_a_byte_that_breaks_the_json_names_the_event_and_does_not_crash(sqlite_store: tuple[ModuleRepository, Path]) -> None:
@@ -193,11 +210,21 @@ def test_a_deleted_event_is_a_missing_version(sqlite_store: tuple[ModuleReposito
     assert "version 3 missing" in link.reason
 
 
-def test_a_changed_newest_event_shows_in_the_heads_digest_only(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_changed_newest_event_is_named_by_its_own_hash(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+    app, db = sqlite_store
+    # scratch's newest event (version 4) has no successor to hold its hash, but holds its own
+    change_state(db, "scratch", 4, one_byte(b'"by":"grace"', b'"by":"gracf"'))
+    link = audit.verify(app).first_broken
+    assert link is not None and (link.aggregate, link.version) == ("module default/scratch", 4)
+
+
+def test_a_newest_event_rewritten_with_its_own_hash_shows_in_the_heads_digest(sqlite_store: tuple[ModuleRepository, Path]) -> None:
     app, db = sqlite_store
     before = audit.verify(app)
-    # scratch's newest event (version 4) has no successor to hold its hash
-    change_state(db, "scratch", 4, one_byte(b'"by":"grace"', b'"by":"gracf"'))
+    newest = app.module_events(TENANT, "scratch")[-1]
+    forged = dataclasses.replace(newest, definition={**newest.definition, "description": "Scratch, forged"})
+    object.__setattr__(forged, OWN_HASH, event_hash(forged))
+    change_state(db, "scratch", newest.originator_version, lambda _: app.mapper.to_stored_event(forged).state, same_length=False)
     after = audit.verify(app)
     assert after.intact
     assert after.heads_digest != before.heads_digest

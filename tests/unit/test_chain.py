@@ -20,9 +20,10 @@ def recorded() -> tuple[CodeModule, list[object]]:
     return module, module.collect_events()
 
 
-def test_each_event_carries_the_hash_of_the_one_before() -> None:
+def test_each_event_carries_the_hash_of_the_one_before_and_its_own() -> None:
     module, events = recorded()
     assert [e.previous_hash for e in events] == [GENESIS, *(event_hash(e) for e in events[:-1])]
+    assert [e.own_hash for e in events] == [event_hash(e) for e in events]
     assert module.chain_head == event_hash(events[-1])
 
 
