@@ -105,7 +105,7 @@ class CallerRecords:
             if attach:
                 if tool in server["tools"]:
                     return server, None
-                if not self._names_a_tool(tenant, tool, allow_unpublished=True):
+                if tool not in self._toolbox.names(tenant) and not self._modules.is_module(tenant, tool):
                     raise UnknownRecord("tool", tool)
                 registry.attach(server_id, tool, by)
             else:
@@ -178,10 +178,11 @@ class CallerRecords:
         found: list[Violation] = []
         field = {PLAN: "nodes[{}].toolName", AGENT: "allowedTools[{}]", SERVER: "tools[{}]"}.get(kind)
         if field is not None:
+            known = self._toolbox.names(tenant)
             for i, name in enumerate(tool_names(kind, body)):
                 if name == body["id"] and kind == PLAN:
                     found.append(Violation(field.format(i), "R14", "a plan cannot call itself"))
-                elif not self._names_a_tool(tenant, name, allow_unpublished=kind == SERVER):
+                elif name not in known and not (kind == SERVER and self._modules.is_module(tenant, name)):
                     found.append(Violation(field.format(i), "R14", f"no tool named {name!r}"))
         if kind == PLAN and not found:
             # A node reaches a plan only when that plan is exposed as a tool.
@@ -194,11 +195,6 @@ class CallerRecords:
                 found.append(Violation("nodes", "R14", "the plans would call each other in a cycle: " + " → ".join(cycle)))
         if found:
             raise InvalidRecord(found)
-
-    def _names_a_tool(self, tenant: str, name: str, *, allow_unpublished: bool) -> bool:
-        if name in self._toolbox.names(tenant):
-            return True
-        return allow_unpublished and self._modules.is_module(tenant, name)
 
     def _toolbox_names_elsewhere(self, tenant: str, name: str) -> bool:
         """Whether the name stays a tool without the plan (a module or a declared tool holds it too)."""

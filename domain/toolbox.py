@@ -49,12 +49,24 @@ class DeclaredNames(ToolNames):
         return self._holders.get(name)
 
 
+class _Catalog:
+    """One tenant's resolved entries at one position, indexed for the call path."""
+
+    __slots__ = ("position", "entries", "winners", "names")
+
+    def __init__(self, position: int, entries: list[ToolEntry]) -> None:
+        self.position = position
+        self.entries = entries
+        self.winners = {e.name: e for e in entries if e.shadowed_by is None}
+        self.names = frozenset(e.name for e in entries)
+
+
 class Toolbox:
     def __init__(self, modules: ModuleRepository, declared: Iterable[DeclaredTool] = (), *, code_enabled: bool = True) -> None:
         self._modules = modules
         self._declared = {tool.entry.name: tool for tool in declared}
         self._code_enabled = code_enabled
-        self._cache: dict[str, tuple[int, list[ToolEntry]]] = {}
+        self._cache: dict[str, _Catalog] = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -69,25 +81,26 @@ class Toolbox:
 
     def entries(self, tenant: str) -> list[ToolEntry]:
         """Every tool of the tenant, sorted by name; those that lose R15 carry `shadowed_by`."""
-        position = self.generation()
-        with self._lock:
-            cached = self._cache.get(tenant)
-        if cached is not None and cached[0] == position:
-            return cached[1]
-        entries = resolve(self._build(tenant))
-        with self._lock:
-            self._cache[tenant] = (position, entries)
-        return entries
+        return self._catalog(tenant).entries
 
     def entry(self, tenant: str, name: str) -> ToolEntry | None:
         """The tool a call of `name` reaches (R15), or None."""
-        for entry in self.entries(tenant):
-            if entry.name == name and entry.shadowed_by is None:
-                return entry
-        return None
+        return self._catalog(tenant).winners.get(name)
 
-    def names(self, tenant: str) -> set[str]:
-        return {entry.name for entry in self.entries(tenant)}
+    def names(self, tenant: str) -> frozenset[str]:
+        return self._catalog(tenant).names
+
+    def _catalog(self, tenant: str) -> _Catalog:
+        """The tenant's catalog as of the event store's position, built once per position."""
+        position = self.generation()
+        with self._lock:
+            cached = self._cache.get(tenant)
+        if cached is not None and cached.position == position:
+            return cached
+        built = _Catalog(position, resolve(self._build(tenant)))
+        with self._lock:
+            self._cache[tenant] = built
+        return built
 
     def offered(self, tenant: str, permissions: Permissions, server_id: str | None = None) -> list[ToolEntry]:
         """MCP registration (DESIGN §4): the chat-exposed, enabled, configured tools the caller may
