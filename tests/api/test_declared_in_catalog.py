@@ -70,3 +70,27 @@ def test_native_tools_hold_their_names_and_win_r15_over_plans_and_modules(settin
         assert client.post(f"{PLANS}/twice/run", json={"input": {"a": 9, "b": 3}}).json()["output"] == 3.0
     finally:
         client.__exit__(None, None, None)
+
+
+def test_an_external_mcp_tool_holds_its_name_and_wins_r15(settings: Settings, shared_sandbox: object, tmp_path: Path) -> None:
+    tools_file = tmp_path / "tools.json"
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tools_file.write_text(json.dumps({"mcp": [
+        {"name": "weather", "description": "Weather elsewhere", "url": "http://127.0.0.1:9/mcp", "inputSchema": schema, "tags": ["ext"]},
+    ]}))
+    client = _client(settings.model_copy(update={"tools_file": tools_file}), shared_sandbox)
+    try:
+        entry = next(t for t in client.get("/api/v1/admin/tools").json() if t["name"] == "weather")
+        assert (entry["callType"], entry["inputSchema"], entry["tags"]) == ("MCP", schema, ["ext"])
+        # R2: neither a module nor an exposed plan may take its name
+        taken = client.post(MODULES, json={"id": "weather", "description": "d", "draftContent": ""})
+        assert taken.status_code == 409 and "MCP tool" in taken.json()["detail"]
+        assert client.get(f"{MODULES}/availability", params={"id": "weather"}).json() is False
+        plan = {"id": "weather", "description": "p", "nodes": [{"toolName": "weather"}], "exposeAsTool": True}
+        assert client.post(PLANS, json=plan).status_code == 409
+        # its arguments are checked before any request leaves; an unreachable server is an `mcp` error
+        assert client.post("/api/v1/tools/weather/call", json={}).status_code == 400
+        failed = client.post("/api/v1/tools/weather/call", json={"city": "Oslo"}).json()
+        assert failed["error"]["type"] == "mcp"
+    finally:
+        client.__exit__(None, None, None)
