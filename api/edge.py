@@ -27,8 +27,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import problems
 from domain.values import MAX_DEPTH, lone_surrogate_at
 
-# A JSON string (unrolled, so a long string costs one linear match), to skip the brackets inside it.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _OPENING = frozenset(b"[{")
 # What may decode to a surrogate: an escape \uD800-\uDFFF, or its three UTF-8 bytes (which
@@ -41,8 +39,11 @@ def nested_deeper_than(body: bytes, limit: int = MAX_DEPTH) -> bool:
     or recurses (a malformed body is measured as it stands: the parser refuses it later)."""
     if body.count(b"[") + body.count(b"{") <= limit:
         return False
+    # Outside strings only: drop escaped backslashes, then escaped quotes, then every other piece
+    # between quotes; then every byte but a bracket.
+    outside = b"".join(body.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
     depth = 0
-    for byte in _STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
+    for byte in outside.translate(None, _NOT_BRACKETS):
         if byte in _OPENING:
             depth += 1
             if depth > limit:
@@ -60,7 +61,7 @@ def body_problem(body: bytes) -> Response | None:
             f"the body nests objects and arrays more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}",
             errors=[{"field": "body", "rule": "max-depth", "message": f"nested more than {MAX_DEPTH} levels deep"}],
         )
-    if _MAY_HOLD_SURROGATE.search(body) is None:
+    if (b"\\u" not in body and b"\xed" not in body) or _MAY_HOLD_SURROGATE.search(body) is None:
         return None
     try:
         value = json.loads(body)  # within MAX_DEPTH now, so the reader's recursion is bounded
