@@ -249,3 +249,12 @@ def test_a_plan_runs_with_its_callers_permissions(native: TestClient) -> None:
     everything = caller(native, tools=["leaky", secret, "add"])
     assert everything.post("/api/v1/tools/leaky/call", json={"a": 1}).json()["output"] == "secret 3"
     assert as_token(native, ADMIN_TOKEN).get(TOOLS).status_code == 200
+
+
+def test_mcp_bodies_pass_the_same_checks(client: TestClient) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {"\ud800": 1}}}
+    refused = assert_problem(client.post("/mcp", content=json.dumps(call).encode(), headers=headers), 400, "lone-surrogate")
+    assert refused["errors"][0]["field"] == "params.arguments.\\ud800"
+    deep = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {"v": ' + nested(300) + "}}}"
+    assert_problem(client.post("/mcp", content=deep.encode(), headers=headers), 400, "body-too-deep")
