@@ -11,6 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
+from api.edge import HeadAsGet, RequestChecks
 from api.routes import audit, callers, catalog, module_history, modules, tokens, tools
 from infrastructure.bootstrap import Services
 
@@ -105,7 +106,10 @@ def create_app(services: Services) -> FastAPI:
             "mcp": {"watchers": len(mcp_endpoint.watch)},
         }
 
+    # Outermost last: HEAD as GET, the body's size, then what no route may see (api.edge).
+    app.add_middleware(RequestChecks)
     app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes)
+    app.add_middleware(HeadAsGet)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -17,6 +17,7 @@ another token or on another server's path.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -31,7 +32,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
@@ -77,13 +78,25 @@ def build_server(services: Services, watch: ToolWatch) -> ToolServer:
     return server
 
 
+class AllowedNames:
+    """The Host or Origin values a setting allows: `name` exactly, or `name:*` for `name` with any
+    port. Compared case-insensitively (host names and schemes are); a port is digits only, so
+    `127.0.0.1:18701.evil` is not `127.0.0.1:*`. (The SDK's own check takes any suffix after the
+    colon and compares case-sensitively, so the gate checks instead, and the SDK's is off.)"""
+
+    def __init__(self, patterns: list[str]) -> None:
+        exact = [re.escape(p) for p in patterns if not p.endswith(":*")]
+        ported = [re.escape(p[:-2]) + r":[0-9]{1,5}" for p in patterns if p.endswith(":*")]
+        self._pattern = re.compile("|".join(exact + ported) or r"(?!)", re.IGNORECASE | re.ASCII)
+
+    def allow(self, value: str) -> bool:
+        return self._pattern.fullmatch(value) is not None
+
+
 def transport_security(services: Services) -> TransportSecuritySettings:
-    settings = services.settings
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=settings.listed(settings.mcp_allowed_hosts),
-        allowed_origins=settings.listed(settings.mcp_allowed_origins),
-    )
+    """The SDK's own Host/Origin check is off: the gate does it (`AllowedNames`). Its Content-Type
+    check for POST stays."""
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class McpEndpoint:
@@ -92,6 +105,9 @@ class McpEndpoint:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.security = transport_security(services)
+        settings = services.settings
+        self.hosts = AllowedNames(settings.listed(settings.mcp_allowed_hosts))
+        self.origins = AllowedNames(settings.listed(settings.mcp_allowed_origins))
         self.watch = ToolWatch(services)
         self.server = build_server(services, self.watch)
         self._manager: StreamableHTTPSessionManager | None = None
@@ -127,13 +143,12 @@ class McpEndpoint:
     async def _gate(self, scope: Scope) -> Any:
         request = Request(scope)
         # Host and Origin first: a page reaching a local server through DNS rebinding learns nothing.
-        bad_header = await TransportSecurityMiddleware(self.security).validate_request(request)
-        if bad_header is not None:
-            if bad_header.status_code == 421:
-                return problems.problem(421, "invalid-host", f"the Host header {request.headers.get('host')!r} is not allowed "
-                                        "(TOOLSMITH_MCP_ALLOWED_HOSTS)")
-            return problems.problem(403, "invalid-origin", f"the Origin {request.headers.get('origin')!r} is not allowed "
-                                    "(TOOLSMITH_MCP_ALLOWED_ORIGINS)")
+        host, origin = request.headers.get("host"), request.headers.get("origin")
+        if not host or not self.hosts.allow(host):
+            return problems.problem(421, "invalid-host", f"the Host header {host!r} is not allowed (TOOLSMITH_MCP_ALLOWED_HOSTS)")
+        # No Origin: not a browser's cross-origin request.
+        if origin and not self.origins.allow(origin):
+            return problems.problem(403, "invalid-origin", f"the Origin {origin!r} is not allowed (TOOLSMITH_MCP_ALLOWED_ORIGINS)")
         principal = self.services.authenticator.authenticate(_bearer(request))
         if principal is None:
             return problems.problem(401, "unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})

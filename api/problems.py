@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from domain import errors
+from domain.values import well_formed
 from projections.interface import ReadModelUnavailable
 
 log = logging.getLogger("toolsmith.api")
@@ -79,7 +80,8 @@ def openapi_with_problems(schema: dict[str, Any]) -> dict[str, Any]:
 def problem(status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
     body = {"type": f"/problems/{code}", "title": _TITLES.get(status, "Error"), "status": status, "detail": detail, "code": code}
     body.update({k: v for k, v in extra.items() if v is not None})
-    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+    # A message may quote what a module threw or a client sent: a lone surrogate becomes U+FFFD.
+    return JSONResponse(well_formed(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
 def _status(error: errors.ModuleError) -> int:

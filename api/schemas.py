@@ -182,6 +182,11 @@ class ToolOut(BaseModel):
     exposeInChat: bool
     enabled: bool
     shadowedBy: str | None = Field(None, description="the call type that holds the same name first (R15); calls reach it, not this tool")
+    runsWith: str | None = Field(
+        None,
+        description="PLAN only: `caller`, a plan runs with its caller's permissions (R14): every node's tool is checked "
+        "against the caller's usage profile before anything runs",
+    )
 
 
 class NodeIn(_Request):

@@ -9,10 +9,18 @@ A call resolves the name (R15), checks the caller's permissions (R14), validates
 before anything runs (V1 for code tools, the declared JSON Schema for the others), and dispatches:
 a code module to the sandbox, a native or external MCP tool to its `DeclaredTool`, a plan to its
 DIRECT_TOOL nodes in order, each output the next node's input, with no LLM in the loop.
+
+A plan runs with its CALLER's permissions (invoker's rights): before any node runs, every node's
+tool, in nested plans too, is checked against the caller's R14 permissions, and a node the caller
+may not use refuses the whole call, naming the node, as calling that tool directly would.
+
+Every result, whatever kind of tool produced it, passes `answered` before anyone sees it: a value
+nested deeper than `MAX_DEPTH` becomes a `result` error, and lone surrogates become U+FFFD.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterable
@@ -28,6 +36,7 @@ from domain.errors import InvalidInput, ToolNotCallable, UnknownRecord, Violatio
 from domain.model import CodeModule
 from domain.ports import ExecutionError, ExecutionResult, ToolNames
 from domain.rules import input_schema
+from domain.values import MAX_DEPTH, lone_surrogate_at, too_deep, well_formed
 
 PLAN_TAG = "plan"
 # Plans may call plans exposed as tools; cycles are refused at save, and this bounds the rest.
@@ -141,32 +150,52 @@ class Toolbox:
         if entry is None or not permissions.allow(entry):
             if permissions.everything and self._modules.is_module(tenant, name):
                 # The module's own reason: not published, a library, disabled.
-                return self._modules.call_tool(tenant, name, arguments, context=context)
+                return answered(self._modules.call_tool(tenant, name, arguments, context=context))
             raise ToolNotCallable(name, "no such tool" if permissions.everything or entry is None else "not allowed for this caller (R14)")
+        if entry.call_type == PLAN and not permissions.everything:
+            plan = self._modules.registry(tenant).exposed_plan(entry.name)
+            if plan is not None:
+                self._check_nodes(tenant, entry.name, plan, permissions)
         return self._call(tenant, entry, arguments, context, depth=0)
 
+    def _check_nodes(self, tenant: str, name: str, plan: dict[str, Any], permissions: Permissions, within: str = "", depth: int = 0) -> None:
+        """Invoker's rights (R14): every node's tool, through nested plans, is one the caller may use."""
+        for index, node in enumerate(plan["nodes"]):
+            here = f"{within}node {index + 1} ({node['toolName']})"
+            target = self.entry(tenant, node["toolName"])
+            if target is None:
+                continue  # the run says so, as it does for an admin
+            if not permissions.allow(target):
+                raise ToolNotCallable(name, f"{here} is not allowed for this caller (R14); a plan runs with its caller's permissions")
+            if target.call_type == PLAN and depth + 1 < MAX_PLAN_DEPTH:
+                nested = self._modules.registry(tenant).exposed_plan(target.name)
+                if nested is not None:
+                    self._check_nodes(tenant, name, nested, permissions, f"{here} > ", depth + 1)
+
     def _call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], depth: int) -> ExecutionResult:
+        """Dispatches to the tool's kind; whatever it answers passes `answered`."""
         if not entry.enabled:
             raise ToolNotCallable(entry.name, "the tool is disabled")
         if entry.call_type == CODE:
-            return self._modules.call_tool(tenant, entry.name, arguments, context=context)
+            return answered(self._modules.call_tool(tenant, entry.name, arguments, context=context))
         arguments = _validated(entry.input_schema, arguments)
         if entry.call_type == PLAN:
             plan = self._modules.registry(tenant).exposed_plan(entry.name)
             if plan is None:
                 raise ToolNotCallable(entry.name, "the plan is no longer exposed as a tool")
-            return self._run_plan(tenant, plan, arguments, context, depth)
-        return self._declared[entry.name].call(arguments, context)
+            return answered(self._run_plan(tenant, plan, arguments, context, depth))
+        return answered(self._declared[entry.name].call(arguments, context))
 
     def run_plan(self, tenant: str, plan_id: str, arguments: Any, *, context: dict[str, Any]) -> ExecutionResult:
-        """POST /api/v1/admin/plans/{id}/run: any plan, exposed as a tool or not."""
+        """POST /api/v1/admin/plans/{id}/run: any plan, exposed as a tool or not (an admin's call)."""
         plan = self._modules.registry(tenant).get(callers.PLAN, plan_id)
         if plan is None:
             raise UnknownRecord(callers.PLAN, plan_id)
-        return self._run_plan(tenant, plan, arguments, context, depth=0)
+        return answered(self._run_plan(tenant, plan, arguments, context, depth=0))
 
     def _run_plan(self, tenant: str, plan: dict[str, Any], arguments: Any, context: dict[str, Any], depth: int) -> ExecutionResult:
-        """Each DIRECT_TOOL node in order, each output the next node's input; the first failure ends the run."""
+        """Each DIRECT_TOOL node in order, each output the next node's input; the first failure ends
+        the run. The caller's permissions were checked for every node before this runs."""
         started = time.perf_counter()
         plan_id = plan["id"]
         value, logs = arguments, []
@@ -236,6 +265,25 @@ class Toolbox:
             )
             for plan in plans.values()
         ]
+
+
+def answered(result: ExecutionResult) -> ExecutionResult:
+    """The one check every tool result passes before it is answered, over REST and MCP alike: an
+    output nested deeper than `MAX_DEPTH` is a `result` error (no encoder has to recurse into it),
+    and a lone surrogate in the output, the logs or the error's message becomes U+FFFD."""
+    if result.error is None and too_deep(result.output):
+        error = ExecutionError("result", f"the result nests objects and arrays more than {MAX_DEPTH} levels deep; "
+                                         f"the limit is {MAX_DEPTH}")
+        result = dataclasses.replace(result, output=None, error=error)
+    message = result.error.message if result.error is not None else None
+    if lone_surrogate_at([result.output, list(result.logs), message]) is None:
+        return result
+    return dataclasses.replace(
+        result,
+        output=well_formed(result.output),
+        logs=tuple(well_formed(list(result.logs))),
+        error=None if result.error is None else ExecutionError(result.error.type, well_formed(result.error.message)),
+    )
 
 
 def code_entry(module: CodeModule) -> ToolEntry:

@@ -29,6 +29,7 @@ def audit_command(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from domain.application import ModuleRepository
+    from infrastructure import data_dir
     from infrastructure.audit import collection_paused
     from infrastructure.settings import Settings
 
@@ -41,6 +42,7 @@ def audit_command(args: argparse.Namespace) -> int:
     if settings.persistence_module == "eventsourcing.sqlite":
         path = Path(env["SQLITE_DBNAME"])
         if args.action == "import":
+            data_dir.prepare(settings)
             path.parent.mkdir(parents=True, exist_ok=True)
         elif not path.exists():
             # Opening would create an empty store, and a typo in --data-dir would then verify clean.

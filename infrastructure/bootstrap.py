@@ -11,6 +11,7 @@ from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Sandbox
 from domain.records import CallerRecords
 from domain.toolbox import DeclaredNames, Toolbox
+from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
 from infrastructure.settings import POSTGRES, Settings
@@ -107,7 +108,7 @@ _BUILD = object()
 def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) -> Services:
     """Wires every adapter from `settings`; a `sandbox` handed in (tests share one pool of worker
     processes across many apps) is used instead of building one, and is not closed with them."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.prepare(settings)  # 0700, and the SQLite store's file 0600
     # First: a bad tools file refuses the start before any store or pool is opened.
     declared = load_declared_tools(settings.tools_file)
     owns_sandbox = sandbox is _BUILD

@@ -82,6 +82,9 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as e:
         return _refuse(_invalid(e), "toolsmith serve")
     logs.configure(settings.log_level)
+    # Whatever the service creates is its user's alone (the data dir 0700, its files 0600), also
+    # a file some later part adds without saying so.
+    os.umask(0o077)
     try:
         services = bootstrap(settings)
     except ToolsFileError as e:

@@ -1,7 +1,9 @@
 """Structured logs: one JSON object per line, with the record's `extra` fields.
 
 Nothing secret is ever passed to a logger (tokens are hashed before anything sees them); as a second
-line of defence, a field whose name says it holds a secret is masked.
+line of defence, a field whose name says it holds a secret is masked. Request lines are logged
+without their query string: a client may put a token there (`?access_token=…`), and the access log
+would otherwise keep it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class WithoutQuery(logging.Filter):
+    """Drops the query string from the request path of an access-log line (uvicorn logs the path
+    with its query as the third argument: client, method, path, HTTP version, status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and "?" in args[2]:
+            record.args = (*args[:2], args[2].split("?", 1)[0], *args[3:])
+        return True
+
+
 def configure(level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
@@ -41,3 +54,6 @@ def configure(level: str = "INFO") -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, WithoutQuery) for f in access.filters):
+        access.addFilter(WithoutQuery())

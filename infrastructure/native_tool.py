@@ -24,6 +24,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from domain.catalog import DeclaredTool, ToolEntry
 from domain.ports import ExecutionError, ExecutionResult
+from domain.values import too_deep, well_formed
 
 log = logging.getLogger("toolsmith.tools.native")
 
@@ -118,10 +119,13 @@ class NativeTool(DeclaredTool):
             log.warning("native tool %s raised %s", self.entry.name, type(e).__name__, exc_info=True,
                         extra={"tool": self.entry.name, "entrypoint": self.entrypoint})
             return result(error=ExecutionError("runtime", f"{type(e).__name__}: {e}"))
+        if too_deep(output):
+            return result(output=output)  # the toolbox refuses it (a `result` error) without reading it
         try:
-            # Dates, sets, dataclasses and pydantic models become their JSON form, as in a FastAPI route.
-            return result(output=to_jsonable_python(output))
-        except PydanticSerializationError:
+            # Dates, sets, dataclasses and pydantic models become their JSON form, as in a FastAPI route;
+            # lone surrogates become U+FFFD first (pydantic cannot encode them).
+            return result(output=to_jsonable_python(well_formed(output)))
+        except (PydanticSerializationError, ValueError):  # ValueError: nested past pydantic's limit inside an object
             return result(error=ExecutionError("result", f"the result ({type(output).__name__}) cannot be read as JSON"))
 
 

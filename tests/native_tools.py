@@ -41,3 +41,16 @@ def opaque(thing: Opaque) -> str:
 
 
 NOT_A_FUNCTION = 42
+
+
+def nested(levels: int) -> list:
+    """A result nested `levels` arrays deep (issue 12: the depth limit on results)."""
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def lone_surrogates() -> dict[str, object]:
+    """A result whose strings and keys hold lone UTF-16 surrogates (issue 12: replaced with U+FFFD)."""
+    return {"text": "a\ud800b", "\udc00key": ["\udfff"]}

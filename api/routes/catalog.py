@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from api.deps import Reader, ServicesDep
 from api.problems import documented
 from api.schemas import ToolOut
-from domain.catalog import CALL_TYPES, ToolEntry
+from domain.catalog import CALL_TYPES, PLAN, ToolEntry
 
 router = APIRouter(prefix="/api/v1/admin/tools", tags=["tool catalog"])
 
@@ -24,6 +24,8 @@ def tool_out(entry: ToolEntry) -> dict[str, Any]:
         "exposeInChat": entry.expose_in_chat,
         "enabled": entry.enabled,
         "shadowedBy": entry.shadowed_by,
+        # Invoker's rights: a plan reaches only the tools its caller may use (domain.toolbox).
+        "runsWith": "caller" if entry.call_type == PLAN else None,
     }
 
 

@@ -29,6 +29,7 @@ from domain.errors import UnknownModule
 from domain.callers import AGENT, PLAN, tool_names
 from domain.model import STATES
 from domain.rules import is_valid_id
+from domain.toolbox import answered
 from infrastructure.auth import Principal
 from infrastructure.bootstrap import Services
 from projections.interface import MAX_LIMIT, ORDER_FIELDS, ListQuery, ReadModelUnavailable
@@ -151,7 +152,7 @@ def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> d
         module_id=body.id,
         context=call_context(principal),
     )
-    return execution_out(result)
+    return execution_out(answered(result))
 
 
 @router.get("/{id}", response_model=ModulePublic, responses=documented(400, 404))

@@ -352,3 +352,68 @@ def test_allowed_hosts_and_origins_come_from_the_settings(tmp_path: Any) -> None
         assert post(Host="tools.example:443", Origin=f"http://localhost:{running.port}") == 403
     finally:
         running.stop()
+
+
+# -- issue 12: checked results, plans with the caller's permissions, Host/Origin patterns ---------
+
+
+async def test_deep_and_surrogate_results_are_tool_results_never_protocol_errors(server: Server) -> None:
+    with server.client() as http:
+        put_tool(http, "deep", "exports.run = function (i) { let v = 0; for (let k = 0; k < i.n; k++) v = [v]; return {v: v}; };",
+                 [param("n", "integer")])
+        put_tool(http, "odd", "exports.run = function () { log('x\\ud800'); return {s: 'a\\udfffb'}; };")
+    for mode in ("legacy", MODERN):
+        async with mcp_client(server, mode=mode) as client:
+            for n in (150, 300):  # deeper code results are the sandbox's to bound (it decodes them first)
+                deep = await client.call_tool("deep", {"n": n})
+                assert deep.is_error and text_of(deep).startswith("result: "), text_of(deep)
+                assert "more than 100 levels" in text_of(deep)
+            # the session is still fine, and a shallow result comes back whole
+            shallow = await client.call_tool("deep", {"n": 3})
+            assert not shallow.is_error and shallow.structured_content == {"v": [[[0]]]}
+            odd = await client.call_tool("odd", {})
+            assert not odd.is_error and odd.structured_content == {"s": "a\ufffdb"}
+            assert odd.meta["toolsmith/logs"] == ["x\ufffd"]
+
+
+async def test_a_plan_reaches_only_the_tools_its_caller_may_use(server: Server) -> None:
+    with server.client() as http:
+        put_tool(http, "first", "exports.run = function (i) { return {n: i.n + 1}; };", [param("n", "integer")])
+        put_tool(http, "secret", "exports.run = function (i) { return 'secret ' + i.n; };", [param("n", "integer")], expose=False)
+        plan = {"id": "chain", "description": "first, then the secret", "nodes": [{"toolName": "first"}, {"toolName": "secret"}],
+                "exposeAsTool": True, "exposeInChat": True}
+        assert http.post("/api/v1/admin/plans", json=plan).status_code == 201
+        entry = next(t for t in http.get("/api/v1/admin/tools").json() if t["name"] == "chain")
+        assert entry["callType"] == "PLAN" and entry["runsWith"] == "caller"
+        limited = token(http, "limited", tools=["chain", "first"])
+        allowed = token(http, "allowed", tools=["chain", "first", "secret"])
+    async with mcp_client(server) as admin:
+        assert text_of(await admin.call_tool("chain", {"n": 1})) == "secret 2"
+    async with mcp_client(server, limited) as caller:
+        assert set(await listed(caller)) == {"chain", "first"}
+        refused = await caller.call_tool("chain", {"n": 1})
+        assert refused.is_error and "node 2 (secret) is not allowed for this caller (R14)" in text_of(refused), text_of(refused)
+        assert (await caller.call_tool("first", {"n": 1})).structured_content == {"n": 2}
+    async with mcp_client(server, allowed) as caller:
+        assert text_of(await caller.call_tool("chain", {"n": 1})) == "secret 2"
+
+
+def test_host_and_origin_ports_are_digits_and_names_match_in_any_case(server: Server) -> None:
+    def post(*extra: tuple[str, str]) -> httpx.Response:
+        headers = [*MCP_HEADERS.items(), ("Authorization", f"Bearer {server.token}"), *extra]
+        return httpx.post(f"{server.url}/mcp", json=INITIALIZE, headers=headers, timeout=30)
+
+    port = server.port
+    for host in (f"127.0.0.1:{port}.evil", f"127.0.0.1:{port}evil", "127.0.0.1:", "127.0.0.1:80:80", f"localhost:{port}/x", "localhost"):
+        refused = post(("Host", host))
+        assert refused.status_code == 421 and refused.json()["code"] == "invalid-host", host
+    for host in (f"LOCALHOST:{port}", "Localhost:8000", f"127.0.0.1:{port}", "[::1]:8000"):
+        assert post(("Host", host)).status_code == 200, host
+    for origin in (f"http://127.0.0.1:{port}.evil.example", f"http://localhost:{port}@evil.example", "http://localhost"):
+        refused = post(("Origin", origin))
+        assert refused.status_code == 403 and refused.json()["code"] == "invalid-origin", origin
+    for origin in (f"HTTP://LOCALHOST:{port}", f"http://Localhost:{port}", "http://[::1]:3000"):
+        assert post(("Origin", origin)).status_code == 200, origin
+    # two Authorization headers: which one is meant is not guessed
+    twice = post(("Authorization", f"Bearer {server.token}"))
+    assert twice.status_code == 400 and twice.json()["code"] == "duplicate-authorization"
