@@ -76,6 +76,9 @@ def opensearch_client(settings: Settings) -> OpenSearch:
         timeout=settings.opensearch_timeout_seconds,
         max_retries=0,
         http_compress=False,
+        # Sized to the threads that share the client (urllib3 keeps one connection by default,
+        # and warns each time it drops one that a concurrent request opened: issue 12, 11c).
+        pool_maxsize=settings.opensearch_connections,
     )
 
 
