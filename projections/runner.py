@@ -24,8 +24,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from eventsourcing.application import Application
 from eventsourcing.persistence import Tracking
 
-from projections.interface import ModuleReadModel
+from projections.interface import ModuleReadModel, ReadModelUnavailable
 from projections.modules import ModuleSummaries
+from projections.store_identity import store_identity
 
 log = logging.getLogger("toolsmith.projections")
 
@@ -33,7 +34,17 @@ BATCH = 500
 
 
 class PullingProjectionRunner:
-    def __init__(self, app: Application, projection: ModuleSummaries, *, poll_seconds: float = 0.5, batch: int = BATCH) -> None:
+    def __init__(
+        self,
+        app: Application,
+        projection: ModuleSummaries,
+        *,
+        poll_seconds: float = 0.5,
+        batch: int = BATCH,
+        rebuild: Callable[[], object] | None = None,
+    ) -> None:
+        """`rebuild` replaces the view's storage with one built from `app`'s store (for a view
+        found holding another event store's documents)."""
         self.app = app
         self.projection = projection
         self.view: ModuleReadModel = projection.view
@@ -46,6 +57,11 @@ class PullingProjectionRunner:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        self.rebuild = rebuild
+        self._rebuilt = False
+        if self.view.store is None:
+            # The view records which event store its documents come from (issue 12, 10).
+            self.view.store = store_identity(app)
 
     def start(self) -> None:
         """Applies everything recorded so far (when the view can be reached), then follows the
@@ -92,7 +108,7 @@ class PullingProjectionRunner:
         if not self._opened:
             self.view.open()
             self._opened = True
-        position = self.view.max_tracking_id(self.app.name) or 0
+        position = self._tracked_position()
         self._advance(position)
         head = (self.app.recorder.max_notification_id() or 0) if progress else 0
         if not pipelined:
@@ -113,6 +129,33 @@ class PullingProjectionRunner:
                 if progress is not None:
                     progress(position, max(head, position))
         return self._pipelined(position, head, progress)
+
+    def _tracked_position(self) -> int:
+        """The view's position in this event store. A view holding another store's position (a
+        server started on a fresh or restored store, or on a staging database, against an index
+        built from another store) is rebuilt from this store first: that position would skip this
+        store's events, and its documents are not this store's (issue 12, 10)."""
+        tracked = self.view.tracking(self.app.name)
+        if tracked is None:
+            return 0
+        position, store = tracked
+        if store == self.view.store:
+            return position
+        reason = (f"the read model holds event store {store or '(unrecorded)'}'s documents up to its position {position}, "
+                  f"not this event store's ({self.view.store})")
+        if self.rebuild is None:
+            raise ReadModelUnavailable(f"{reason}; rebuild it (toolsmith projections rebuild)")
+        if self._rebuilt:
+            # Rebuilt once already since this runner started: another deployment writes the same alias.
+            raise ReadModelUnavailable(f"{reason}, again after this runner rebuilt it: another deployment writes the "
+                                       "same index; give each deployment its own TOOLSMITH_OPENSEARCH_INDEX")
+        log.warning("read model of another event store: rebuilding it from this one",
+                    extra={"projection": self.projection.name, "reason": reason})
+        self._rebuilt = True
+        self.rebuild()
+        self.view.discard()
+        tracked = self.view.tracking(self.app.name)
+        return tracked[0] if tracked is not None and tracked[1] == self.view.store else 0
 
     def _pipelined(self, position: int, head: int, progress: Callable[[int, int], None] | None) -> int:
         applied = 0
