@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     # The HTTP API.
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"))
     read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"))
+    # /healthz says `degraded` once the oldest event the read model has not applied is older.
+    read_model_max_lag_seconds: float = Field(30.0, gt=0, validation_alias=_env("read_model_max_lag_seconds", "TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS"))
     log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"))
 
     # MCP (DESIGN §4, §8): the Host and Origin headers an MCP request may carry, comma-separated;

@@ -38,15 +38,22 @@ log = logging.getLogger("toolsmith.api")
 router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules"])
 
 
-def _answer(services: Services, principal: Principal, written: Written, response: Response | None = None) -> dict[str, Any] | None:
+# Set on a write's answer when the list and search may not show the write yet (issue 12, 11b):
+# `timeout` (the read model did not apply it within TOOLSMITH_READ_YOUR_WRITES_SECONDS) or
+# `unavailable` (it is failing, or no runner follows the log: the API did not wait).
+READ_YOUR_WRITES = "Toolsmith-Read-Your-Writes"
+
+
+def _answer(services: Services, principal: Principal, written: Written, response: Response) -> dict[str, Any] | None:
     """Waits (bounded) for the read model to apply the write, then presents the module (and its
-    new ETag, B7)."""
+    new ETag, B7); says so in a header when the read model did not apply it in time."""
     if not services.runner.wait(written.position, services.settings.read_your_writes_seconds):
         log.warning("read model behind a write", extra={"position": written.position})
+        failing = services.runner.error is not None or not services.runner.alive()
+        response.headers[READ_YOUR_WRITES] = "unavailable" if failing else "timeout"
     if written.module is None:
         return None
-    if response is not None:
-        response.headers["ETag"] = etag(written.module.version)
+    response.headers["ETag"] = etag(written.module.version)
     return module_out(written.module, _used_by(services, principal.tenant, written.module.module_id))
 
 
@@ -125,7 +132,7 @@ def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool
 
 
 @router.post("", status_code=201, response_model=ModulePublic, responses=documented(400, 409, 413))
-def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
     """Create a module as an UNPUBLISHED draft."""
     written = services.modules.create(
         principal.tenant,
@@ -136,7 +143,7 @@ def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin) -
         tool=body.tool.model_dump() if body.tool else None,
         by=principal.name,
     )
-    return _answer(services, principal, written)
+    return _answer(services, principal, written, response)
 
 
 @router.post("/test", response_model=ExecutionOut, responses=documented(400, 413, 429, 503))
@@ -244,8 +251,9 @@ def discard_draft(id: str, services: ServicesDep, principal: Admin, response: Re
 @router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409, 412))
 def delete_module(id: str, services: ServicesDep, principal: Admin, if_match: IfMatch = None) -> Response:
     """Delete a module nothing uses; its history stays."""
-    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name, expected=_expected(if_match)))
-    return Response(status_code=204)
+    answer = Response(status_code=204)
+    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name, expected=_expected(if_match)), answer)
+    return answer
 
 
 @router.get("/{id}/usage", response_model=Usage, responses=documented(404))
@@ -256,9 +264,9 @@ def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str,
 
 
 @router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic, responses=documented(400, 404, 409, 413))
-def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
     """Start a new UNPUBLISHED module from this one's current definition."""
-    return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name))
+    return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name), response)
 
 
 def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
