@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,12 +26,14 @@ from infrastructure.audit import export, import_events
 from infrastructure.bootstrap import Services
 from infrastructure.settings import Settings
 from projections.interface import ListQuery
+from projections.opensearch import OpenSearchModuleReadModel
 from projections.store_identity import renew_store_identity, store_identity
 from sandbox.embedded import EmbeddedSandbox
 from tests.conftest import wire
-from tests.helpers import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN, environment_without_settings
 
 TENANT = "default"
+TOOLSMITH = Path(sys.executable).parent / "toolsmith"
 SOURCE = "exports.x = 1;"
 
 
@@ -157,3 +162,31 @@ def test_a_store_restored_by_audit_import_lists_its_own_modules_not_the_original
     with Deployment(tmp_path / "b", opensearch_url, opensearch_index, shared_sandbox) as b:
         _create(b, "b0")  # position 4 in the restored store: the original's index was at 6
         assert _listed(b) == ["b0", "m0", "m1", "m2"]
+
+
+def test_the_projections_runner_process_rebuilds_an_index_of_another_store_too(
+    tmp_path: Path, opensearch_url: str, opensearch_index: str, opensearch: OpenSearch, shared_sandbox: EmbeddedSandbox,
+) -> None:
+    with Deployment(tmp_path / "a", opensearch_url, opensearch_index, shared_sandbox) as a:
+        _create(a, "a0", "a1", "a2")
+    # another store, followed by `toolsmith projections run` instead of an API's own runner
+    (tmp_path / "b").mkdir()
+    store_b = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "b" / "events.sqlite")}
+    b = ModuleRepository(store_b, sandbox=_no_sandbox)
+    b.create(TENANT, "b0", description="b0", content=SOURCE, imports=[], tool=None, by="t")
+    view = OpenSearchModuleReadModel(opensearch, index=opensearch_index, store=store_identity(b))
+    env = {**environment_without_settings(), "OPENSEARCH_URL": opensearch_url, "TOOLSMITH_OPENSEARCH_INDEX": opensearch_index,
+           "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "TOOLSMITH_DATA_DIR": str(tmp_path / "b")}
+    log = tmp_path / "runner.log"
+    runner = subprocess.Popen([str(TOOLSMITH), "projections", "run"], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while [m["id"] for m in view.list(TENANT, ListQuery()).collection] != ["b0"]:
+            assert time.monotonic() < deadline and runner.poll() is None, log.read_text()
+            time.sleep(0.2)
+    finally:
+        runner.terminate()
+        assert runner.wait(timeout=30) == 0, log.read_text()
+        b.close()
+    assert "rebuilding it from this one" in log.read_text()
+    assert view.max_tracking_id("toolsmith") == 1
