@@ -43,7 +43,16 @@ def _record(app: Application, candidate: str, *, replace: bool) -> str:
         if replace or not hasattr(app.recorder, "_toolsmith_identity"):
             app.recorder._toolsmith_identity = candidate  # type: ignore[attr-defined]
         return app.recorder._toolsmith_identity  # type: ignore[attr-defined]
-    write = _postgres if type(datastore).__module__.startswith("eventsourcing.postgres") else _sqlite
+    postgres = type(datastore).__module__.startswith("eventsourcing.postgres")
+    if not replace:
+        # Read first: once recorded, the id needs no write (nor the right to create a table).
+        try:
+            found = _postgres_read(datastore) if postgres else _sqlite_read(datastore)
+        except PersistenceError:
+            found = None  # no table yet
+        if found is not None:
+            return found
+    write = _postgres if postgres else _sqlite
     for attempt in range(_ATTEMPTS):
         try:
             return write(datastore, candidate, replace)
@@ -52,6 +61,23 @@ def _record(app: Application, candidate: str, *, replace: bool) -> str:
             if attempt == _ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _sqlite_read(datastore: Any) -> str | None:
+    with datastore.transaction(commit=False) as cursor:
+        cursor.execute(f"SELECT value FROM {TABLE} WHERE name = ?", (_KEY,))
+        row = cursor.fetchone()
+        return row[0] if row is not None else None
+
+
+def _postgres_read(datastore: Any) -> str | None:
+    from psycopg.sql import SQL, Identifier
+
+    with datastore.transaction(commit=False) as cursor:
+        cursor.execute(SQL("SELECT value FROM {}.{} WHERE name = %s").format(Identifier(datastore.schema), Identifier(TABLE)),
+                       (_KEY,))
+        row = cursor.fetchone()
+        return row["value"] if row is not None else None
 
 
 def _sqlite(datastore: Any, candidate: str, replace: bool) -> str:
