@@ -23,9 +23,9 @@ from opensearchpy import OpenSearch
 
 from domain.application import ModuleRepository
 from infrastructure.audit import export, import_events
-from infrastructure.bootstrap import Services
+from infrastructure.bootstrap import Services, build_runner
 from infrastructure.settings import Settings
-from projections.interface import ListQuery
+from projections.interface import ListQuery, ReadModelUnavailable
 from projections.opensearch import OpenSearchModuleReadModel
 from projections.store_identity import renew_store_identity, store_identity
 from sandbox.embedded import EmbeddedSandbox
@@ -190,3 +190,31 @@ def test_the_projections_runner_process_rebuilds_an_index_of_another_store_too(
         b.close()
     assert "rebuilding it from this one" in log.read_text()
     assert view.max_tracking_id("toolsmith") == 1
+
+
+def test_two_stores_writing_one_index_are_reported_not_rebuilt_back_and_forth(
+    tmp_path: Path, opensearch_url: str, opensearch_index: str, opensearch: OpenSearch,
+) -> None:
+    stores = []
+    for name in ("a", "b"):
+        app = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / f"{name}.sqlite")},
+                               sandbox=_no_sandbox)
+        app.create(TENANT, f"{name}0", description=name, content=SOURCE, imports=[], tool=None, by="t")
+        view = OpenSearchModuleReadModel(opensearch, index=opensearch_index, replicas=0, store=store_identity(app))
+        stores.append((app, view, build_runner(app, view)))
+    (a, view_a, runner_a), (b, view_b, runner_b) = stores
+    try:
+        runner_a.catch_up()
+        runner_b.catch_up()  # B finds A's index: it rebuilds it from its own store, once
+        assert [m["id"] for m in view_b.list(TENANT, ListQuery()).collection] == ["b0"]
+        runner_a.catch_up()  # and A, finding B's, does the same
+        assert [m["id"] for m in view_a.list(TENANT, ListQuery()).collection] == ["a0"]
+        # B finds another store's index again: two deployments share it; B says so and leaves it
+        index = _concrete(opensearch, opensearch_index)
+        with pytest.raises(ReadModelUnavailable, match="another deployment writes the same index"):
+            runner_b.catch_up()
+        assert _concrete(opensearch, opensearch_index) == index
+        assert view_b.list(TENANT, ListQuery()).total == 0  # never A's documents
+    finally:
+        a.close()
+        b.close()
