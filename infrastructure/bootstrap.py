@@ -16,13 +16,13 @@ from domain.toolbox import DeclaredNames, Toolbox
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
 from infrastructure.settings import POSTGRES, Settings
-from projections.store_identity import store_identity
 from projections.interface import ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
 from projections.opensearch import OpenSearchModuleReadModel
 from projections.rebuild import rebuild
 from projections.runner import PullingProjectionRunner, TrackingWatcher
+from projections.store_identity import store_identity
 from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
 

@@ -81,7 +81,7 @@ MAPPINGS: dict[str, Any] = {
         # Kept whole, never indexed: user data must not shape the mapping.
         "draft": {"type": "object", "enabled": False},
         "published": {"type": "object", "enabled": False},
-        # The tracking document (and the runner's heartbeat).
+        # The tracking document.
         "application": _KEYWORD,
         "position": {"type": "long"},
         # Every document: the event store it came from.

@@ -163,8 +163,8 @@ class PullingProjectionRunner:
                                        "same index; give each deployment its own TOOLSMITH_OPENSEARCH_INDEX")
         log.warning("read model of another event store: rebuilding it from this one",
                     extra={"projection": self.projection.name, "reason": reason})
-        self._rebuilt = True
         self.rebuild()
+        self._rebuilt = True  # only once it succeeded: a rebuild that failed is tried again
         self.view.discard()
         tracked = self.view.tracking(self.app.name)
         return tracked[0] if tracked is not None and tracked[1] == self.view.store else 0
