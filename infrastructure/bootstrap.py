@@ -152,7 +152,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
     read_model = build_read_model(settings, store_identity(modules))
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
-        runner = TrackingWatcher(modules, read_model)
+        runner = TrackingWatcher(modules, read_model, max_lag_seconds=settings.read_model_max_lag_seconds)
     else:
         runner = build_runner(modules, read_model)
 

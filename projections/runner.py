@@ -240,10 +240,13 @@ class PullingProjectionRunner:
 class TrackingWatcher:
     """The API's side of a projection run by another process: progress read from the view."""
 
-    def __init__(self, app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.02) -> None:
+    def __init__(self, app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.02,
+                 max_lag_seconds: float | None = None) -> None:
+        """`max_lag_seconds`: past this age of the oldest event not applied, the runner counts as dead."""
         self.app = app
         self.view = view
         self.poll_seconds = poll_seconds
+        self.max_lag_seconds = max_lag_seconds
         self.error: BaseException | None = None
         self._position = 0
 
@@ -264,8 +267,14 @@ class TrackingWatcher:
     mode = "external"
 
     def alive(self) -> bool:
-        """Another process's runner: its liveness shows in the lag's age (see `health`)."""
-        return True
+        """Another process's runner, as this process can tell: dead once the oldest event it has
+        not applied is older than `max_lag_seconds` (a runner that lives applies it sooner)."""
+        if self.max_lag_seconds is None:
+            return True
+        applied = self.position()
+        if applied >= (self.app.recorder.max_notification_id() or 0):
+            return True
+        return _age_of_event(self.app, applied + 1) <= self.max_lag_seconds
 
     def position(self) -> int:
         try:
@@ -277,8 +286,12 @@ class TrackingWatcher:
         return self._position
 
     def wait(self, notification_id: int | None, timeout: float) -> bool:
+        """Like the runner's own `wait`; it gives up at once while the runner is evidently dead
+        (events older than `max_lag_seconds` are still not applied)."""
         if notification_id is None:
             return True
+        if self.position() < notification_id and not self.alive():
+            return False
         deadline = time.monotonic() + timeout
         while self.position() < notification_id:
             if self.error is not None or time.monotonic() >= deadline:
@@ -296,13 +309,14 @@ def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, 
     lag = max(stored - applied, 0)
     behind = _age_of_event(app, applied + 1) if lag else 0.0
     problems = []
+    alive = runner.alive()
     if runner.error is not None:
         problems.append("the projection fails (its error is in the log); it is retried")
-    if not runner.alive():
-        problems.append("the projection runner is not running")
     if behind > max_lag_seconds:
         problems.append(f"the read model is {behind:.1f} s behind the event store (more than {max_lag_seconds:g} s): "
                         "is the projection runner running?")
+    elif not alive:
+        problems.append("the projection runner is not running")
     return {
         "status": "degraded" if problems else "ok",
         "eventStore": {"position": stored},
@@ -310,7 +324,7 @@ def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, 
             "position": applied,
             "lag": lag,
             "lagSeconds": round(behind, 3),
-            "runner": {"mode": runner.mode, "alive": runner.alive() and behind <= max_lag_seconds},
+            "runner": {"mode": runner.mode, "alive": alive and behind <= max_lag_seconds},
             "problems": problems,
         },
     }

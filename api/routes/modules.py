@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
@@ -40,17 +41,19 @@ router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules"])
 
 # Set on a write's answer when the list and search may not show the write yet (issue 12, 11b):
 # `timeout` (the read model did not apply it within TOOLSMITH_READ_YOUR_WRITES_SECONDS) or
-# `unavailable` (it is failing, or no runner follows the log: the API did not wait).
+# `unavailable` (it is failing, or no runner follows the log: the API did not wait the bound).
 READ_YOUR_WRITES = "Toolsmith-Read-Your-Writes"
 
 
 def _answer(services: Services, principal: Principal, written: Written, response: Response) -> dict[str, Any] | None:
     """Waits (bounded) for the read model to apply the write, then presents the module (and its
     new ETag, B7); says so in a header when the read model did not apply it in time."""
-    if not services.runner.wait(written.position, services.settings.read_your_writes_seconds):
+    bound = services.settings.read_your_writes_seconds
+    started = time.monotonic()
+    if not services.runner.wait(written.position, bound):
         log.warning("read model behind a write", extra={"position": written.position})
-        failing = services.runner.error is not None or not services.runner.alive()
-        response.headers[READ_YOUR_WRITES] = "unavailable" if failing else "timeout"
+        # A wait gives up before its bound only when the read model fails or no runner follows the log.
+        response.headers[READ_YOUR_WRITES] = "timeout" if time.monotonic() - started >= bound else "unavailable"
     if written.module is None:
         return None
     response.headers["ETag"] = etag(written.module.version)

@@ -34,7 +34,7 @@ def test_a_killed_projections_runner_shows_in_health_and_in_each_writes_answer(
 ) -> None:
     env = {"OPENSEARCH_URL": opensearch_url, "TOOLSMITH_OPENSEARCH_INDEX": opensearch_index,
            "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN,
-           "TOOLSMITH_PROJECTION_RUNNER": "external", "TOOLSMITH_READ_YOUR_WRITES_SECONDS": "1",
+           "TOOLSMITH_PROJECTION_RUNNER": "external", "TOOLSMITH_READ_YOUR_WRITES_SECONDS": "3",
            "TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS": str(MAX_LAG)}
     server = Server(data_dir=tmp_path / "data", env=env, token=ADMIN_TOKEN).start()
     runner_env = environment_without_settings()
@@ -68,6 +68,10 @@ def test_a_killed_projections_runner_shows_in_health_and_in_each_writes_answer(
             assert read_model["lag"] == 1 and read_model["lagSeconds"] > MAX_LAG
             assert read_model["runner"] == {"mode": "external", "alive": False}
             assert "is the projection runner running?" in read_model["problems"][0]
+            # known dead: the next write does not wait for it at all
+            created = _create(http, "dead2")
+            assert created.headers[HEADER] == "unavailable"
+            assert created.elapsed.total_seconds() < 2
     finally:
         if runner.poll() is None:
             runner.terminate()
