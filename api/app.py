@@ -14,6 +14,7 @@ from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks
 from api.routes import audit, callers, catalog, module_history, modules, tokens, tools
 from infrastructure.bootstrap import Services
+from projections.runner import health
 
 
 class BodyLimit:
@@ -95,12 +96,9 @@ def create_app(services: Services) -> FastAPI:
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, Any]:
         """Liveness and read-model progress; needs no token."""
-        stored = services.modules.position()
-        applied = services.runner.position()
+        read_side = health(services.modules, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
         return {
-            "status": "ok" if services.runner.error is None else "degraded",
-            "eventStore": {"position": stored},
-            "readModel": {"position": applied, "lag": max(stored - applied, 0)},
+            **read_side,
             "sandbox": services.settings.sandbox_url or "off",
             # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
             "mcp": {"watchers": len(mcp_endpoint.watch)},

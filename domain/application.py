@@ -16,12 +16,14 @@ writer's change stands.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, Repository, project_aggregate
 from eventsourcing.persistence import IntegrityError
 
 from domain.errors import (
@@ -73,6 +75,65 @@ class ThreadGraphLock(GraphLock):
             yield
 
 
+class NewestAggregateCache(LRUCache):
+    """An LRU cache of aggregates that never goes back: a put of an older version than the one
+    held is dropped (a thread that read an aggregate before another thread's save must not put
+    its stale copy over the saved one)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self._putting = threading.Lock()
+
+    def put(self, key: Any, value: Any) -> Any:
+        with self._putting:
+            link = self.cache.get(key)
+            held = link[self.RESULT] if link is not None else None
+            if held is not None and value is not None and held.version >= value.version:
+                return None, None
+            return super().put(key, value)
+
+
+class SharedAggregateRepository(Repository):
+    """eventsourcing's repository, with cached aggregates that no thread ever changes.
+
+    Request threads share what the cache holds (a read takes no copy). eventsourcing's own
+    fast-forward applies newer events to the cached object in place, under a lock that only other
+    fast-forwards take: a thread reading that object meanwhile saw it change under it (issue 12,
+    11a). Here a fast-forward applies the new events to a copy, and the copy replaces the cached
+    object; the object a reader holds stays as it was read. Only a cache hit with newer events
+    pays for the copy; a hit with none (nearly every read) costs what it did.
+    """
+
+    def get(
+        self,
+        aggregate_id: Any,
+        *,
+        version: int | None = None,
+        projector_func: Any = project_aggregate,
+        fastforward_skipping: bool = False,
+        deepcopy_from_cache: bool = True,
+    ) -> Any:
+        if not self.cache or version is not None:
+            return super().get(aggregate_id, version=version, projector_func=projector_func)
+        try:
+            aggregate = self.cache.get(aggregate_id)
+        except KeyError:
+            aggregate = self._reconstruct_aggregate(aggregate_id, None, projector_func)
+            self.cache.put(aggregate_id, aggregate)
+        else:
+            if self.fastforward:
+                new_events = list(self.event_store.get(originator_id=aggregate_id, gt=aggregate.version))
+                if new_events:
+                    aggregate = projector_func(deepcopy(aggregate), new_events)
+                    if aggregate is None:
+                        raise AggregateNotFoundError(aggregate_id)
+                    self.cache.put(aggregate_id, aggregate)
+        if deepcopy_from_cache and self.deepcopy_from_cache:
+            # A command changes its own copy; the cached object changes only by being replaced.
+            aggregate = deepcopy(aggregate)
+        return aggregate
+
+
 @dataclass(frozen=True)
 class Written:
     """What a command recorded: the module as it now stands, and the log position to wait for."""
@@ -99,10 +160,27 @@ class ModuleRepository(Application):
         self._tool_names = tool_names or NoOtherTools()
         self._graph_lock = graph_lock or ThreadGraphLock()
 
+    def construct_repository(self) -> Repository:
+        """eventsourcing's settings, with a cache whose aggregates threads may share (see
+        `SharedAggregateRepository`)."""
+        made = super().construct_repository()
+        repository = SharedAggregateRepository(
+            event_store=made.event_store,
+            snapshot_store=made.snapshot_store,
+            fastforward=made.fastforward,
+            fastforward_skipping=made.fastforward_skipping,
+            deepcopy_from_cache=made.deepcopy_from_cache,
+        )
+        if made.cache is not None:
+            # eventsourcing makes an unbounded cache for a size of 0: so does a huge bound.
+            repository.cache = NewestAggregateCache(made.cache.maxsize if isinstance(made.cache, LRUCache) else sys.maxsize)
+        return repository
+
     # -- queries -------------------------------------------------------------------------------
 
     def module(self, tenant: str, module_id: str, *, for_update: bool = False) -> CodeModule:
-        """A live module. Without `for_update` the object is shared with the cache: only read it."""
+        """A live module. Without `for_update` the object is shared with the cache and other threads:
+        only read it (no thread ever changes it, see `SharedAggregateRepository`)."""
         module = self._load(tenant, module_id, for_update=for_update)
         if module is None or module.deleted:
             raise UnknownModule(module_id)

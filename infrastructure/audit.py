@@ -22,7 +22,9 @@ it and an import restores it exactly); a state that is not JSON on one line (com
 encrypted, corrupted) is under `stateBase64` instead. `state` is always the last key.
 
 **Import** restores an export into an empty store, every stored event byte-identical and in the
-original order; log positions are renumbered from 1 if the original had gaps.
+original order; log positions are renumbered from 1 if the original had gaps. The store's identity
+(`projections/store_identity.py`) is not an event and never travels: the import gives the
+restored store a new one.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from eventsourcing.persistence import StoredEvent
 from domain.callers import TOKENS_ID, registry_id
 from domain.chain import GENESIS, OWN_HASH, event_hash
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
+from projections.store_identity import renew_store_identity
 
 FORMAT = "toolsmith-audit-export"
 FORMAT_VERSION = 1
@@ -442,5 +445,8 @@ def import_events(app: Application, lines: Iterable[bytes], *, progress: Progres
         app.recorder.insert_events(events[start:start + INSERT_BATCH])
         if progress is not None:
             progress(min(start + INSERT_BATCH, len(events)), len(events))
+    # A restored store is a new store: a read model built from the original (or from this store
+    # before the import) must not be taken for its own (issue 12, 10).
+    renew_store_identity(app)
     return len(events)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
+from eventsourcing.application import Application
 from opensearchpy import OpenSearch
 
 from domain.application import ModuleRepository, ThreadGraphLock
@@ -19,9 +21,13 @@ from projections.interface import ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
 from projections.opensearch import OpenSearchModuleReadModel
+from projections.rebuild import rebuild
 from projections.runner import PullingProjectionRunner, TrackingWatcher
+from projections.store_identity import store_identity
 from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
+
+log = logging.getLogger("toolsmith.projections")
 
 
 @dataclass
@@ -77,18 +83,35 @@ def opensearch_client(settings: Settings) -> OpenSearch:
         timeout=settings.opensearch_timeout_seconds,
         max_retries=0,
         http_compress=False,
+        # Sized to the threads that share the client (urllib3 keeps one connection by default,
+        # and warns each time it drops one that a concurrent request opened: issue 12, 11c).
+        pool_maxsize=settings.opensearch_connections,
     )
 
 
-def build_read_model(settings: Settings) -> ModuleReadModel:
-    """DESIGN §1: OpenSearch when `OPENSEARCH_URL` is set, else in memory (rebuilt at start)."""
+def build_read_model(settings: Settings, store: str | None = None) -> ModuleReadModel:
+    """DESIGN §1: OpenSearch when `OPENSEARCH_URL` is set, else in memory (rebuilt at start).
+    `store` is the identity of the event store it follows (`projections/store_identity.py`)."""
     if settings.opensearch_url is None:
         return InMemoryModuleReadModel()
     return OpenSearchModuleReadModel(
         opensearch_client(settings),
         index=settings.opensearch_index,
         replicas=settings.opensearch_replicas,
+        store=store,
     )
+
+
+def build_runner(app: Application, view: ModuleReadModel) -> PullingProjectionRunner:
+    """The projection runner, in the API process or `toolsmith projections run`. On OpenSearch it
+    rebuilds the index from `app`'s store when it finds another store's documents there."""
+    replace = None
+    if isinstance(view, OpenSearchModuleReadModel):
+        def replace() -> None:
+            done = rebuild(app, view.client, view.index, replicas=view.replicas, store=view.store)
+            log.warning("read model rebuilt from this event store", extra={
+                "index": done.index, "replaced": done.replaced, "events": done.events, "store": view.store})
+    return PullingProjectionRunner(app, ModuleSummaries(view=view), rebuild=replace)
 
 
 def build_graph_lock(settings: Settings, event_store_env: dict[str, str]) -> GraphLock:
@@ -127,12 +150,12 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
     )
     toolbox = Toolbox(modules, declared, code_enabled=sandbox is not None)
     records = CallerRecords(modules, toolbox)
-    read_model = build_read_model(settings)
+    read_model = build_read_model(settings, store_identity(modules))
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
-        runner = TrackingWatcher(modules, read_model)
+        runner = TrackingWatcher(modules, read_model, max_lag_seconds=settings.read_model_max_lag_seconds)
     else:
-        runner = PullingProjectionRunner(modules, ModuleSummaries(view=read_model))
+        runner = build_runner(modules, read_model)
 
     authenticator = Authenticator(records.find_token)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None

@@ -175,12 +175,11 @@ def _projections(args: argparse.Namespace) -> int:
     from domain.application import ModuleRepository
     from domain.errors import SandboxUnavailable
     from infrastructure import logs
-    from infrastructure.bootstrap import build_read_model
+    from infrastructure.bootstrap import build_read_model, build_runner
     from infrastructure.settings import Settings
+    from projections.store_identity import store_identity
     from projections.interface import ReadModelUnavailable
-    from projections.modules import ModuleSummaries
     from projections.opensearch import OpenSearchModuleReadModel
-    from projections.runner import PullingProjectionRunner
 
     prog = f"toolsmith projections {args.action}"
     try:
@@ -202,12 +201,13 @@ def _projections(args: argparse.Namespace) -> int:
     try:
         if args.action == "rebuild":
             return _rebuild(app, settings, args.keep_old)
-        view = build_read_model(settings)
+        # Like the API's own runner, it rebuilds an index that holds another event store's documents.
+        view = build_read_model(settings, store_identity(app))
         assert isinstance(view, OpenSearchModuleReadModel)
         if os.environ.get("TOOLSMITH_FAILPOINT") == "kill-after-documents":
             # For the fault tests only: dies between a batch's documents and its tracking position.
             view.on_documents_written = lambda: os.kill(os.getpid(), signal.SIGKILL)
-        runner = PullingProjectionRunner(app, ModuleSummaries(view=view))
+        runner = build_runner(app, view)
         stopped = threading.Event()
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, lambda *_: stopped.set())
@@ -228,6 +228,7 @@ def _rebuild(app: ModuleRepository, settings: Settings, keep_old: bool) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from infrastructure.bootstrap import opensearch_client
+    from projections.store_identity import store_identity
     from projections.rebuild import rebuild
 
     alias = settings.opensearch_index
@@ -235,7 +236,8 @@ def _rebuild(app: ModuleRepository, settings: Settings, keep_old: bool) -> int:
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task(alias, total=None)
         done = rebuild(app, opensearch_client(settings), alias, replicas=settings.opensearch_replicas, keep_old=keep_old,
-                       progress=lambda position, head: bar.update(task, completed=position, total=head))
+                       progress=lambda position, head: bar.update(task, completed=position, total=head),
+                       store=store_identity(app))
     replaced = ", ".join(done.replaced) or "nothing"
     print(f"  {done.events} events applied to {done.index} (position {done.position}); "
           f"the alias {alias} now points to it, replacing {replaced}", flush=True)

@@ -48,6 +48,10 @@ class Settings(BaseSettings):
                                   validation_alias=_env("opensearch_index", "TOOLSMITH_OPENSEARCH_INDEX"))
     opensearch_replicas: int = Field(1, ge=0, validation_alias=_env("opensearch_replicas", "TOOLSMITH_OPENSEARCH_REPLICAS"))
     opensearch_timeout_seconds: float = Field(10.0, gt=0, validation_alias=_env("opensearch_timeout_seconds", "TOOLSMITH_OPENSEARCH_TIMEOUT_SECONDS"))
+    # Connections kept open to OpenSearch: one per thread that may query at once, that is the
+    # API's worker threads (40, the thread pool FastAPI runs requests in) plus the projection
+    # runner's (3). Fewer, and the client opens and drops a connection per request over the pool.
+    opensearch_connections: int = Field(48, ge=1, validation_alias=_env("opensearch_connections", "TOOLSMITH_OPENSEARCH_CONNECTIONS"))
     # `in-process`: the API applies events itself; `external`: `toolsmith projections run` does.
     projection_runner: Literal["in-process", "external"] = Field(
         "in-process", validation_alias=_env("projection_runner", "TOOLSMITH_PROJECTION_RUNNER"))
@@ -81,6 +85,8 @@ class Settings(BaseSettings):
     # The HTTP API.
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"))
     read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"))
+    # /healthz says `degraded` once the oldest event the read model has not applied is older.
+    read_model_max_lag_seconds: float = Field(30.0, gt=0, validation_alias=_env("read_model_max_lag_seconds", "TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS"))
     log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"))
 
     # MCP (DESIGN §4, §8): the Host and Origin headers an MCP request may carry, comma-separated;

@@ -57,6 +57,9 @@ class ModuleReadModel(TrackingRecorder, ABC):
     `flush`es it (or `discard`s it when applying failed, to apply it again later).
     """
 
+    # The identity of the event store whose events the view holds (None: not recorded).
+    store: str | None = None
+
     # -- queries -----------------------------------------------------------------------------
 
     @abstractmethod
@@ -89,6 +92,13 @@ class ModuleReadModel(TrackingRecorder, ABC):
     @abstractmethod
     def remove(self, tenant: str, module_id: str, tracking: Any) -> None:
         """Removes a document and records the tracking record."""
+
+    def tracking(self, application_name: str) -> tuple[int, str | None] | None:
+        """The stored position and the identity of the event store it is a position of; None
+        before anything was applied. A view kept outside the event store (OpenSearch) may hold
+        another store's position: the runner then rebuilds it from its own store."""
+        position = self.max_tracking_id(application_name)
+        return None if position is None else (position, self.store)
 
     def open(self) -> None:
         """Creates the storage when it does not exist yet."""

@@ -15,6 +15,11 @@
 - **Batches.** The projection's writes are buffered (`put`, `remove`, `insert_tracking`) and sent
   as one `_bulk` request by `flush`. Items rejected with 429 are retried with backoff, and only
   those; any other failed item fails the batch, and the tracking position is not advanced past it.
+- **One event store per index.** Every document, the tracking position included, records the id
+  of the event store it came from (`store`, see `projections/store_identity.py`), and queries
+  match only this store's documents. A runner that finds another store's position in the index
+  rebuilds it from its own store into a fresh index and swaps the alias (`projections/runner.py`):
+  another store's documents are never served, and its position never skips this store's events.
 - **Unavailable is an answer.** A query that cannot reach OpenSearch raises
   `ReadModelUnavailable`, which the API serves as a 503 problem.
 """
@@ -79,9 +84,11 @@ MAPPINGS: dict[str, Any] = {
         # The tracking document.
         "application": _KEYWORD,
         "position": {"type": "long"},
+        # Every document: the event store it came from.
+        "store": _KEYWORD,
     },
 }
-_DERIVED = ("kind", "deleted", "text", "idKey", "descriptionKey")
+_DERIVED = ("kind", "deleted", "text", "idKey", "descriptionKey", "store")
 
 
 def index_settings(replicas: int, *, rebuilding: bool = False) -> dict[str, Any]:
@@ -136,10 +143,14 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         retry_base_seconds: float = 0.05,
         on_documents_written: Callable[[], None] | None = None,
         fresh: bool = False,
+        store: str | None = None,
     ) -> None:
         """`index` is the alias queries and writes go through (or, for a rebuild, a concrete
-        index). `refresh` makes each flushed batch searchable at once: read-your-writes."""
+        index). `refresh` makes each flushed batch searchable at once: read-your-writes. `store`
+        is the identity of the event store followed; a view given none (a tool, a test) reads
+        every store's documents and records none."""
         super().__init__()
+        self.store = store
         self.client = client
         self.index = index
         self.refresh = refresh
@@ -164,6 +175,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         processes starting at once race on one deterministic name, so only one index is made."""
         try:
             if self.client.indices.exists_alias(name=self.index) or self.client.indices.exists(index=self.index):
+                # An index made before documents recorded their store gets the field (a no-op after).
+                self.client.indices.put_mapping(index=self.index, body={"properties": {"store": _KEYWORD}})
                 return
             self.client.indices.create(
                 index=f"{self.index}-000001",
@@ -177,10 +190,16 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     # -- tracking ------------------------------------------------------------------------------
 
-    def max_tracking_id(self, application_name: str) -> int | None:
-        """The position written to OpenSearch (a batch in progress does not count)."""
+    def tracking(self, application_name: str) -> tuple[int, str | None] | None:
+        """The position written to OpenSearch, and the event store it is a position of."""
         source = self._get(_tracking_id(application_name))
-        position = source["position"] if source else None
+        return (source["position"], source.get("store")) if source else None
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        """The position written to OpenSearch (a batch in progress does not count); None when
+        the index holds no position of this view's event store (another store's means nothing)."""
+        tracked = self.tracking(application_name)
+        position = tracked[0] if tracked is not None and self.store in (None, tracked[1]) else None
         if position is None:
             self._known_positions.pop(application_name, None)  # an index with nothing applied yet
         else:
@@ -211,7 +230,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             return
         found = self._call(lambda: self.client.mget(index=self.index, body={"ids": sorted(ids)}))
         for item in found["docs"]:
-            self._prefetched[item["_id"]] = _live(item["_source"]) if item.get("found") else None
+            self._prefetched[item["_id"]] = self._own(item["_source"]) if item.get("found") else None
 
     def document(self, tenant: str, module_id: str) -> Document | None:
         key = _module_id(tenant, module_id)
@@ -232,7 +251,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     def remove(self, tenant: str, module_id: str, tracking: Tracking) -> None:
         self._check_new(tracking)
-        tombstone = {"kind": MODULE, "tenant": tenant, "id": module_id, "deleted": True}
+        tombstone = {"kind": MODULE, "tenant": tenant, "id": module_id, "deleted": True, **self._stamp}
         self._pending[_module_id(tenant, module_id)] = (tombstone, tracking.notification_id)
         self._pending_tracking[tracking.application_name] = tracking.notification_id
 
@@ -255,14 +274,15 @@ class OpenSearchModuleReadModel(ModuleReadModel):
     def write(self, batch: Batch | None) -> None:
         if batch is None:
             return
-        actions = [_action(self.index, key, version, source if source.get("deleted") else _indexed(source))
+        actions = [_action(self.index, key, version, source if source.get("deleted") else _indexed(source, self._stamp))
                    for key, (source, version) in batch.documents.items()]
         self._bulk(actions)
         if self.on_documents_written is not None:
             self.on_documents_written()
         self._bulk(
             [
-                _action(self.index, _tracking_id(name), position, {"kind": TRACKING, "application": name, "position": position})
+                _action(self.index, _tracking_id(name), position,
+                        {"kind": TRACKING, "application": name, "position": position, **self._stamp})
                 for name, position in batch.positions.items()
             ]
         )
@@ -307,7 +327,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
     # -- queries -------------------------------------------------------------------------------
 
     def list(self, tenant: str, query: ListQuery) -> Page:
-        filters: list[dict[str, Any]] = _live_filter(tenant)
+        filters: list[dict[str, Any]] = self._live_filter(tenant)
         if query.search:
             for word in query.search.lower().split():
                 filters.append({"wildcard": {"text": {"value": f"*{_escape_wildcard(word)}*"}}})
@@ -360,7 +380,7 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     def used_by(self, tenant: str, module_id: str) -> list[str]:
         body = {
-            "query": {"bool": {"filter": [*_live_filter(tenant), {"term": {"uses": module_id}}]}},
+            "query": {"bool": {"filter": [*self._live_filter(tenant), {"term": {"uses": module_id}}]}},
             "size": 10_000,
             "sort": [{"id": "asc"}],
             "_source": False,
@@ -390,9 +410,25 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             return None
 
     def _get_live(self, doc_id: str) -> Document | None:
-        """A module's stored document, or None when there is none or only its tombstone."""
+        """A module's stored document, or None when there is none, only its tombstone, or only
+        another event store's document."""
         source = self._get(doc_id)
-        return _live(source) if source is not None else None
+        return self._own(source) if source is not None else None
+
+    def _own(self, source: Document) -> Document | None:
+        """A live document of this view's event store (of any, for a view given none), or None."""
+        return _live(source) if self.store in (None, source.get("store")) else None
+
+    @property
+    def _stamp(self) -> Document:
+        """What every written document records of the event store it came from."""
+        return {"store": self.store} if self.store is not None else {}
+
+    def _live_filter(self, tenant: str) -> list[dict[str, Any]]:
+        filters = [{"term": {"kind": MODULE}}, {"term": {"tenant": tenant}}, {"term": {"deleted": False}}]
+        if self.store is not None:
+            filters.append({"term": {"store": self.store}})
+        return filters
 
     def _call(self, request: Callable[[], Any]) -> Any:
         try:
@@ -411,14 +447,11 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             raise
 
 
-def _live_filter(tenant: str) -> list[dict[str, Any]]:
-    return [{"term": {"kind": MODULE}}, {"term": {"tenant": tenant}}, {"term": {"deleted": False}}]
-
-
-def _indexed(document: Document) -> Document:
+def _indexed(document: Document, stamp: Document) -> Document:
     """The document as stored: the projection's fields plus what the queries need."""
     return {
         **document,
+        **stamp,
         "kind": MODULE,
         "deleted": False,
         "text": f"{document['id']} {document['description']}".lower(),

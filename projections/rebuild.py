@@ -19,6 +19,7 @@ from opensearchpy import OpenSearch
 from projections.modules import ModuleSummaries
 from projections.opensearch import MAPPINGS, OpenSearchModuleReadModel, index_settings, new_index_name
 from projections.runner import PullingProjectionRunner
+from projections.store_identity import store_identity
 
 REBUILD_BATCH = 2_000
 
@@ -39,11 +40,16 @@ def rebuild(
     replicas: int,
     progress: Callable[[int, int], None] | None = None,
     keep_old: bool = False,
+    store: str | None = None,
 ) -> Rebuilt:
+    """`store` is the identity of `app`'s event store, recorded with every document (found in
+    the store when not given)."""
+    if store is None:
+        store = store_identity(app)
     index = new_index_name(alias)
     client.indices.create(index=index, body={"settings": index_settings(replicas, rebuilding=True), "mappings": MAPPINGS})
     try:
-        view = OpenSearchModuleReadModel(client, index=index, refresh=False, fresh=True)
+        view = OpenSearchModuleReadModel(client, index=index, refresh=False, fresh=True, store=store)
         runner = PullingProjectionRunner(app, ModuleSummaries(view=view), batch=REBUILD_BATCH)
         events = runner.catch_up(progress, pipelined=True)
         client.indices.put_settings(index=index, body={"index": {"refresh_interval": None, "number_of_replicas": replicas}})

@@ -10,6 +10,10 @@ fails is dropped and applied again from the view's stored position, so an event 
 `wait` gives the API its read-your-writes: it returns once the view has applied the given
 notification id. When the runner is another process (`toolsmith projections run`), the API
 uses `TrackingWatcher` instead, which reads the view's stored position.
+
+`health` is what `/healthz` says of the read side: the positions, the lag in events and in
+seconds (the age of the oldest event not applied yet, which also tells of a runner in another
+process that died), whether the runner runs, and `degraded` with the reasons.
 """
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import Tracking
 
-from projections.interface import ModuleReadModel
+from projections.interface import ModuleReadModel, ReadModelUnavailable
 from projections.modules import ModuleSummaries
+from projections.store_identity import store_identity
 
 log = logging.getLogger("toolsmith.projections")
 
@@ -33,7 +39,17 @@ BATCH = 500
 
 
 class PullingProjectionRunner:
-    def __init__(self, app: Application, projection: ModuleSummaries, *, poll_seconds: float = 0.5, batch: int = BATCH) -> None:
+    def __init__(
+        self,
+        app: Application,
+        projection: ModuleSummaries,
+        *,
+        poll_seconds: float = 0.5,
+        batch: int = BATCH,
+        rebuild: Callable[[], object] | None = None,
+    ) -> None:
+        """`rebuild` replaces the view's storage with one built from `app`'s store (for a view
+        found holding another event store's documents)."""
         self.app = app
         self.projection = projection
         self.view: ModuleReadModel = projection.view
@@ -46,6 +62,11 @@ class PullingProjectionRunner:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        self.rebuild = rebuild
+        self._rebuilt = False
+        if self.view.store is None:
+            # The view records which event store its documents come from (issue 12, 10).
+            self.view.store = store_identity(app)
 
     def start(self) -> None:
         """Applies everything recorded so far (when the view can be reached), then follows the
@@ -70,9 +91,16 @@ class PullingProjectionRunner:
         """The last notification id the view has applied, as this runner knows it."""
         return self._position
 
+    mode = "in-process"
+
+    def alive(self) -> bool:
+        """Whether the thread that follows the log runs."""
+        return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
+
     def wait(self, notification_id: int | None, timeout: float) -> bool:
         """True once the view has applied `notification_id`; False after `timeout` seconds, or at
-        once while the view is failing (a write must not hang on an unavailable read model)."""
+        once while the view is failing or nothing follows the log (a write must not hang on an
+        unavailable read model)."""
         if notification_id is None:
             return True
         self.poke()
@@ -80,7 +108,7 @@ class PullingProjectionRunner:
         with self._caught_up:
             while self._position < notification_id:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.error is not None:
+                if remaining <= 0 or self.error is not None or not self.alive():
                     return False
                 self._caught_up.wait(remaining)
         return True
@@ -92,7 +120,7 @@ class PullingProjectionRunner:
         if not self._opened:
             self.view.open()
             self._opened = True
-        position = self.view.max_tracking_id(self.app.name) or 0
+        position = self._tracked_position()
         self._advance(position)
         head = (self.app.recorder.max_notification_id() or 0) if progress else 0
         if not pipelined:
@@ -113,6 +141,33 @@ class PullingProjectionRunner:
                 if progress is not None:
                     progress(position, max(head, position))
         return self._pipelined(position, head, progress)
+
+    def _tracked_position(self) -> int:
+        """The view's position in this event store. A view holding another store's position (a
+        server started on a fresh or restored store, or on a staging database, against an index
+        built from another store) is rebuilt from this store first: that position would skip this
+        store's events, and its documents are not this store's (issue 12, 10)."""
+        tracked = self.view.tracking(self.app.name)
+        if tracked is None:
+            return 0
+        position, store = tracked
+        if store == self.view.store:
+            return position
+        reason = (f"the read model holds event store {store or '(unrecorded)'}'s documents up to its position {position}, "
+                  f"not this event store's ({self.view.store})")
+        if self.rebuild is None:
+            raise ReadModelUnavailable(f"{reason}; rebuild it (toolsmith projections rebuild)")
+        if self._rebuilt:
+            # Rebuilt once already since this runner started: another deployment writes the same alias.
+            raise ReadModelUnavailable(f"{reason}, again after this runner rebuilt it: another deployment writes the "
+                                       "same index; give each deployment its own TOOLSMITH_OPENSEARCH_INDEX")
+        log.warning("read model of another event store: rebuilding it from this one",
+                    extra={"projection": self.projection.name, "reason": reason})
+        self.rebuild()
+        self._rebuilt = True  # only once it succeeded: a rebuild that failed is tried again
+        self.view.discard()
+        tracked = self.view.tracking(self.app.name)
+        return tracked[0] if tracked is not None and tracked[1] == self.view.store else 0
 
     def _pipelined(self, position: int, head: int, progress: Callable[[int, int], None] | None) -> int:
         applied = 0
@@ -185,10 +240,13 @@ class PullingProjectionRunner:
 class TrackingWatcher:
     """The API's side of a projection run by another process: progress read from the view."""
 
-    def __init__(self, app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.02) -> None:
+    def __init__(self, app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.02,
+                 max_lag_seconds: float | None = None) -> None:
+        """`max_lag_seconds`: past this age of the oldest event not applied, the runner counts as dead."""
         self.app = app
         self.view = view
         self.poll_seconds = poll_seconds
+        self.max_lag_seconds = max_lag_seconds
         self.error: BaseException | None = None
         self._position = 0
 
@@ -206,6 +264,18 @@ class TrackingWatcher:
     def poke(self) -> None:
         pass
 
+    mode = "external"
+
+    def alive(self) -> bool:
+        """Another process's runner, as this process can tell: dead once the oldest event it has
+        not applied is older than `max_lag_seconds` (a runner that lives applies it sooner)."""
+        if self.max_lag_seconds is None:
+            return True
+        applied = self.position()
+        if applied >= (self.app.recorder.max_notification_id() or 0):
+            return True
+        return _age_of_event(self.app, applied + 1) <= self.max_lag_seconds
+
     def position(self) -> int:
         try:
             self._position = self.view.max_tracking_id(self.app.name) or 0
@@ -216,11 +286,57 @@ class TrackingWatcher:
         return self._position
 
     def wait(self, notification_id: int | None, timeout: float) -> bool:
+        """Like the runner's own `wait`; it gives up at once while the runner is evidently dead
+        (events older than `max_lag_seconds` are still not applied)."""
         if notification_id is None:
             return True
+        if self.position() < notification_id and not self.alive():
+            return False
         deadline = time.monotonic() + timeout
         while self.position() < notification_id:
             if self.error is not None or time.monotonic() >= deadline:
                 return False
             time.sleep(self.poll_seconds)
         return True
+
+
+def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, *, max_lag_seconds: float) -> dict[str, Any]:
+    """The read side's health: `degraded`, with the reasons, while the projection fails, its
+    runner does not run, or the oldest event it has not applied is older than `max_lag_seconds`
+    (a runner in another process that died shows so: nothing applies the events any more)."""
+    stored = app.recorder.max_notification_id() or 0
+    applied = runner.position()
+    lag = max(stored - applied, 0)
+    behind = _age_of_event(app, applied + 1) if lag else 0.0
+    problems = []
+    alive = runner.alive()
+    if runner.error is not None:
+        problems.append("the projection fails (its error is in the log); it is retried")
+    if behind > max_lag_seconds:
+        problems.append(f"the read model is {behind:.1f} s behind the event store (more than {max_lag_seconds:g} s): "
+                        "is the projection runner running?")
+    elif not alive:
+        problems.append("the projection runner is not running")
+    return {
+        "status": "degraded" if problems else "ok",
+        "eventStore": {"position": stored},
+        "readModel": {
+            "position": applied,
+            "lag": lag,
+            "lagSeconds": round(behind, 3),
+            "runner": {"mode": runner.mode, "alive": alive and behind <= max_lag_seconds},
+            "problems": problems,
+        },
+    }
+
+
+def _age_of_event(app: Application, notification_id: int) -> float:
+    """Seconds since the event at `notification_id` (or the next one) was recorded."""
+    try:
+        found = app.recorder.select_notifications(start=notification_id, limit=1)
+        if not found:
+            return 0.0
+        recorded = app.mapper.to_domain_event(found[0]).timestamp
+    except Exception:  # noqa: BLE001 - an undecodable event is audit's finding; health stays an answer
+        return 0.0
+    return max((datetime.now(UTC) - recorded).total_seconds(), 0.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
@@ -39,15 +40,24 @@ log = logging.getLogger("toolsmith.api")
 router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules"])
 
 
-def _answer(services: Services, principal: Principal, written: Written, response: Response | None = None) -> dict[str, Any] | None:
+# Set on a write's answer when the list and search may not show the write yet (issue 12, 11b):
+# `timeout` (the read model did not apply it within TOOLSMITH_READ_YOUR_WRITES_SECONDS) or
+# `unavailable` (it is failing, or no runner follows the log: the API did not wait the bound).
+READ_YOUR_WRITES = "Toolsmith-Read-Your-Writes"
+
+
+def _answer(services: Services, principal: Principal, written: Written, response: Response) -> dict[str, Any] | None:
     """Waits (bounded) for the read model to apply the write, then presents the module (and its
-    new ETag, B7)."""
-    if not services.runner.wait(written.position, services.settings.read_your_writes_seconds):
+    new ETag, B7); says so in a header when the read model did not apply it in time."""
+    bound = services.settings.read_your_writes_seconds
+    started = time.monotonic()
+    if not services.runner.wait(written.position, bound):
         log.warning("read model behind a write", extra={"position": written.position})
+        # A wait gives up before its bound only when the read model fails or no runner follows the log.
+        response.headers[READ_YOUR_WRITES] = "timeout" if time.monotonic() - started >= bound else "unavailable"
     if written.module is None:
         return None
-    if response is not None:
-        response.headers["ETag"] = etag(written.module.version)
+    response.headers["ETag"] = etag(written.module.version)
     return module_out(written.module, _used_by(services, principal.tenant, written.module.module_id))
 
 
@@ -126,7 +136,7 @@ def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool
 
 
 @router.post("", status_code=201, response_model=ModulePublic, responses=documented(400, 409, 413))
-def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
     """Create a module as an UNPUBLISHED draft."""
     written = services.modules.create(
         principal.tenant,
@@ -137,7 +147,7 @@ def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin) -
         tool=body.tool.model_dump() if body.tool else None,
         by=principal.name,
     )
-    return _answer(services, principal, written)
+    return _answer(services, principal, written, response)
 
 
 @router.post("/test", response_model=ExecutionOut, responses=documented(400, 413, 429, 503))
@@ -245,8 +255,9 @@ def discard_draft(id: str, services: ServicesDep, principal: Admin, response: Re
 @router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409, 412))
 def delete_module(id: str, services: ServicesDep, principal: Admin, if_match: IfMatch = None) -> Response:
     """Delete a module nothing uses; its history stays."""
-    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name, expected=_expected(if_match)))
-    return Response(status_code=204)
+    answer = Response(status_code=204)
+    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name, expected=_expected(if_match)), answer)
+    return answer
 
 
 @router.get("/{id}/usage", response_model=Usage, responses=documented(404))
@@ -257,9 +268,9 @@ def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str,
 
 
 @router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic, responses=documented(400, 404, 409, 413))
-def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin) -> dict[str, Any] | None:
+def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
     """Start a new UNPUBLISHED module from this one's current definition."""
-    return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name))
+    return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name), response)
 
 
 def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,79 @@
+"""Issue 12, finding 11b, with the runner as its own process (`toolsmith projections run`) on the
+real OpenSearch node: killed, its death shows in /healthz (the oldest unapplied event ages past
+TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS) and each write's answer carries `Toolsmith-Read-Your-Writes`.
+Before, /healthz stayed `ok` and every write waited 5 s, then answered 2xx with no sign."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import TOOLSMITH, Server
+from tests.helpers import ADMIN_TOKEN, environment_without_settings
+
+pytestmark = pytest.mark.e2e
+
+BASE = "/api/v1/admin/code-modules"
+HEADER = "Toolsmith-Read-Your-Writes"
+MAX_LAG = 2.0
+
+
+def _create(http: httpx.Client, module_id: str) -> httpx.Response:
+    created = http.post(BASE, json={"id": module_id, "description": module_id, "draftContent": "exports.x = 1;"})
+    assert created.status_code == 201, created.text
+    return created
+
+
+def test_a_killed_projections_runner_shows_in_health_and_in_each_writes_answer(
+    tmp_path: Path, opensearch_url: str, opensearch_index: str
+) -> None:
+    env = {"OPENSEARCH_URL": opensearch_url, "TOOLSMITH_OPENSEARCH_INDEX": opensearch_index,
+           "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN,
+           "TOOLSMITH_PROJECTION_RUNNER": "external", "TOOLSMITH_READ_YOUR_WRITES_SECONDS": "3",
+           "TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS": str(MAX_LAG)}
+    server = Server(data_dir=tmp_path / "data", env=env, token=ADMIN_TOKEN).start()
+    runner_env = environment_without_settings()
+    runner_env.update(env, TOOLSMITH_DATA_DIR=str(tmp_path / "data"))
+    runner = subprocess.Popen([str(TOOLSMITH), "projections", "run"], env=runner_env,
+                              stdout=(tmp_path / "runner.log").open("w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "following the event log" not in (tmp_path / "runner.log").read_text():
+            assert time.monotonic() < deadline and runner.poll() is None, (tmp_path / "runner.log").read_text()
+            time.sleep(0.1)
+        with server.client() as http:
+            # alive: the write is listed when answered, nothing is marked, health is ok
+            created = _create(http, "alive")
+            assert HEADER not in created.headers
+            assert [m["id"] for m in http.get(BASE).json()["collection"]] == ["alive"]
+            health = httpx.get(f"{server.url}/healthz").json()
+            assert health["status"] == "ok", health
+            assert health["readModel"]["runner"] == {"mode": "external", "alive": True}
+
+            runner.send_signal(signal.SIGKILL)
+            runner.wait(timeout=30)
+            # dead: the write still succeeds, but its answer says the list may not show it
+            created = _create(http, "dead")
+            assert created.headers[HEADER] == "timeout"
+            assert [m["id"] for m in http.get(BASE).json()["collection"]] == ["alive"]
+            time.sleep(MAX_LAG + 0.5)
+            health = httpx.get(f"{server.url}/healthz").json()
+            assert health["status"] == "degraded", health
+            read_model = health["readModel"]
+            assert read_model["lag"] == 1 and read_model["lagSeconds"] > MAX_LAG
+            assert read_model["runner"] == {"mode": "external", "alive": False}
+            assert "is the projection runner running?" in read_model["problems"][0]
+            # known dead: the next write does not wait for it at all
+            created = _create(http, "dead2")
+            assert created.headers[HEADER] == "unavailable"
+            assert created.elapsed.total_seconds() < 2
+    finally:
+        if runner.poll() is None:
+            runner.terminate()
+            runner.wait(timeout=30)
+        server.stop()
