@@ -1,0 +1,301 @@
+"""Hostile JavaScript through the real service (issue 12, family 1): `POST /test` and REST tool
+calls into the embedded sandbox of a `toolsmith serve`.
+
+Each case gets its expected outcome (a typed error or the correct value: `hostile_js.py`), never a
+500, never an answer past the call's deadline, and the service still runs a plain call afterwards.
+A local listener on 127.0.0.1, which no allow-list names, records every connection: whatever the
+JavaScript does to the environment, nothing ever connects to it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.adversarial.conftest import CODE_MODULES, SECRET_ENV, Probe, nested, start_probe
+from tests.adversarial.hostile_js import CASES, TYPED
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that records each connection and closes it."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.connections: list[tuple[str, int]] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, peer = self.socket.accept()
+            except OSError:
+                return
+            self.connections.append(peer)
+            connection.close()
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[Listener]:
+    running = Listener()
+    yield running
+    running.close()
+
+
+def check_outcome(answer: dict[str, Any], expect: tuple[str, Any]) -> None:
+    kind, want = expect
+    output, error, logs = answer["output"], answer["error"], answer["logs"]
+    if error is not None:
+        assert error["type"] in TYPED, f"untyped error: {error}"
+    if kind == "value":
+        assert error is None and output == want, answer
+    elif kind == "exact":
+        assert error is None and output == want and _types(output) == _types(want), f"not the exact JSON of the JavaScript value: {output!r}"
+    elif kind == "depth":
+        assert error is None and output == nested(want), f"error: {error}"
+    elif kind == "error":
+        assert error is not None and error["type"] in want, answer
+    elif kind == "error-message":
+        assert error is not None and error["type"] == want[0] and want[1] in error["message"], answer
+    elif kind == "error-message-not":
+        assert error is not None and error["type"] == want[0] and want[1] not in error["message"], answer
+    elif kind == "value-or":
+        value, types = want
+        assert (error is None and output == value) or (error is not None and error["type"] in types), answer
+    elif kind == "one-of":
+        assert error is not None or output in want, answer
+    elif kind == "not-value":
+        assert error is not None or output not in want, answer
+    elif kind == "string-length":
+        assert error is None and isinstance(output, str) and len(output) == want, (error, len(output or ""))
+    elif kind == "array-length":
+        assert error is None and isinstance(output, list) and len(output) == want, error
+    elif kind == "logs":
+        assert error is None and logs == want, answer
+    elif kind == "logs-short":
+        assert error is None and output == "logged" and all(len(line) <= want for line in logs), (error, [len(line) for line in logs])
+    elif kind == "logs-any":
+        assert error is None and output == 1, answer
+    else:
+        assert kind == "typed", kind
+
+
+def _types(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _types(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_types(v) for v in value]
+    return type(value).__name__
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_hostile_javascript_gets_its_expected_outcome_and_the_service_keeps_serving(probe: Probe, listener: Listener, case: dict[str, Any]) -> None:
+    source = case["source"].replace("{LISTENER}", f"http://127.0.0.1:{listener.port}/")
+    answer = probe.test_call(source, input=case["input"], timeout_millis=case["timeout_millis"], memory_mb=case["memory_mb"])
+    assert answer.status_code == 200, answer.text[:500]
+    check_outcome(answer.json(), case["expect"])
+    assert listener.connections == [], "the sandbox connected to a listener nobody allowed"
+    probe.assert_alive()
+
+
+# -- arguments in: through POST /test and through a published tool ----------------------------------
+
+ECHO = {
+    "id": "echo",
+    "description": "gives back what it is given",
+    "draftContent": "exports.run = function (input) { return input; };",
+    "tool": {
+        "inputParameters": [
+            {"name": "value", "description": "anything", "type": "object"},
+            {"name": "text", "description": "a text", "type": "string"},
+        ],
+        "timeoutMillis": 2000,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def echo(probe: Probe) -> str:
+    assert probe.send("POST", CODE_MODULES, json=ECHO).status_code == 201
+    assert probe.send("POST", f"{CODE_MODULES}/echo/publish").status_code == 200
+    return "/api/v1/tools/echo/call"
+
+
+def _object(depth: int) -> dict[str, Any]:
+    value: Any = 1
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return {"k": value}
+
+
+ARGUMENTS_REFUSED = {
+    **{f"value-depth-{depth}": {"value": _object(depth)} for depth in (255, 300, 1000, 10000)},
+    "text-lone-surrogate": {"text": "a\ud800"},
+    "value-lone-surrogate-key": {"value": {"\udc00": 1}},
+    "value-lone-surrogate-nested": {"value": {"a": ["ok", "\ud800"]}},
+    "argument-key-lone-surrogate": {"\ud800": 1},
+}
+ARGUMENTS_ECHOED = {
+    "value-depth-50": {"value": _object(50)},
+    "text-nul": {"text": "a\u0000b"},
+    "value-nul-key": {"value": {"k\u0000": "\u0000"}},
+    "text-1mb": {"text": "é" * (256 * 1024)},  # 1.5 MB as JSON escapes, under the 2 MiB body cap
+    "value-big-int": {"value": {"n": 2**40}},
+}
+
+
+@pytest.mark.parametrize("arguments", ARGUMENTS_REFUSED.values(), ids=ARGUMENTS_REFUSED.keys())
+@pytest.mark.parametrize("path", ["tool-call", "test"])
+def test_arguments_too_deep_or_with_lone_surrogates_are_a_400(probe: Probe, echo: str, path: str, arguments: dict[str, Any]) -> None:
+    if path == "tool-call":
+        answer = probe.send("POST", echo, json=arguments)
+    else:
+        answer = probe.send("POST", f"{CODE_MODULES}/test", json={"draftContent": ECHO["draftContent"], "tool": ECHO["tool"], "input": arguments})
+    assert answer.status_code == 400, answer.text[:500]
+    probe.assert_alive()
+
+
+@pytest.mark.parametrize("arguments", ARGUMENTS_ECHOED.values(), ids=ARGUMENTS_ECHOED.keys())
+@pytest.mark.parametrize("path", ["tool-call", "test"])
+def test_arguments_within_the_limits_come_back_exactly(probe: Probe, echo: str, path: str, arguments: dict[str, Any]) -> None:
+    if path == "tool-call":
+        answer = probe.send("POST", echo, json=arguments)
+    else:
+        answer = probe.send("POST", f"{CODE_MODULES}/test", json={"draftContent": ECHO["draftContent"], "tool": ECHO["tool"], "input": arguments})
+    assert answer.status_code == 200, answer.text[:500]
+    assert answer.json()["error"] is None and answer.json()["output"] == arguments
+    assert _types(answer.json()["output"]) == _types(arguments)
+    probe.assert_alive()
+
+
+# -- finding 1: a worker's memory is bounded by the call's limit -------------------------------------
+
+ALLOWANCE_MB = 256  # what a worker may hold besides the call's own heap (its interpreter, Babel, httpx)
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        parent = stack.pop()
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                kids = [int(c) for c in children.read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            stack += kids
+    return found
+
+
+def _peak_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+PAYLOADS = {
+    # ten million empty objects as 30 MB of JSON: what the host parses (Intl, http.fetch requests)
+    "i": "('[' + '{},'.repeat(10 * 1024 * 1024) + '{}]').toWellFormed()",
+    "f": "('[' + '{},'.repeat(10 * 1024 * 1024) + '{}]').toWellFormed()",
+    # a 30 MB string the host is handed (a log line)
+    "l": "'x'.repeat(30 * 1024 * 1024)",
+}
+
+
+@pytest.mark.parametrize("kind", PAYLOADS)
+def test_a_worker_stays_within_the_calls_memory_limit_plus_an_allowance(probe: Probe, kind: str) -> None:
+    assert probe.server.process is not None
+    peaks: dict[int, int] = {}
+    done = threading.Event()
+    for pid in _descendants(probe.server.process.pid):  # each worker's peak counts from now
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+    def sample() -> None:
+        while not done.is_set():
+            for pid in _descendants(probe.server.process.pid):  # type: ignore[union-attr]
+                peaks[pid] = max(peaks.get(pid, 0), _peak_kb(pid))
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    source = "exports.run = function () { log; return typeof $host('%s', %s); };" % (kind, PAYLOADS[kind])
+    try:
+        answer = probe.test_call(source, timeout_millis=5000, memory_mb=64)
+    finally:
+        done.set()
+        sampler.join()
+    assert answer.status_code == 200
+    error = answer.json()["error"]
+    assert error is None or error["type"] == "memory", error
+    worst = max(peaks.values(), default=0) // 1024
+    assert worst <= 64 + ALLOWANCE_MB, f"a worker reached {worst} MB for a call limited to 64 MB"
+    probe.assert_alive()
+
+
+# -- finding 5: the workers' environment holds no secret and no way to the data dir ------------------
+
+
+def test_the_workers_have_no_secret_in_their_environment_and_no_data_dir(probe: Probe) -> None:
+    assert probe.server.process is not None
+    probe.assert_alive()  # the pool is up
+    workers = _descendants(probe.server.process.pid)
+    assert workers, "no worker process found"
+    data_dir = str(probe.server.data_dir.resolve())
+    for pid in workers:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+        for name, secret in SECRET_ENV.items():
+            assert secret not in environ, f"worker {pid} has {name} in its environment"
+        assert data_dir not in environ, f"worker {pid}'s environment names the data dir"
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            assert not target.startswith(data_dir), f"worker {pid} holds {target} open (fd {fd.name})"
+        assert not os.readlink(f"/proc/{pid}/cwd").startswith(data_dir), f"worker {pid} works in the data dir"
+
+
+def test_no_secret_in_any_log_line_event_export_or_answer(probe: Probe) -> None:
+    probe.assert_no_secret_anywhere()
+
+
+# -- finding 4: a profile removes the capability itself, not only its name ----------------------------
+
+
+@pytest.fixture(scope="module")
+def minimal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Probe]:
+    running = start_probe(tmp_path_factory.mktemp("minimal") / "data", CODESANDBOX_CAPABILITY_PROFILE="minimal")
+    yield running
+    running.close()
+
+
+WITHHELD = {
+    "context-direct": "log; var r = $host('c'); return typeof r === 'string' && r.indexOf('admin') >= 0 ? 'context read' : 'withheld';",
+    "context-via-global": "log; var h = globalThis['$ho' + 'st']; var r = h && h('c'); return typeof r === 'string' && r.indexOf('tenant') >= 0 ? 'context read' : 'withheld';",
+    "context-via-intl-host": "var h; try { Intl; h = $host; } catch (e) { return 'withheld'; } var r = h('c'); return typeof r === 'string' && r.indexOf('tenant') >= 0 ? 'context read' : 'withheld';",
+    "ai-name": "return typeof ai === 'undefined' ? 'withheld' : 'context read';",
+    "fetch-direct": "log; var r = $host('f', JSON.stringify({url: 'http://127.0.0.1:9/'})); return r.indexOf('not available') >= 0 ? 'withheld' : 'fetch reached';",
+}
+
+
+@pytest.mark.parametrize("body", WITHHELD.values(), ids=WITHHELD.keys())
+def test_the_minimal_profile_withholds_the_capability_itself(minimal: Probe, body: str) -> None:
+    answer = minimal.test_call("exports.run = function () { " + body + " };")
+    assert answer.status_code == 200
+    result = answer.json()
+    assert result["output"] == "withheld" or (result["error"] is not None and result["error"]["type"] in TYPED), result
+    minimal.assert_alive()
