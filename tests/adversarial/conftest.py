@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -136,6 +138,35 @@ def start_probe(data_dir: Path, **env: str) -> Probe:
 def probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Probe]:
     """One server per module, shared by its cases (each case checks the service is alive after it)."""
     running = start_probe(tmp_path_factory.mktemp("adversarial") / "data")
+    yield running
+    running.close()
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that records each connection and closes it."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.connections: list[tuple[str, int]] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, peer = self.socket.accept()
+            except OSError:
+                return
+            self.connections.append(peer)
+            connection.close()
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[Listener]:
+    running = Listener()
     yield running
     running.close()
 

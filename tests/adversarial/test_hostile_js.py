@@ -10,7 +10,6 @@ JavaScript does to the environment, nothing ever connects to it.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,37 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial.conftest import CODE_MODULES, SECRET_ENV, Probe, nested, start_probe
+from tests.adversarial.conftest import CODE_MODULES, SECRET_ENV, Listener, Probe, nested, start_probe
 from tests.adversarial.hostile_js import CASES, TYPED
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that records each connection and closes it."""
-
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.port = self.socket.getsockname()[1]
-        self.connections: list[tuple[str, int]] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, peer = self.socket.accept()
-            except OSError:
-                return
-            self.connections.append(peer)
-            connection.close()
-
-    def close(self) -> None:
-        self.socket.close()
-
-
-@pytest.fixture(scope="module")
-def listener() -> Iterator[Listener]:
-    running = Listener()
-    yield running
-    running.close()
 
 
 def check_outcome(answer: dict[str, Any], expect: tuple[str, Any]) -> None:
