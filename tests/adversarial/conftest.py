@@ -91,8 +91,14 @@ class Probe:
         assert plain.status_code == 200 and plain.json()["output"] == 42 and plain.json()["error"] is None, plain.text
 
     def assert_no_secret_in(self, text: str, where: str) -> None:
+        leaks = []
         for secret in self.secrets:
-            assert secret not in text, f"a secret ({secret[:8]}…) is in {where}"
+            at = text.find(secret)
+            if at >= 0:
+                line_start = text.rfind("\n", 0, at) + 1
+                line = text[line_start : text.find("\n", at) if "\n" in text[at:] else len(text)]
+                leaks.append(f"{secret[:10]}… in: {line.replace(secret, '<SECRET>')[:300]}")
+        assert not leaks, f"secrets in {where}:\n" + "\n".join(leaks)
 
     def audit_export(self) -> str:
         """Every stored event, as `toolsmith audit export` writes them (the server may be running)."""
