@@ -34,7 +34,15 @@ PROBLEM = "application/problem+json"
 # The secrets every adversarial server is given; none of them may ever be seen again.
 ADMIN_TOKEN = "tsa_adversarial-admin-" + secrets.token_urlsafe(12)
 SANDBOX_SECRET = "sandbox-secret-" + secrets.token_urlsafe(12)
-SECRET_ENV = {"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "CODESANDBOX_SECRET": SANDBOX_SECRET}
+# A secret the operator configures through the environment: an external MCP tool's header value.
+TOOL_SECRET = "tool-secret-" + secrets.token_urlsafe(12)
+SECRET_ENV = {"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "CODESANDBOX_SECRET": SANDBOX_SECRET, "ADVERSARIAL_TOOL_TOKEN": TOOL_SECRET}
+TOOLS_FILE = {
+    "mcp": [
+        {"name": "weather", "description": "Today's weather (a server that does not exist)", "url": "https://weather.invalid/mcp",
+         "headers": {"Authorization": "Bearer ${ADVERSARIAL_TOOL_TOKEN}"}, "inputSchema": {"type": "object"}, "exposeInChat": True}
+    ]
+}
 
 PLAIN_SOURCE = "exports.run = function (input) { return input.n * 2; };"
 
@@ -44,7 +52,7 @@ class Probe:
     """A running server, the secrets it knows, and the checks every case makes."""
 
     server: Server
-    secrets: list[str] = field(default_factory=lambda: [ADMIN_TOKEN, SANDBOX_SECRET])
+    secrets: list[str] = field(default_factory=lambda: [ADMIN_TOKEN, SANDBOX_SECRET, TOOL_SECRET])
     http: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
@@ -135,7 +143,9 @@ class Probe:
 
 
 def start_probe(data_dir: Path, **env: str) -> Probe:
-    server = Server(data_dir=data_dir, env={**SECRET_ENV, **env})
+    tools = data_dir.parent / "tools.json"
+    tools.write_text(json.dumps(TOOLS_FILE))
+    server = Server(data_dir=data_dir, env={**SECRET_ENV, "TOOLSMITH_TOOLS_FILE": str(tools), **env})
     server.token = ADMIN_TOKEN
     return Probe(server.start())
 

@@ -254,6 +254,15 @@ def test_a_token_in_the_query_string_is_never_logged(probe: Probe, name: str) ->
     probe.assert_no_secret_in(probe.server.output, "the server's log")
 
 
+def test_calling_a_tool_whose_header_holds_a_secret_never_shows_it(probe: Probe) -> None:
+    # the external MCP tool's server does not exist: the call fails, and says so without the header
+    answer = probe.send("POST", "/api/v1/tools/weather/call", json={}, deadline=70)
+    assert answer.status_code in (200, 400, 404, 429, 503), answer.text[:300]
+    catalog = probe.send("GET", "/api/v1/admin/tools")
+    assert "weather" in {tool["name"] for tool in catalog.json()}
+    probe.assert_no_secret_in(probe.server.output, "the server's log")
+
+
 def test_a_revoked_token_stays_revoked_and_the_service_lives(probe: Probe, world: World) -> None:
     assert probe.send("GET", CODE_MODULES, token=world.tokens["revoked-admin"]).status_code == 401
     probe.assert_alive()

@@ -239,10 +239,6 @@ def test_the_workers_have_no_secret_in_their_environment_and_no_data_dir(probe: 
         assert not os.readlink(f"/proc/{pid}/cwd").startswith(data_dir), f"worker {pid} works in the data dir"
 
 
-def test_no_secret_in_any_log_line_event_export_or_answer(probe: Probe) -> None:
-    probe.assert_no_secret_anywhere()
-
-
 # -- finding 4: a profile removes the capability itself, not only its name ----------------------------
 
 
@@ -269,3 +265,54 @@ def test_the_minimal_profile_withholds_the_capability_itself(minimal: Probe, bod
     result = answer.json()
     assert result["output"] == "withheld" or (result["error"] is not None and result["error"]["type"] in TYPED), result
     minimal.assert_alive()
+
+
+# -- the same values over MCP: a tool result or a tool error, never a protocol error (finding 2) -------
+
+MCP_TOOLS = {
+    "deep300": ("var v = 1; for (var i = 0; i < 300; i++) v = [v]; return v;", ("error", "result")),
+    "deep1000": ("var v = 1; for (var i = 0; i < 1000; i++) v = {k: v}; return v;", ("error", "result")),
+    "nul": ("return 'a\\u0000b';", ("text", "a\u0000b")),
+    "bigint": ("return 2 ** 31;", ("text", "2147483648")),
+    "lonekey": ("var o = {}; o['\\ud800'] = 1; return o;", ("value-or-result", {"\ufffd": 1})),
+    # 150 levels: beyond the service's limit (100), within what the SDK's client serializes
+    "echoarg": ("return input;", ("error-for", {"value": _object(150)})),
+}
+
+
+@pytest.fixture(scope="module")
+def mcp_tools(probe: Probe) -> list[str]:
+    for name, (body, _) in MCP_TOOLS.items():
+        params = [{"name": "value", "description": "anything", "type": "object"}] if name == "echoarg" else []
+        module = {"id": name, "description": name, "draftContent": "exports.run = function (input) { " + body + " };", "tool": {"exposeInChat": True, "inputParameters": params}}
+        assert probe.send("POST", CODE_MODULES, json=module).status_code == 201
+        assert probe.send("POST", f"{CODE_MODULES}/{name}/publish").status_code == 200
+    return list(MCP_TOOLS)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", list(MCP_TOOLS))
+async def test_hostile_values_over_mcp_are_tool_results_never_protocol_errors(probe: Probe, mcp_tools: list[str], name: str) -> None:
+    from tests.e2e.conftest import mcp_client
+    from tests.e2e.test_mcp import text_of
+
+    _, (kind, want) = MCP_TOOLS[name]
+    async with mcp_client(probe.server) as client:
+        arguments = want if kind == "error-for" else {}
+        result = await client.call_tool(name, arguments)  # a protocol error raises here
+        text = text_of(result)
+        if kind == "error":
+            assert result.is_error and text.startswith(f"{want}:"), text[:300]
+        elif kind == "error-for":
+            assert result.is_error, text[:300]
+        elif kind == "text":
+            assert not result.is_error and text == want, text[:300]
+        else:
+            assert (result.is_error and text.startswith("result:")) or result.structured_content == want, text[:300]
+        # the session still works
+        assert not (await client.call_tool("bigint", {})).is_error
+    probe.assert_alive()
+
+
+def test_no_secret_in_any_log_line_event_export_or_answer(probe: Probe) -> None:
+    probe.assert_no_secret_anywhere()
