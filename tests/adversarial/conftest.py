@@ -72,6 +72,8 @@ class Probe:
             answer = self.http.request(method, path, headers=sent, timeout=deadline + 5, **kw)
         except httpx.TimeoutException:
             pytest.fail(f"{method} {path}: no answer within {deadline + 5} s (deadline {deadline} s)")
+        except httpx.TransportError as error:
+            pytest.fail(f"{method} {path}: the server dropped the connection without an answer ({error!r})")
         elapsed = time.monotonic() - started
         assert answer.status_code < 500, f"{method} {path}: {answer.status_code} {answer.text[:500]}"
         assert elapsed <= deadline, f"{method} {path}: answered after {elapsed:.1f} s, past its {deadline} s deadline"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial.conftest import CODE_MODULES, Probe
+from tests.adversarial.conftest import CODE_MODULES, TOOL_SECRET, Probe
 
 PUBLIC, READ, ADMIN, TOOL = "public", "read", "admin", "tool"
 
@@ -260,12 +260,51 @@ def test_calling_a_tool_whose_header_holds_a_secret_never_shows_it(probe: Probe)
     assert answer.status_code in (200, 400, 404, 429, 503), answer.text[:300]
     catalog = probe.send("GET", "/api/v1/admin/tools")
     assert "weather" in {tool["name"] for tool in catalog.json()}
-    probe.assert_no_secret_in(probe.server.output, "the server's log")
+    assert TOOL_SECRET not in probe.server.output, "the tool's secret header is in the server's log"
 
 
 def test_a_revoked_token_stays_revoked_and_the_service_lives(probe: Probe, world: World) -> None:
     assert probe.send("GET", CODE_MODULES, token=world.tokens["revoked-admin"]).status_code == 401
     probe.assert_alive()
+
+
+# -- MCP's Host and Origin gate (finding 8) --------------------------------------------------------
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+BAD_HOSTS = ["127.0.0.1:{port}.evil", "127.0.0.1:{port}evil.example", "localhost:{port}.attacker.example", "127.0.0.1:", "127.0.0.1:x{port}", "evil.example:{port}"]
+GOOD_HOSTS = ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST:{port}", "LocalHost:{port}"]
+BAD_ORIGINS = ["http://127.0.0.1:{port}.evil", "http://127.0.0.1:1.evil.example", "http://localhost:{port}@evil.example", "http://evil.example"]
+
+
+def _mcp(probe: Probe, **headers: str) -> int:
+    answer = probe.send("POST", "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **headers})
+    return answer.status_code
+
+
+@pytest.mark.parametrize("host", BAD_HOSTS)
+def test_mcp_refuses_a_host_whose_port_is_not_digits(probe: Probe, host: str) -> None:
+    assert _mcp(probe, Host=host.format(port=probe.server.port)) == 421
+
+
+@pytest.mark.parametrize("host", GOOD_HOSTS)
+def test_mcp_accepts_an_allowed_host_in_any_case(probe: Probe, host: str) -> None:
+    assert _mcp(probe, Host=host.format(port=probe.server.port)) == 200
+
+
+@pytest.mark.parametrize("origin", BAD_ORIGINS)
+def test_mcp_refuses_an_origin_whose_port_is_not_digits(probe: Probe, origin: str) -> None:
+    assert _mcp(probe, Origin=origin.format(port=probe.server.port)) == 403
+
+
+# -- the data dir (finding 12) -----------------------------------------------------------------------
+
+
+def test_the_data_dir_is_0700_and_its_files_0600(probe: Probe) -> None:
+    data_dir = probe.server.data_dir
+    assert data_dir.stat().st_mode & 0o777 == 0o700, oct(data_dir.stat().st_mode & 0o777)
+    loose = [f"{path.relative_to(data_dir)} {oct(path.stat().st_mode & 0o777)}" for path in data_dir.rglob("*") if path.stat().st_mode & 0o077]
+    assert not loose, f"readable by others: {loose}"
 
 
 def test_no_secret_in_any_log_line_event_export_or_answer(probe: Probe) -> None:

@@ -9,6 +9,7 @@ JavaScript does to the environment, nothing ever connects to it.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -108,12 +109,18 @@ def _object(depth: int) -> dict[str, Any]:
     return {"k": value}
 
 
+def _deep_text(depth: int) -> str:
+    """`{"value": {"k": {"k": … 1}}}` with `depth` objects under "value", written without recursion."""
+    return '{"value": ' + '{"k": ' * depth + "1" + "}" * depth + "}"
+
+
+# JSON texts (escaped ASCII): Python's own encoder cannot write the deepest of them
 ARGUMENTS_REFUSED = {
-    **{f"value-depth-{depth}": {"value": _object(depth)} for depth in (255, 300, 1000, 10000)},
-    "text-lone-surrogate": {"text": "a\ud800"},
-    "value-lone-surrogate-key": {"value": {"\udc00": 1}},
-    "value-lone-surrogate-nested": {"value": {"a": ["ok", "\ud800"]}},
-    "argument-key-lone-surrogate": {"\ud800": 1},
+    **{f"value-depth-{depth}": _deep_text(depth) for depth in (255, 300, 1000, 10000)},
+    "text-lone-surrogate": json.dumps({"text": "a\ud800"}),
+    "value-lone-surrogate-key": json.dumps({"value": {"\udc00": 1}}),
+    "value-lone-surrogate-nested": json.dumps({"value": {"a": ["ok", "\ud800"]}}),
+    "argument-key-lone-surrogate": json.dumps({"\ud800": 1}),
 }
 ARGUMENTS_ECHOED = {
     "value-depth-50": {"value": _object(50)},
@@ -126,11 +133,13 @@ ARGUMENTS_ECHOED = {
 
 @pytest.mark.parametrize("arguments", ARGUMENTS_REFUSED.values(), ids=ARGUMENTS_REFUSED.keys())
 @pytest.mark.parametrize("path", ["tool-call", "test"])
-def test_arguments_too_deep_or_with_lone_surrogates_are_a_400(probe: Probe, echo: str, path: str, arguments: dict[str, Any]) -> None:
+def test_arguments_too_deep_or_with_lone_surrogates_are_a_400(probe: Probe, echo: str, path: str, arguments: str) -> None:
     if path == "tool-call":
-        answer = probe.send("POST", echo, json=arguments)
+        body = arguments
+        answer = probe.send("POST", echo, content=body.encode(), headers={"Content-Type": "application/json"})
     else:
-        answer = probe.send("POST", f"{CODE_MODULES}/test", json={"draftContent": ECHO["draftContent"], "tool": ECHO["tool"], "input": arguments})
+        body = json.dumps({"draftContent": ECHO["draftContent"], "tool": ECHO["tool"]})[:-1] + ', "input": ' + arguments + "}"
+        answer = probe.send("POST", f"{CODE_MODULES}/test", content=body.encode(), headers={"Content-Type": "application/json"})
     assert answer.status_code == 400, answer.text[:500]
     probe.assert_alive()
 
@@ -311,6 +320,30 @@ async def test_hostile_values_over_mcp_are_tool_results_never_protocol_errors(pr
             assert (result.is_error and text.startswith("result:")) or result.structured_content == want, text[:300]
         # the session still works
         assert not (await client.call_tool("bigint", {})).is_error
+    probe.assert_alive()
+
+
+# -- finding 9: the publish check runs a module as a call does ------------------------------------------
+
+TELLS = {
+    "check-function": "typeof $check === 'function'",
+    "result-helper": "typeof $s === 'function'",
+    "error-helper": "'$e' in globalThis",
+    "script-helper-absent": "typeof $script === 'undefined' && typeof $check !== 'undefined'",
+}
+
+
+@pytest.mark.parametrize("tell", TELLS.values(), ids=TELLS.keys())
+def test_a_module_cannot_tell_the_publish_check_from_a_call(probe: Probe, tell: str) -> None:
+    # passes the check, then fails every call (the issue's case: a memory error) if it can tell them apart
+    name = f"tell_{abs(hash(tell)) % 10**8}"
+    source = f"if (!({tell})) {{ var hog = []; for (;;) hog.push('x'.repeat(1 << 20)); }}\nexports.run = function () {{ return 'called'; }};"
+    assert probe.send("POST", CODE_MODULES, json={"id": name, "description": "tells", "draftContent": source, "tool": {"memoryLimitMb": 16}}).status_code == 201
+    published = probe.send("POST", f"{CODE_MODULES}/{name}/publish")
+    assert published.status_code in (200, 422), published.text[:300]
+    if published.status_code == 200:
+        called = probe.send("POST", f"/api/v1/tools/{name}/call", json={})
+        assert called.status_code == 200 and called.json()["error"] is None and called.json()["output"] == "called", f"published, then the call fails: {called.text[:300]}"
     probe.assert_alive()
 
 
