@@ -1,0 +1,16 @@
+"""The standing adversarial suite of issue 12: the outside probe's families, held as tests.
+
+- `test_hostile_js`: hostile JavaScript through a real server (the host function called directly,
+  prototype pollution before Intl and http.fetch, getters and Symbol.toPrimitive on options,
+  Proxies, deep and huge values both ways, lone surrogates and NUL; over REST and MCP), the
+  worker's memory bound and environment, the `minimal` profile;
+- `test_ssrf`: address forms and redirects through `http.fetch`, against a recording listener;
+- `test_auth_matrix`: every route of the OpenAPI document with every principal (DESIGN §8);
+- `test_bodies`: malformed and extreme bodies on every route that takes one, keep-alive kept;
+- `test_kill9`: `kill -9` during a burst of writes (SQLite, PostgreSQL), then `audit verify`;
+- `test_schemathesis`: the whole OpenAPI document with surrogates, NUL and deep JSON.
+
+Each module shares one `toolsmith serve` (conftest.py's `Probe`), given secrets that must never
+appear in an answer, a log line or the event store's export; the whole suite takes about 4 minutes
+on two cores.
+"""
