@@ -103,7 +103,7 @@ class _Zygote:
             return self._control
         self._stop()
         ours, theirs = socket.socketpair()
-        settings = {"allowed_domains": self._config.allowed_domains, "memory_bound": self._config.memory_bound}
+        settings = {"allowed_domains": self._config.allowed_domains, "memory_allowance_mb": self._config.memory_allowance_mb}
         self._process = subprocess.Popen(
             [sys.executable, "-m", "sandbox.worker", json.dumps(settings)],
             pass_fds=[theirs.fileno()],  # and no other descriptor of this process
@@ -374,7 +374,7 @@ def _outcome(answer: bytes, program: Program, timeout: float, memory_mb: int) ->
         if program.kind == "check":
             return (*_links_outcome(body[1], program), _strings(body[2]))
         output = body[1]
-        if too_deep(output, MAX_DEPTH + 1):  # the answer's own array is one level
+        if too_deep(output):
             return None, _too_deep(), _strings(body[2])
         if _ESCAPED_SURROGATE.search(answer):  # JSON.stringify writes a lone surrogate as an escape
             output = well_formed(output)

@@ -29,9 +29,10 @@ import time
 
 WORKER_NICENESS = 10
 MIB = 1024 * 1024
-# What a worker may use beyond the call's memory limit (its QuickJS heap): the Python side of a
-# call — a result of up to `MAX_RESULT_CHARS` as text and bytes, host-call payloads (capped in
-# JavaScript), an http.fetch response and its thread's stack, Intl's locale data.
+# What a worker may use beyond the call's memory limit (its QuickJS heap), by default
+# (`SandboxConfig.memory_allowance_mb`): the Python side of a call — a result of up to
+# `MAX_RESULT_CHARS` as text and bytes, host-call payloads (capped in JavaScript), an http.fetch
+# response and its thread's stack, Intl's locale data.
 MEMORY_ALLOWANCE_MB = 96
 
 _KINDS = ("value", "json", "check")
@@ -198,7 +199,7 @@ def zygote(control: socket.socket, config: dict) -> None:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when a worker ends
                 frames = Frames(socket.socket(fileno=fds[0]))
-                bound = MemoryBound(MEMORY_ALLOWANCE_MB if config.get("memory_bound", True) else None)
+                bound = MemoryBound(config.get("memory_allowance_mb", MEMORY_ALLOWANCE_MB))
                 serve(frames, Engine(fetch, emit=lambda line: frames.send(line.encode(), b"L")), bound)
             finally:
                 os._exit(0)
