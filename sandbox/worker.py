@@ -60,30 +60,48 @@ def decode_call(data: bytes) -> tuple[str, float, int, int, str, str]:
 
 
 class MemoryBound:
-    """The whole worker process's memory, bounded per call (not only the QuickJS heap): for each
-    call the worker lowers its own RLIMIT_DATA (its heap and private writable mappings, where
-    every Python object and the engine's heap live; unlike RLIMIT_AS it does not count the shared
-    libraries or the address space glibc reserves) to what it holds now, plus the call's memory
-    limit, plus `MEMORY_ALLOWANCE_MB`; and raises it again after the call. An allocation past it
-    fails (a JavaScript out-of-memory error, or a Python `MemoryError`): the call is a `memory`
-    error, and the supervisor replaces a worker whose call ended so. `allowance_mb=None`: off."""
+    """The whole worker process's memory, bounded per call (not only the QuickJS heap): the worker
+    holds its own RLIMIT_DATA (its heap and private writable mappings, where every Python object
+    and the engine's heap live; unlike RLIMIT_AS it does not count the shared libraries or the
+    address space glibc reserves) at what it held when last measured, plus the call's memory
+    limit, plus `MEMORY_ALLOWANCE_MB`. An allocation past it fails (a JavaScript out-of-memory
+    error, or a Python `MemoryError`): the call is a `memory` error, and the supervisor replaces a
+    worker whose call ended so. `allowance_mb=None`: off.
+
+    Reading what the process holds (/proc/self/statm) and setting the limit cost about 30 µs, a
+    tenth of a small call, so the limit is set again only when a call's memory limit differs from
+    the last one's, or every `REMEASURE_CALLS` calls. Memory the process holds but has freed counts
+    as held, and a call may use it again: a call never gets more than its limit and the allowance
+    beyond what the worker held before it, whatever calls ran before."""
+
+    REMEASURE_CALLS = 256
 
     def __init__(self, allowance_mb: int | None = MEMORY_ALLOWANCE_MB) -> None:
         self.allowance_mb = allowance_mb
         self._soft, self._hard = resource.getrlimit(resource.RLIMIT_DATA)
         self._page = os.sysconf("SC_PAGE_SIZE")
+        self._memory_mb = -1
+        self._calls = 0
 
     def enter(self, memory_mb: int) -> None:
+        """Before a call: the process may hold the call's limit and the allowance beyond now."""
         if self.allowance_mb is None:
             return
+        self._calls += 1
+        if memory_mb == self._memory_mb and self._calls % self.REMEASURE_CALLS:
+            return
+        resource.setrlimit(resource.RLIMIT_DATA, (self._soft, self._hard))  # so that measuring is not bounded
         limit = self._data_bytes() + (memory_mb + self.allowance_mb) * MIB
         if self._hard != resource.RLIM_INFINITY:
             limit = min(limit, self._hard)
         resource.setrlimit(resource.RLIMIT_DATA, (limit, self._hard))
+        self._memory_mb = memory_mb
 
-    def leave(self) -> None:
+    def lift(self) -> None:
+        """No bound until the next `enter` measures again."""
         if self.allowance_mb is not None:
             resource.setrlimit(resource.RLIMIT_DATA, (self._soft, self._hard))
+            self._memory_mb = -1
 
     def _data_bytes(self) -> int:
         """The data segment now (`/proc/self/statm`'s data field: data and stack pages)."""
@@ -147,8 +165,8 @@ def serve(frames: Frames, engine, bound: MemoryBound | None = None) -> None:  # 
             answer = None
         finally:
             program = context_json = ""
-            bound.leave()
         if answer is None:
+            bound.lift()  # room to answer; the supervisor retires this worker after a memory error
             answer = _OUT_OF_MEMORY
         try:
             frames.send(answer, b"A")

@@ -90,7 +90,7 @@ def test_a_30_mb_string_at_a_host_function_is_refused_and_the_worker_stays_withi
     assert plain_call_works(single)
 
 
-def test_the_process_bound_fails_any_allocation_past_it_and_lifts_after_the_call() -> None:
+def test_the_process_bound_fails_any_allocation_past_it_until_lifted() -> None:
     # In a child process, as a worker does per call: Python's heap and the engine's heap alike
     # are held to what the process holds now plus the call's limit plus the allowance.
     read, write = os.pipe()
@@ -113,7 +113,7 @@ def test_the_process_bound_fails_any_allocation_past_it_and_lifts_after_the_call
                 os.write(write, b"n")
             except _quickjs.JSException as e:
                 os.write(write, b"y" if "out of memory" in str(e) else b"n")
-            bound.leave()
+            bound.lift()
             blob = bytearray(64 * 1024 * 1024)
             os.write(write, b"y" if len(blob) else b"n")
         finally:
