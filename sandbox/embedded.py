@@ -232,7 +232,7 @@ class EmbeddedSandbox(Sandbox):
             program = build_program(execution, check=check, capabilities=capabilities)
             request = encode_call(
                 kind=program.kind, timeout=timeout, memory_mb=memory_mb, grants=_grants(program, capabilities),
-                context_json=json.dumps(execution.context) if program.host else "{}", program=program.text,
+                context_json=json.dumps(execution.context) if program.host and capabilities.context else "{}", program=program.text,
             )
             # The call's wall-clock deadline counts from here, starting a worker on demand included;
             # only the pool's own start (the zygote's imports, once) is not the call's time.
