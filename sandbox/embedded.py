@@ -452,10 +452,16 @@ def _first_line(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
+# How the binding shows the engine's "uninitialized" exception value: what quickjs-ng throws when
+# an allocation fails where it sets no error (String.prototype.normalize does; the harness wraps
+# it by name, this covers a call that reaches it under a computed name).
+_UNINITIALIZED = "[uninitialized]"
+
+
 def _escaped_error(text: str, program: Program, memory_mb: int) -> ExecutionError:
     """Types an error that escaped the program's own try/catch."""
     message = _first_line(text)
-    if "out of memory" in message:
+    if "out of memory" in message or message == _UNINITIALIZED:
         return _out_of_memory(memory_mb)
     if "call stack" in message:
         return ExecutionError("stack", message)

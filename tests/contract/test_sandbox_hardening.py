@@ -134,6 +134,7 @@ def test_a_deep_result_from_script_style_is_a_result_error(sandbox: Sandbox) -> 
         "exports.run = function () { return 'x'.repeat(2 * 1024 * 1024).normalize('NFC').length; };",
         "exports.run = async function () { return 'x'.repeat(2 * 1024 * 1024).normalize('NFD').length; };",
         "exports.run = function () { try { 'x'.repeat(2 * 1024 * 1024).normalize(); } catch (e) { throw e; } };",
+        "exports.run = function () { var k = 'nor' + 'malize'; return 'x'.repeat(2 * 1024 * 1024)[k]().length; };",
     ],
 )
 def test_out_of_memory_inside_normalize_is_a_memory_error(sandbox: Sandbox, source: str) -> None:
