@@ -380,14 +380,14 @@ def _outcome(answer: bytes, program: Program, timeout: float, memory_mb: int) ->
             output = well_formed(output)
         return output, None, _strings(body[2])
     if tag == 0 and len(body) == 4:
-        type_, message, logs = str(body[1]), str(body[2]), _strings(body[3])
+        type_, message, logs = str(body[1]), well_formed(str(body[2])), _strings(body[3])
         if not type_:
             type_ = _type_of(message)
         if type_ == "memory":
             message = _out_of_memory(memory_mb).message
         return None, ExecutionError(type_, message), logs
     kind = tag
-    message = str(body[1]) if len(body) > 1 else ""
+    message = well_formed(str(body[1])) if len(body) > 1 else ""
     logs = _strings(body[2]) if len(body) > 2 else []
     if kind == "never":
         return None, ExecutionError("timeout", "run() returned a promise that never settles"), logs
@@ -427,7 +427,7 @@ def _links_outcome(found: object, program: Program) -> tuple[object, ExecutionEr
 
 
 def _strings(logs: object) -> list[str]:
-    return [str(line) for line in logs] if isinstance(logs, list) else []
+    return [well_formed(str(line)) for line in logs] if isinstance(logs, list) else []
 
 
 def _type_of(message: str) -> str:

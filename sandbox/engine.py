@@ -52,7 +52,7 @@ UNREADABLE = "the code threw a value that cannot be read as an error (a Proxy, o
 _AWAIT = "$v.then(function(v){$v=v;$d=1},function(e){$x=e;$d=2}),$d=0"
 _REASON = (
     "(function(e){try{if(typeof e=='unknown')return 'InternalError: out of memory';"
-    "return e&&e.name?e.name+': '+e.message:String(e)}catch(x){return %s}})($x)" % json.dumps(UNREADABLE)
+    "return (e&&e.name?e.name+': '+e.message:String(e)).toWellFormed()}catch(x){return %s}})($x)" % json.dumps(UNREADABLE)
 )
 # Writes `$v` as JSON with the engine's own JSON.stringify, captured when the context is made (so a
 # program that replaces JSON.stringify changes nothing) and held by Python only (no global): the

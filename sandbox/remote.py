@@ -99,8 +99,10 @@ class RemoteSandbox(Sandbox):
             except ValueError as e:  # not the wire form (WireError)
                 raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
             self._refusal_logged = False
-            if lone_surrogate_at(result.output) is not None:  # replaced, as the embedded runner does
-                result = dataclasses.replace(result, output=well_formed(result.output))
+            if lone_surrogate_at([result.output, result.logs, result.error and result.error.message]) is not None:
+                # replaced, as the embedded runner does
+                error = result.error and dataclasses.replace(result.error, message=well_formed(result.error.message))
+                result = dataclasses.replace(result, output=well_formed(result.output), logs=tuple(well_formed(list(result.logs))), error=error)
             return result
         if status == 429:
             limit = _problem(response).get("maxActiveSessions")

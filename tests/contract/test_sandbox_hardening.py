@@ -172,6 +172,24 @@ def test_a_thrown_value_that_cannot_be_read_is_a_runtime_error_saying_so(sandbox
     assert output_of(returns(sandbox, "1 + 1")) == 2
 
 
+@pytest.mark.parametrize("how", ["sync", "async", "at load"])
+def test_an_error_message_with_a_lone_surrogate_is_a_runtime_error(sandbox: Sandbox, how: str) -> None:
+    source = {
+        "sync": "exports.run = function () { throw new Error('a\\ud800b'); };",
+        "async": "exports.run = async function () { throw new Error('a\\ud800b'); };",
+        "at load": "throw new Error('a\\ud800b');\nexports.run = function () { return 1; };",
+    }[how]
+    result = run(sandbox, source)
+    assert result.error is not None and result.error.type == "runtime", result
+    assert result.error.message.startswith("Error: a\ufffd") and result.error.message.endswith("b")
+
+
+def test_an_error_message_with_a_lone_surrogate_from_script_style_is_well_formed(sandbox: Sandbox) -> None:
+    result = script(sandbox, "throw new Error('a\\ud800b')")
+    assert result.error is not None and result.error.type == "runtime", result
+    assert result.error.message == "Error: a\ufffdb"
+
+
 # -- capability profiles remove the capability itself (finding 4) -------------------------------------------
 
 
@@ -332,11 +350,11 @@ def test_the_remote_client_reads_a_deep_answer_as_a_result_error(depth: int) -> 
 
 
 def test_the_remote_client_replaces_lone_surrogates_in_an_answer() -> None:
-    answer = '{"output": {"k\\ud800": ["\\udc00"]}, "error": null, "logs": [], "durationMillis": 1}'
+    answer = '{"output": {"k\\ud800": ["\\udc00"]}, "error": null, "logs": ["l\\ud800"], "durationMillis": 1}'
     transport = httpx.MockTransport(lambda request: httpx.Response(200, content=answer.encode(), headers={"Content-Type": "application/json"}))
     client = RemoteSandbox("http://sandbox.test", secret="s", caller_name="t", capability_profile="default", transport=transport)
     try:
         result = client.run(Execution(units=(tool("exports.run = function () {};"),)))
     finally:
         client.close()
-    assert result.output == {"k\ufffd": ["\ufffd"]}
+    assert result.output == {"k\ufffd": ["\ufffd"]} and result.logs == ("l\ufffd",)
