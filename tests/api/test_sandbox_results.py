@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.helpers import unique_id
+
 BASE = "/api/v1/admin/code-modules"
 
 
@@ -25,3 +27,19 @@ def test_a_result_keeps_its_nul_its_integers_and_replaces_lone_surrogates(client
     assert response.status_code == 200, response.text
     assert '"a\\u0000b",2147483648,9007199254740992,1.5' in response.text.replace(" ", "")
     assert response.json()["output"] == ["a\x00b", 2147483648, 9007199254740992, 1.5, "x\ufffdy", {"\ufffd": 1}]
+
+
+def test_publish_refuses_a_module_that_would_fail_only_in_calls(client: TestClient) -> None:
+    # the module looks for the old check's helpers; finding none, it would exhaust its memory at
+    # every call: the check must see it do so too
+    sly = unique_id("sly")
+    source = (
+        "if (typeof $check === 'undefined' && Object.getOwnPropertyNames(globalThis).indexOf('$e') < 0) {"
+        " var hog = []; while (true) hog.push('x'.repeat(1024 * 1024)); }\n"
+        "exports.run = function () { return 1; };"
+    )
+    tool = {"memoryLimitMb": 16}
+    assert client.post(BASE, json={"id": sly, "description": "d", "draftContent": source, "tool": tool}).status_code == 201, "create"
+    response = client.post(f"{BASE}/{sly}/publish")
+    assert response.status_code == 422, response.text
+    assert "memory" in response.text
