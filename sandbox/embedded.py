@@ -141,11 +141,11 @@ class _Zygote:
             self._stop()
 
 
-# What the worker processes get of this process's environment: what Python, its locale and the
-# clock need, and the trust store http.fetch verifies with — never a secret, a token, a database
-# URL or a path to the data dir.
-_ENVIRONMENT = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUTF8",
-                          "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "SSL_CERT_FILE", "SSL_CERT_DIR"})
+# What the worker processes get of this process's environment: what Python needs to start and
+# import (its libraries, its user site under HOME), its locale and the clock, and the trust store
+# http.fetch verifies with — never a secret, a token, a database URL or a path to the data dir.
+_ENVIRONMENT = frozenset({"PATH", "HOME", "LD_LIBRARY_PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
+                          "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "SSL_CERT_FILE", "SSL_CERT_DIR"})
 
 
 def worker_environment(zygote_fd: int, environ: dict[str, str] | None = None) -> dict[str, str]:
