@@ -125,7 +125,7 @@ class Program:
     text: str
     # (first line in the program, unit name) for every unit, to place a syntax error.
     unit_lines: tuple[tuple[int, str], ...]
-    # "value": the program ends with `$v instanceof Promise` and the worker serialises `$v`;
+    # "value": the program ends with `$v=<target>.run(input)` and the worker writes `$v`;
     # "json": the program's value is the JSON outcome (script style); "check": the program's value
     # is what `_LINKS` found missing (indexes into `links`, or "run").
     kind: str = "value"
@@ -233,7 +233,7 @@ def build_program(execution: Execution, *, check: bool, capabilities: Capabiliti
         links = _links(execution.units)
         tail = f"{_LINKS}($m,{json.dumps(links)},{target if execution.is_tool else 'null'})"
         return Program(text=head + tail, unit_lines=unit_lines, kind="check", host=host, links=links)
-    text = f"{head}$v=$m[{target}].run({_input(execution.input, execution.date_parameters)});$v instanceof Promise"
+    text = f"{head}$v=$m[{target}].run({_input(execution.input, execution.date_parameters)})"
     return Program(text=text, unit_lines=unit_lines, kind="value", host=host)
 
 

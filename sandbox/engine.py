@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -54,14 +55,11 @@ _REASON = (
     "(function(e){try{if(typeof e=='unknown')return 'InternalError: out of memory';"
     "return (e&&e.name?e.name+': '+e.message:String(e)).toWellFormed()}catch(x){return %s}})($x)" % json.dumps(UNREADABLE)
 )
-# Writes `$v` as JSON with the engine's own JSON.stringify, captured when the context is made (so a
-# program that replaces JSON.stringify changes nothing) and held by Python only (no global): the
-# JSON text, or "!" and why there is none. A result over the cap never crosses into Python.
-_SERIALIZER = (
-    "(function(S){return function(){var v=$v,t=v===null?'null':typeof v;"
-    "if(t=='function'||t=='symbol'||t=='bigint')return '!'+t;var j=S(v);"
-    "if(j===undefined)return t=='undefined'?'null':'!'+t;return j.length>%d?'!big':j}})(JSON.stringify)"
-)
+# `$v` as JSON: an object (or array) by the engine's own JSON.stringify, reached from Python (so a
+# program that replaces the global JSON.stringify changes nothing); a string inside an array, the
+# binding's own conversion of a string stopping at a NUL; a number as JSON.stringify writes its
+# value (a whole number below 1e21 as an integer).
+_STRING_JSON = "[$v]"
 
 
 def _sources() -> dict[str, str]:
@@ -92,21 +90,13 @@ class Engine:
         # Python ran out of memory during the call (the worker's process bound): whatever the
         # program made of it, the call's answer is a memory error.
         self.exhausted = False
-        self._fresh: tuple[_quickjs.Context, _quickjs.Object] | None = None
 
     def fresh(self) -> _quickjs.Context:
-        """A context for the next call, with the stack cap and the usual memory cap set, and its
-        result serialiser made (the worker makes it while idle, off the call's path)."""
+        """A context for the next call, with the stack cap and the usual memory cap set."""
         context = _quickjs.Context()
         context.set_max_stack_size(STACK_BYTES)
         context.set_memory_limit(DEFAULT_MEMORY_MB * 1024 * 1024)
-        self._fresh = (context, context.eval(_SERIALIZER % MAX_RESULT_CHARS))
         return context
-
-    def _serializer(self, context: _quickjs.Context) -> _quickjs.Object:
-        if self._fresh is not None and self._fresh[0] is context:
-            return self._fresh[1]
-        return context.eval(_SERIALIZER % MAX_RESULT_CHARS)  # a context `fresh` did not make: before the program
 
     def evaluate(
         self,
@@ -131,9 +121,13 @@ class Engine:
             context.set_memory_limit(memory_mb * 1024 * 1024)
         if grants & HOST:
             context.add_callable("$host", self._host)
-        serialize = self._serializer(context) if kind == "value" else None
         try:
-            outcome = context.eval(program)
+            try:
+                outcome = context.eval(program)
+            except (TypeError, UnicodeError):
+                if kind != "value":
+                    raise
+                return self._value(context, None, readable=False)
             if kind == "json":
                 if not isinstance(outcome, str):
                     return self._answer("refused", "the program ended without a result")
@@ -142,7 +136,7 @@ class Engine:
                 return outcome[:-1] + "," + json.dumps(self._logs) + "]"
             if kind == "check":
                 return json.dumps([1, outcome if isinstance(outcome, str) else None, self._logs])
-            return self._value(context, serialize, outcome is True)
+            return self._value(context, outcome)
         except _quickjs.StackOverflow as e:
             return self._answer("stack", str(e))
         except _quickjs.JSException as e:
@@ -158,10 +152,12 @@ class Engine:
         except (ValueError, SystemError, TypeError) as e:  # the binding refusing its input, never the caller's fault
             return self._answer("refused", str(e))
 
-    def _value(self, context: _quickjs.Context, serialize: _quickjs.Object, promise: bool) -> str:
-        """`run`'s result, awaited if it is a promise, as JSON written by the engine (for a string
-        or a number too: a NUL stays in a string, 2**31 stays a whole number)."""
-        if promise:
+    def _value(self, context: _quickjs.Context, value: object, readable: bool = True) -> str:
+        """`run`'s result (`value`, `$v` as the binding read it; not `readable`: the binding could
+        not read it), awaited if it is a promise, as JSON written by the engine: an object by
+        JSON.stringify, a string inside an array by JSON.stringify (the binding's own reading of a
+        string stops at a NUL), a number as JSON.stringify writes it (2**31 stays whole)."""
+        if isinstance(value, _quickjs.Object) and context.eval("$v instanceof Promise"):
             context.eval(_AWAIT)
             while context.execute_pending_job():
                 pass
@@ -170,8 +166,29 @@ class Engine:
                 return self._answer("never", "")
             if state == 2:
                 return json.dumps([0, "", context.eval(_REASON), self._logs])
+            try:
+                value = context.get("$v")
+            except (TypeError, UnicodeError):
+                readable = False
         try:
-            text = serialize()
+            if not readable:  # a string the binding cannot hand over as it is, or a BigInt, a Symbol
+                kind = context.eval("typeof $v")
+                if kind != "string":
+                    return json.dumps([0, "result", f"the result is a {kind}, which is not JSON", self._logs])
+                value = ""
+            if isinstance(value, _quickjs.Object):
+                text = value.json()
+                if text is None:  # a function, or an object whose toJSON gives undefined
+                    return json.dumps([0, "result", f"the result is a {context.eval('typeof $v')}, which is not JSON", self._logs])
+            elif isinstance(value, str):
+                if len(value) > MAX_RESULT_CHARS:
+                    return self._too_large()
+                text = context.eval(_STRING_JSON).json()  # exact, NUL and lone surrogates included
+                if text[:1] != "[" or text[-1:] != "]":
+                    return json.dumps([0, "result", "the result is a string JSON.stringify does not write", self._logs])
+                text = text[1:-1]
+            else:
+                text = _primitive_json(value)
         except _quickjs.StackOverflow:
             return json.dumps([0, "result", "the result is nested too deeply to be written as JSON", self._logs])
         except _quickjs.JSException as e:
@@ -181,13 +198,12 @@ class Engine:
             if "stack overflow" in message or "call stack" in message:
                 return json.dumps([0, "result", "the result is nested too deeply to be written as JSON", self._logs])
             return json.dumps([0, "result", f"the result is not JSON: {message}", self._logs])
-        if not isinstance(text, str):
-            return self._answer("refused", "the result could not be written")
-        if text.startswith("!"):
-            if text == "!big":
-                return json.dumps([0, "result", f"the result is larger than {MAX_RESULT_CHARS} characters of JSON", self._logs])
-            return json.dumps([0, "result", f"the result is a {text[1:]}, which is not JSON", self._logs])
-        return f"[1,{text},{json.dumps(self._logs)}]"
+        if len(text) > MAX_RESULT_CHARS:
+            return self._too_large()
+        return f"[1,{text},{json.dumps(self._logs) if self._logs else '[]'}]"
+
+    def _too_large(self) -> str:
+        return json.dumps([0, "result", f"the result is larger than {MAX_RESULT_CHARS} characters of JSON", self._logs])
 
     def _answer(self, tag: str, message: str) -> str:
         return json.dumps([tag, message, self._logs])
@@ -227,6 +243,22 @@ class Engine:
         except BaseException as e:  # noqa: BLE001 - see the docstring
             log.warning("host function failed", extra={"reason": repr(e)[:200]})
             return _FAILED
+
+
+def _primitive_json(value: object) -> str:
+    """A number, a boolean or undefined as JSON.stringify writes it (NaN and the infinities as
+    null, -0 as 0, a whole number below 1e21 without a fraction)."""
+    if type(value) is int:
+        return str(value)
+    if value is None or isinstance(value, (bool, int)):
+        return json.dumps(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "null"
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        return repr(value)
+    return "null"
 
 
 def _no_run(context: _quickjs.Context) -> bool:

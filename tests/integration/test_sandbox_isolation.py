@@ -191,12 +191,12 @@ def evaluate(grants: int, program: str) -> tuple[str, list[str]]:
 @pytest.mark.parametrize(
     ("withheld", "program", "granted_answer"),
     [
-        (CONTEXT, "$v=$host('c');false", '[1,"{\\"userId\\": \\"u1\\"}",[]]'),
-        (HTTP, "$v=$host('f','{\"url\":\"https://example.com\",\"method\":\"GET\",\"headers\":{},\"body\":null}');false", None),
-        (HTTP, "$v=$host('s','fetch').slice(0,9);false", '[1,"(function",[]]'),
-        (INTL, "$v=$host('i','[\"nf\",\"en\",{}]');false", None),
-        (INTL, "$v=$host('s','intl').slice(0,9);false", None),
-        (INTL, "$v=$host('s','locale').slice(0,9);false", None),
+        (CONTEXT, "$v=$host('c')", '[1,"{\\"userId\\": \\"u1\\"}",[]]'),
+        (HTTP, "$v=$host('f','{\"url\":\"https://example.com\",\"method\":\"GET\",\"headers\":{},\"body\":null}')", None),
+        (HTTP, "$v=$host('s','fetch').slice(0,9)", '[1,"(function",[]]'),
+        (INTL, "$v=$host('i','[\"nf\",\"en\",{}]')", None),
+        (INTL, "$v=$host('s','intl').slice(0,9)", None),
+        (INTL, "$v=$host('s','locale').slice(0,9)", None),
     ],
 )
 def test_a_direct_host_call_is_refused_for_every_capability_the_profile_withholds(withheld: int, program: str, granted_answer: str | None) -> None:
@@ -214,12 +214,12 @@ def test_a_direct_host_call_is_refused_for_every_capability_the_profile_withhold
 
 
 def test_a_direct_log_call_writes_nothing_when_the_profile_withholds_the_log() -> None:
-    answer, lines = evaluate(HOST | CONTEXT | INTL | HTTP, "$host('l','secret line');$v=1;false")
+    answer, lines = evaluate(HOST | CONTEXT | INTL | HTTP, "$host('l','secret line');$v=1")
     assert answer == "[1,1,[]]" and lines == []
-    answer, lines = evaluate(HOST | LOG, "$host('l','a line');$v=1;false")
+    answer, lines = evaluate(HOST | LOG, "$host('l','a line');$v=1")
     assert lines == ["a line"]
 
 
 def test_the_host_function_refuses_a_payload_over_its_cap_even_called_directly() -> None:
-    answer, lines = evaluate(HOST | LOG | INTL, "$v=$host('i','x'.repeat(2*1024*1024));$host('l','y'.repeat(1000));false")
+    answer, lines = evaluate(HOST | LOG | INTL, "$v=$host('i','x'.repeat(2*1024*1024));$host('l','y'.repeat(1000))")
     assert "payload" in answer and lines == []
