@@ -127,7 +127,7 @@ def create_sandbox_app(
             return problem(413, "body-too-large", f"the request body is larger than {max_body_bytes} bytes")
         try:
             parsed = json.loads(body)
-            if too_deep(parsed):
+            if too_deep(parsed, MAX_DEPTH + 1):  # the body's own object, then an input or context of MAX_DEPTH
                 raise RecursionError
             execution = execution_from_wire(parsed)
         except WireError as e:
@@ -135,7 +135,8 @@ def create_sandbox_app(
             return problem(400, "invalid-execution", str(e), field=e.field)
         except RecursionError:  # the reader's own depth guard, or `too_deep`
             record("bad-request:too-deep")
-            return problem(400, "too-deep", f"the body nests objects and arrays deeper than {MAX_DEPTH} levels", field="body")
+            detail = f"the body nests objects and arrays deeper than {MAX_DEPTH} levels (in input, context or units)"
+            return problem(400, "too-deep", detail, field="body")
         except ValueError as e:  # not JSON, or not UTF-8
             record("bad-request:json")
             return problem(400, "malformed-json", f"the body is not valid JSON: {e}", field="body")

@@ -298,13 +298,21 @@ def post(service: SandboxService, body: bytes | str) -> httpx.Response:
 UNIT = '{"name": "t", "content": "exports.run = function (i) { return i; };"}'
 
 
-@pytest.mark.parametrize("depth", [MAX_DEPTH, 300, 1_000, 100_000])
-def test_the_service_answers_400_to_a_body_nested_too_deep(sandbox_service: SandboxService, depth: int) -> None:
-    response = post(sandbox_service, '{"units": [' + UNIT + '], "input": ' + "[" * depth + "]" * depth + "}")
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 300, 1_000, 100_000])
+@pytest.mark.parametrize("field", ["input", "context"])
+def test_the_service_answers_400_to_a_body_nested_too_deep(sandbox_service: SandboxService, depth: int, field: str) -> None:
+    deep = "[" * depth + "]" * depth if field == "input" else '{"k": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+    response = post(sandbox_service, '{"units": [' + UNIT + '], "' + field + '": ' + deep + "}")
     assert response.status_code == 400, response.text
     problem = response.json()
     assert problem["code"] == "too-deep" and str(MAX_DEPTH) in problem["detail"]
     assert post(sandbox_service, '{"units": [' + UNIT + '], "input": 7}').json()["output"] == 7
+
+
+def test_the_service_runs_an_input_nested_to_the_limit(sandbox_service: SandboxService) -> None:
+    response = post(sandbox_service, '{"units": [' + UNIT + '], "input": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}")
+    assert response.status_code == 200, response.text
+    assert response.json()["error"] is None
 
 
 @pytest.mark.parametrize(
