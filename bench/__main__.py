@@ -6,14 +6,14 @@ import argparse
 import sys
 import time
 
-from bench import audit, mcp_call, publish, read_side, tool_call, workers
+from bench import audit, mcp_call, memory_bound, publish, read_side, tool_call, workers
 from bench._common import format_table, machine_line
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "workers"):
         rows, info = workers.run(common)
         tables.append(format_table(workers.TITLE, rows) + f"\n{workers.NOTES}\n(load average {info['load']})")
+    if args.only in (None, "memory_bound"):
+        rows, info = memory_bound.run(common)
+        tables.append(format_table(memory_bound.TITLE, rows) + f"\n{memory_bound.NOTES}\n(load average {info['load']})")
     if args.only in (None, "read_side"):
         rows, _ = read_side.run(common)
         tables.append(format_table(read_side.TITLE, rows))

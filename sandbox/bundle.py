@@ -8,12 +8,15 @@ rest, so a program carries only what its call needs:
   imports (an importer sees its own imports and nothing else), then `$v=<target>.run(input)`.
   The worker reads `$v` itself (a promise is awaited by draining the job queue), serialises it
   with the engine's JSON.stringify under the call's limits, and types whatever escapes;
-- checks (publish) and script style (seed 000) use the `$check` / `$script` helpers, compiled with
-  their program, which end with a JSON string `[1, value]` or `[0, type, message]`;
+- a publish check of module-style code is the same program up to `run`, which it does not call:
+  it looks for the links instead (`_LINKS`), so module code sees exactly what a call shows it;
+- script style (seed 000) uses the `$script` helper, compiled with its program, which ends with a
+  JSON string `[1, value]` or `[0, type, message]` (a check only loads the libraries);
 - what the environment injects (V2: `log`, `ai.context()`, `Intl` and the locale methods,
   `http.fetch`) and the depth cap on proxy chains are set up only when the bundle's source names
-  them, and `ai` and `http` only when the capability profile grants them. Code that reaches them
-  under a computed name (`globalThis['lo' + 'g']`) finds nothing: they are not there to be found.
+  them, and only what the capability profile grants. Code that reaches them under a computed
+  name (`globalThis['lo' + 'g']`) finds nothing: they are not there to be found. The host
+  function behind them is held by the harness's closure, never by a global.
 
 Everything the harness defines starts with `$`, which no module id may contain (R1).
 """
@@ -27,25 +30,43 @@ from functools import lru_cache
 
 from domain.ports import Execution, SourceUnit
 from domain.rules import is_valid_id
+from sandbox.capabilities import Capabilities
 from sandbox.links import used_members
 
 MAX_LOG_LINES = 50
 MAX_LOG_CHARS = 500
 
+# The host function's payload caps, in characters, per kind: `l` a log line, `i` an Intl request,
+# `f` an http.fetch request (its body is capped at 1 MiB of UTF-8, which JSON may write with
+# six-character escapes), `s` the name of a shim, `c` (ai.context()) none. The harness checks them
+# in JavaScript, before a string crosses into Python, so a huge string never reaches the worker's
+# own heap: it is refused inside the engine with a RangeError.
+HOST_PAYLOAD_CHARS = {"l": MAX_LOG_CHARS, "i": 1024 * 1024, "f": 6 * 1024 * 1024 + 65536, "s": 16, "c": 0}
+
 # What the environment injects (V2) is compiled into a call's program only when its source names
-# it: a small tool that logs nothing costs what a bare context costs. `$host` is the worker's one
-# host function, added to the context only for programs that use it.
+# it: a small tool that logs nothing costs what a bare context costs. The worker's one host function
+# (`$host`, added to the context only for programs that use it) is captured by the harness's closure
+# as `H`, behind the payload caps, and removed from the global object before any module runs:
+# module code can reach only what the capability profile put there.
+_HOST_OPEN = (
+    "(function(R){var C=%s;function H(k,p){if(typeof k!='string'||!(k in C))throw TypeError('unknown host call');"
+    "if(p!==undefined&&(typeof p!='string'||p.length>C[k]))throw RangeError(p!==undefined&&typeof p!='string'?"
+    "'a host call takes a string':'the sandbox refuses a host call payload longer than '+C[k]+' characters');return R(k,p)}"
+) % ("{__proto__:null," + ",".join(f"{k}:{v}" for k, v in HOST_PAYLOAD_CHARS.items()) + "}")
+_HOST_CLOSE = "})($host);delete globalThis.$host;"
 _LOG = (
-    "function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}"
-    "$host('l',(''+v).slice(0,%d).toWellFormed())}" % MAX_LOG_CHARS
+    "globalThis.log=function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}"
+    "H('l',(''+v).slice(0,%d).toWellFormed())};" % MAX_LOG_CHARS
 )
-_AI = "globalThis.ai=Object.freeze({context:function(){return JSON.parse($host('c'))}});"
+_NO_LOG = "globalThis.log=function log(v){};"  # the profile withholds the log: lines go nowhere
+_AI = "globalThis.ai=Object.freeze({context:function(){return JSON.parse(H('c'))}});"
 _NAMES = {
     "log": re.compile(r"\blog\b"),
     "ai": re.compile(r"\bai\b"),
     "intl": re.compile(r"Intl|toLocale"),
     "http": re.compile(r"\bhttp\b"),
     "proxy": re.compile(r"\bProxy\b"),
+    "normalize": re.compile(r"normalize"),
 }
 
 # The capabilities compiled into a call's program when its source names them. `Intl` and the
@@ -58,11 +79,11 @@ _INTL = (
     "function S(p,k){var s=p[k]=function(){if(!L){L=1;(0,eval)(H('s','locale'))(g)}var f=p[k];"
     "if(f===s)throw TypeError(k+' is not available');return f.apply(this,arguments)}}"
     "S(Number.prototype,'toLocaleString');S(Date.prototype,'toLocaleString');"
-    "S(Date.prototype,'toLocaleDateString');S(Date.prototype,'toLocaleTimeString');S(BigInt.prototype,'toLocaleString')})($host);\n"
+    "S(Date.prototype,'toLocaleDateString');S(Date.prototype,'toLocaleTimeString');S(BigInt.prototype,'toLocaleString')})(H);\n"
 )
 _HTTP = (
     "globalThis.http=(function(H){var F;return Object.freeze({fetch:function(u,o){"
-    "F=F||(0,eval)(H('s','fetch'))(function(q){return H('f',q)});return F.fetch(u,o)}})})($host);\n"
+    "F=F||(0,eval)(H('s','fetch'))(function(q){return H('f',q)});return F.fetch(u,o)}})})(H);\n"
 )
 # quickjs-ng walks a proxy chain without recursing, but other engines' stack overflows on deep
 # chains (CVE-2023-31922) show what they are for: chains deeper than any real use are refused.
@@ -72,21 +93,31 @@ _PROXY = (
     "function X(t,h){if(!new.target)throw TypeError(\"Constructor Proxy requires 'new'\");var n=c(t),p=new P(t,h);d.set(p,n);return p}"
     "X.revocable=function(t,h){var n=c(t),r=P.revocable(t,h);d.set(r.proxy,n);return r};globalThis.Proxy=X})(Proxy);\n"
 )
+# quickjs-ng's String.prototype.normalize fails without an exception value when its buffer cannot
+# be allocated (the value thrown is the engine's "uninitialized" marker, `typeof` "unknown"): what
+# it throws then is made the out-of-memory error every other allocation failure throws.
+_NORMALIZE = (
+    "(function(N,A){var n={normalize:function(){try{return A(N,this,arguments)}catch(e){"
+    "if(typeof e=='unknown')throw new InternalError('out of memory');throw e}}}.normalize;"
+    "Object.defineProperty(String.prototype,'normalize',{value:n,writable:true,configurable:true})})"
+    "(String.prototype.normalize,Reflect.apply);\n"
+)
 
 _RESULT = """function $e(e,t){try{e=e&&e.name?e.name+': '+e.message:String(e)}catch(x){e='an unprintable value was thrown'}return JSON.stringify([0,t||'',e])}
 function $s(v){var t=typeof v;try{if(t=='function'||t=='symbol'||t=='bigint')throw TypeError('the result is a '+t+', which is not JSON');return JSON.stringify([1,v===undefined?null:v])}catch(e){return $e(e,'result')}}
-"""
-_CHECK = _RESULT + """function $check(load,links,tool){try{var t=load();
-var x=links.filter(function(l){var m=$m[l[0]];return m===null||m===undefined||!(l[1] in Object(m))});
-if(x.length)return $e({name:'LinkError',message:x.map(function(l){return 'uses '+l[0]+'.'+l[1]+', which '+l[0]+' does not export'}).join('; ')},'link');
-if(tool&&typeof t.run!='function')return $e({name:'LinkError',message:'a tool module must assign a function to exports.run'},'link');
-return $s(true)}catch(e){return $e(e)}}
 """
 _SCRIPT = _RESULT + """function $script(load,imports,i,source,run){try{load();if(!run)return $s(true);
 for(var k=0;k<imports.length;k++)globalThis[imports[k]]=$m[imports[k]];for(var p in i)globalThis[p]=i[p];
 var v;try{v=(0,eval)(source)}catch(x){if(x instanceof SyntaxError&&/return not in a function/.test(x.message))v=$body();else throw x}
 return $s(v)}catch(e){return $e(e)}}
 """
+# A publish check of module-style code (after the modules were defined exactly as a call defines
+# them): the indexes of the links whose member is missing, then "run" if a tool lacks exports.run.
+_LINKS = (
+    "(function(m,l,t){var x='';for(var i=0;i<l.length;i++){var e=m[l[i][0]];"
+    "if(e===null||e===undefined||!(l[i][1] in Object(e)))x+=(x?',':'')+i}"
+    "if(!x&&t!==null&&typeof m[t].run!='function')x='run';return x})"
+)
 
 
 @dataclass(frozen=True)
@@ -94,10 +125,14 @@ class Program:
     text: str
     # (first line in the program, unit name) for every unit, to place a syntax error.
     unit_lines: tuple[tuple[int, str], ...]
-    # "value": the worker reads `$v`; "json": the program's value is the JSON outcome.
+    # "value": the program ends with `$v=<target>.run(input)` and the worker writes `$v`;
+    # "json": the program's value is the JSON outcome (script style); "check": the program's value
+    # is what `_LINKS` found missing (indexes into `links`, or "run").
     kind: str = "value"
     # Whether the program calls the worker's host function (`log`, `ai`, `Intl`, `http`).
     host: bool = False
+    # For a check: the (module, member) pairs the modules use, which the link check looks for.
+    links: tuple[tuple[str, str], ...] = ()
 
     def locate(self, line: int) -> tuple[str, int] | None:
         """The unit and its own line number for a line of the program."""
@@ -129,26 +164,31 @@ def _named(units: tuple[SourceUnit, ...]) -> frozenset[str]:
     return frozenset(name for name, pattern in _NAMES.items() if pattern.search(source))
 
 
-@lru_cache(maxsize=64)
-def _setup(named: frozenset[str], http: bool, context: bool) -> str:
-    """One line that sets up what the source names and the capability profile grants."""
-    parts = []
+@lru_cache(maxsize=256)
+def _setup(named: frozenset[str], grants: Capabilities) -> tuple[str, bool]:
+    """One line that sets up what the source names and the capability profile grants, and whether
+    it needs the host function."""
+    hosted = []
     if "log" in named:
-        parts.append(_LOG)
-    if "ai" in named and context:
-        parts.append(_AI)
-    if "intl" in named:
-        parts.append(_INTL)
-    if "http" in named and http:
-        parts.append(_HTTP)
+        hosted.append(_LOG if grants.log else _NO_LOG)
+    if "ai" in named and grants.context:
+        hosted.append(_AI)
+    if "intl" in named and grants.intl:
+        hosted.append(_INTL)
+    if "http" in named and grants.http:
+        hosted.append(_HTTP)
+    uses_host = any(part is not _NO_LOG for part in hosted)
+    parts = [_HOST_OPEN, *hosted, _HOST_CLOSE] if uses_host else hosted
     if "proxy" in named:
         parts.append(_PROXY)
-    return "".join(parts).replace("\n", "")
+    if "normalize" in named:
+        parts.append(_NORMALIZE)
+    return "".join(parts).replace("\n", ""), uses_host
 
 
 @lru_cache(maxsize=1024)
-def _links(units: tuple[SourceUnit, ...]) -> str:
-    return json.dumps([[dep, member] for unit in units for dep, member in used_members(unit.content, unit.imports)])
+def _links(units: tuple[SourceUnit, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((dep, member) for unit in units for dep, member in used_members(unit.content, unit.imports))
 
 
 def _input(value: object, dates: tuple[str, ...]) -> str:
@@ -162,39 +202,49 @@ def _input(value: object, dates: tuple[str, ...]) -> str:
     return text
 
 
-def build_program(execution: Execution, *, check: bool, http: bool = True, context: bool = True) -> Program:
+_ALL = Capabilities("all")
+
+
+def build_program(execution: Execution, *, check: bool, capabilities: Capabilities | None = None) -> Program:
     """The call's program for a run (`check=False`) or a load-and-link check (`check=True`);
-    `http.fetch` and `ai.context()` exist only when the capability profile grants them."""
+    `log`, `ai.context()`, `Intl` and `http.fetch` exist only when the capability profile grants them.
+
+    A check of module-style code defines the modules with exactly the text a call defines them
+    with (same setup, same globals, same lines), so module code cannot tell a check from a call;
+    only then, where a call would call `run`, it looks for the links instead."""
+    grants = capabilities or _ALL
     if execution.style == "script":
         # The script is also compiled as the body of `$body`: a syntax error then escapes the
         # evaluation with its line, and a script that ends with an explicit `return` runs as a body.
         script = execution.target
         prefix = f"var $m={{}};\n{_SCRIPT}function $body(){{\n{script.content}\n}}\n"
         libraries, library_lines, _ = _units(execution.units[:-1], prefix.count("\n") + 2)
-        setup = _setup(_named(execution.units), http, context)
+        setup, host = _setup(_named(execution.units), _grants(grants))
         unit_lines = ((_SCRIPT.count("\n") + 3, script.name), *library_lines)
         parameters = {k: v for k, v in (execution.input or {}).items() if is_valid_id(k)}
         text = prefix + (
             f"$script(function(){{\n{libraries}}},{json.dumps(list(script.imports))},"
             f"{_input(parameters, execution.date_parameters)},{json.dumps(script.content)},{'false' if check else 'true'})"
         )
-        return Program(text=setup + text, unit_lines=unit_lines, kind="json", host="$host" in setup)
+        return Program(text=setup + text, unit_lines=unit_lines, kind="json", host=host)
+    head, unit_lines, host = _modules(execution.units, _grants(grants))
+    target = json.dumps(execution.target.name)
     if check:
-        head = "var $m={};\n" + _CHECK + "$check(function(){\n"
-        body, unit_lines, named = _units(execution.units, head.count("\n") + 1)
-        setup = _setup(named, http, context)
-        text = (
-            head + body + f"return $m[{json.dumps(execution.target.name)}]}},"
-            f"{_links(execution.units)},{'true' if execution.is_tool else 'false'})"
-        )
-        return Program(text=setup + text, unit_lines=unit_lines, kind="json", host="$host" in setup)
-    head, unit_lines, host = _run_head(execution.units, http, context)
-    return Program(text=f"{head}{_input(execution.input, execution.date_parameters)})", unit_lines=unit_lines, kind="value", host=host)
+        links = _links(execution.units)
+        tail = f"{_LINKS}($m,{json.dumps(links)},{target if execution.is_tool else 'null'})"
+        return Program(text=head + tail, unit_lines=unit_lines, kind="check", host=host, links=links)
+    text = f"{head}$v=$m[{target}].run({_input(execution.input, execution.date_parameters)})"
+    return Program(text=text, unit_lines=unit_lines, kind="value", host=host)
+
+
+def _grants(capabilities: Capabilities) -> Capabilities:
+    """The grants alone (not the profile's name), so that profiles granting the same share a cache entry."""
+    return Capabilities("", log=capabilities.log, context=capabilities.context, intl=capabilities.intl, http=capabilities.http)
 
 
 @lru_cache(maxsize=1024)
-def _run_head(units: tuple[SourceUnit, ...], http: bool, context: bool) -> tuple[str, tuple[tuple[int, str], ...], bool]:
-    """A tool call's program up to its input: the setup, the modules, `$v=<target>.run(`."""
+def _modules(units: tuple[SourceUnit, ...], grants: Capabilities) -> tuple[str, tuple[tuple[int, str], ...], bool]:
+    """A module-style program up to where `run` is called: the setup and the modules."""
     body, unit_lines, named = _units(units, 2)
-    setup = _setup(named, http, context)
-    return f"{setup}var $m={{}};\n{body}$v=$m[{json.dumps(units[-1].name)}].run(", unit_lines, "$host" in setup
+    setup, host = _setup(named, grants)
+    return f"{setup}var $m={{}};\n{body}", unit_lines, host

@@ -18,6 +18,9 @@ class SandboxConfig:
     # Worker processes kept running while idle; more start on demand, up to max_active_sessions.
     workers: int = 2
     capability_profile: str = "default"
+    # Each worker bounds its whole process's memory per call to the call's memory limit plus this
+    # allowance (sandbox.worker.MemoryBound); None turns the bound off (the benchmark's "before").
+    memory_allowance_mb: int | None = 96
 
     @property
     def capabilities(self) -> Capabilities:

@@ -27,10 +27,11 @@ from pathlib import Path
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
+from domain.values import MAX_DEPTH, too_deep, well_formed
 from sandbox.bundle import Program, build_program
 from sandbox.capabilities import Capabilities
 from sandbox.config import SandboxConfig
-from sandbox.worker import Frames, encode_call
+from sandbox.worker import CONTEXT, HOST, HTTP, INTL, LOG, Frames, encode_call
 
 log = logging.getLogger("toolsmith.sandbox")
 
@@ -102,13 +103,12 @@ class _Zygote:
             return self._control
         self._stop()
         ours, theirs = socket.socketpair()
-        settings = {"allowed_domains": self._config.allowed_domains}
-        env = {**os.environ, "TOOLSMITH_ZYGOTE_FD": str(theirs.fileno())}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
+        settings = {"allowed_domains": self._config.allowed_domains, "memory_allowance_mb": self._config.memory_allowance_mb}
         self._process = subprocess.Popen(
             [sys.executable, "-m", "sandbox.worker", json.dumps(settings)],
-            pass_fds=[theirs.fileno()],
-            env=env,
+            pass_fds=[theirs.fileno()],  # and no other descriptor of this process
+            env=worker_environment(theirs.fileno()),
+            cwd="/",  # not the service's working directory, which may be its data dir
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C on the terminal is the supervisor's to handle
         )
@@ -139,6 +139,23 @@ class _Zygote:
     def close(self) -> None:
         with self._lock:
             self._stop()
+
+
+# What the worker processes get of this process's environment: what Python needs to start and
+# import (its libraries, its user site under HOME), its locale and the clock, and the trust store
+# http.fetch verifies with — never a secret, a token, a database URL or a path to the data dir.
+_ENVIRONMENT = frozenset({"PATH", "HOME", "LD_LIBRARY_PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
+                          "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "SSL_CERT_FILE", "SSL_CERT_DIR"})
+
+
+def worker_environment(zygote_fd: int, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The zygote's environment (and so its workers'): an allow-list of `environ`, plus the
+    zygote's control descriptor and this tree on the module path."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if k in _ENVIRONMENT or k.startswith("LC_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
+    env["TOOLSMITH_ZYGOTE_FD"] = str(zygote_fd)
+    return env
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes:
@@ -212,10 +229,10 @@ class EmbeddedSandbox(Sandbox):
         try:
             timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
             memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
-            program = build_program(execution, check=check, http=capabilities.http, context=capabilities.context)
+            program = build_program(execution, check=check, capabilities=capabilities)
             request = encode_call(
-                kind=program.kind, timeout=timeout, memory_mb=memory_mb, host=program.host, http=capabilities.http,
-                context_json=json.dumps(execution.context) if program.host else "{}", program=program.text,
+                kind=program.kind, timeout=timeout, memory_mb=memory_mb, grants=_grants(program, capabilities),
+                context_json=json.dumps(execution.context) if program.host and capabilities.context else "{}", program=program.text,
             )
             # The call's wall-clock deadline counts from here, starting a worker on demand included;
             # only the pool's own start (the zygote's imports, once) is not the call's time.
@@ -249,18 +266,27 @@ class EmbeddedSandbox(Sandbox):
                 logs.append(frame[1:].decode(errors="replace"))
         except TimeoutError:
             worker.kill()
+            self._release(worker)
             log.info("sandbox worker killed at its call's deadline", extra={"pid": worker.pid, "timeoutMillis": round(timeout * 1000)})
             return None, _timeout(timeout), logs
         except (EOFError, OSError):
             worker.kill()
+            self._release(worker)
             log.warning("sandbox worker died during a call", extra={"pid": worker.pid})
             return None, ExecutionError("crash", "the sandbox process running this call ended abruptly (an engine crash); the call was abandoned"), logs
+        except BaseException:
+            worker.kill()
+            self._release(worker)
+            raise
+        try:
+            output, error, more = _outcome(frame[1:], program, timeout, memory_mb)
+            if error is not None and error.type == "memory":
+                worker.kill()  # it may have reached its process bound: never reused, a fresh worker replaces it
         except BaseException:
             worker.kill()
             raise
         finally:
             self._release(worker)
-        output, error, more = _outcome(frame[1:], program, timeout, memory_mb)
         return output, error, logs + more
 
     # -- the pool ------------------------------------------------------------------------------
@@ -326,25 +352,42 @@ class EmbeddedSandbox(Sandbox):
             self._warmed.set()
 
 
+def _grants(program: Program, capabilities: Capabilities) -> int:
+    """The bits of `sandbox.engine` the worker's host function serves for this call."""
+    return (
+        (HOST if program.host else 0) | (LOG if capabilities.log else 0) | (CONTEXT if capabilities.context else 0)
+        | (INTL if capabilities.intl else 0) | (HTTP if capabilities.http else 0)
+    )
+
+
 def _outcome(answer: bytes, program: Program, timeout: float, memory_mb: int) -> tuple[object, ExecutionError | None, list[str]]:
     try:
         body = json.loads(answer.decode())
+    except RecursionError:
+        return None, _too_deep(), []
     except ValueError:
         return None, ExecutionError("result", "the result could not be read as JSON"), []
     if not isinstance(body, list) or not body:
         return None, ExecutionError("result", "the result could not be read"), []
     tag = body[0]
     if tag == 1 and len(body) == 3:
-        return body[1], None, _strings(body[2])
+        if program.kind == "check":
+            return (*_links_outcome(body[1], program), _strings(body[2]))
+        output = body[1]
+        if too_deep(output):
+            return None, _too_deep(), _strings(body[2])
+        if _ESCAPED_SURROGATE.search(answer):  # JSON.stringify writes a lone surrogate as an escape
+            output = well_formed(output)
+        return output, None, _strings(body[2])
     if tag == 0 and len(body) == 4:
-        type_, message, logs = str(body[1]), str(body[2]), _strings(body[3])
+        type_, message, logs = str(body[1]), well_formed(str(body[2])), _strings(body[3])
         if not type_:
             type_ = _type_of(message)
         if type_ == "memory":
             message = _out_of_memory(memory_mb).message
         return None, ExecutionError(type_, message), logs
     kind = tag
-    message = str(body[1]) if len(body) > 1 else ""
+    message = well_formed(str(body[1])) if len(body) > 1 else ""
     logs = _strings(body[2]) if len(body) > 2 else []
     if kind == "never":
         return None, ExecutionError("timeout", "run() returned a promise that never settles"), logs
@@ -362,8 +405,29 @@ def _outcome(answer: bytes, program: Program, timeout: float, memory_mb: int) ->
     return None, ExecutionError("result", "the result could not be read"), []
 
 
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def _too_deep() -> ExecutionError:
+    return ExecutionError("result", f"the result is nested deeper than {MAX_DEPTH} levels of objects and arrays")
+
+
+def _links_outcome(found: object, program: Program) -> tuple[object, ExecutionError | None]:
+    """A check's answer: what `_LINKS` found missing, as the link error a publish shows."""
+    if found == "":
+        return True, None
+    if found == "run":
+        return None, ExecutionError("link", "LinkError: a tool module must assign a function to exports.run")
+    try:
+        missing = [program.links[int(i)] for i in str(found).split(",")]
+    except (ValueError, IndexError):
+        return None, ExecutionError("result", "the check's result could not be read")
+    message = "; ".join(f"uses {module}.{member}, which {module} does not export" for module, member in missing)
+    return None, ExecutionError("link", f"LinkError: {message}")
+
+
 def _strings(logs: object) -> list[str]:
-    return [str(line) for line in logs] if isinstance(logs, list) else []
+    return [well_formed(str(line)) for line in logs] if isinstance(logs, list) else []
 
 
 def _type_of(message: str) -> str:
@@ -388,10 +452,16 @@ def _first_line(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
+# How the binding shows the engine's "uninitialized" exception value: what quickjs-ng throws when
+# an allocation fails where it sets no error (String.prototype.normalize does; the harness wraps
+# it by name, this covers a call that reaches it under a computed name).
+_UNINITIALIZED = "[uninitialized]"
+
+
 def _escaped_error(text: str, program: Program, memory_mb: int) -> ExecutionError:
     """Types an error that escaped the program's own try/catch."""
     message = _first_line(text)
-    if "out of memory" in message:
+    if "out of memory" in message or message == _UNINITIALIZED:
         return _out_of_memory(memory_mb)
     if "call stack" in message:
         return ExecutionError("stack", message)

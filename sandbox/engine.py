@@ -9,7 +9,12 @@ time, not the caller's wall clock, so it could not be the deadline anyway.
 All of it goes through one callable, `$host(kind, payload)`, which takes and returns strings only
 and never raises into the engine (a raise leaves the binding in a `SystemError`) nor calls back
 into it (a re-entrant call from a host function aborts the interpreter): whatever goes wrong
-becomes an error value that the JavaScript side throws as its own error.
+becomes an error value that the JavaScript side throws as its own error. It serves only what the
+call's capability profile grants (`grants`), whatever program calls it, and refuses payloads over
+the caps the harness enforces first (`sandbox.bundle.HOST_PAYLOAD_CHARS`).
+
+A result is written by the engine's own `JSON.stringify`, primitives included: the supervisor
+reads exact JSON of the JavaScript value (a NUL stays in a string, `2**31` is a whole number).
 """
 
 from __future__ import annotations
@@ -22,18 +27,39 @@ from collections.abc import Callable
 
 import _quickjs
 
-from sandbox.bundle import MAX_LOG_CHARS, MAX_LOG_LINES
+from sandbox.bundle import HOST_PAYLOAD_CHARS, MAX_LOG_CHARS, MAX_LOG_LINES
+from sandbox.worker import CONTEXT, HOST, HTTP, INTL, LOG
 
 log = logging.getLogger("toolsmith.sandbox")
 
 STACK_BYTES = 1024 * 1024
 DEFAULT_MEMORY_MB = 128
+# The most a result may weigh, in characters of JSON: it crosses into the worker's heap, then into
+# the service's, so the worker's memory bound sizes its allowance from it.
+MAX_RESULT_CHARS = 8 * 1024 * 1024
+
+
 _NOT_AVAILABLE = json.dumps({"error": "http.fetch is not available in this sandbox's capability profile"})
+_WITHHELD = json.dumps({"error": ["TypeError", "this capability is not available in this sandbox's capability profile"]})
+_TOO_LARGE = json.dumps({"error": ["RangeError", "the sandbox refuses a host call payload this large"]})
 _UNKNOWN = json.dumps({"error": ["TypeError", "unknown host call"]})
 _FAILED = json.dumps({"error": ["Error", "the sandbox could not complete this call"]})
+# The binding's own text when it cannot turn a thrown value into a string (a Proxy whose traps
+# throw, a revoked Proxy, an object whose name, message or toString throws). A value the program
+# throws always comes with its stack on a second line, so this exact text is the binding's.
+_BINDING_UNREADABLE = "(Failed obtaining QuickJS error string. Concurrency issue?)"
+UNREADABLE = "the code threw a value that cannot be read as an error (a Proxy, or an object whose name, message or toString throws)"
 # The settled value or reason of a promise `run` returned, into `$v` / `$x`.
 _AWAIT = "$v.then(function(v){$v=v;$d=1},function(e){$x=e;$d=2}),$d=0"
-_REASON = "(function(e){try{return e&&e.name?e.name+': '+e.message:String(e)}catch(x){return 'an unprintable value was thrown'}})($x)"
+_REASON = (
+    "(function(e){try{if(typeof e=='unknown')return 'InternalError: out of memory';"
+    "return (e&&e.name?e.name+': '+e.message:String(e)).toWellFormed()}catch(x){return %s}})($x)" % json.dumps(UNREADABLE)
+)
+# `$v` as JSON: an object (or array) by the engine's own JSON.stringify, reached from Python (so a
+# program that replaces the global JSON.stringify changes nothing); a string inside an array, the
+# binding's own conversion of a string stopping at a NUL; a number as JSON.stringify writes its
+# value (a whole number below 1e21 as an integer).
+_STRING_JSON = "[$v]"
 
 
 def _sources() -> dict[str, str]:
@@ -56,11 +82,14 @@ class Engine:
         self._intl = intl_call
         self._fetch = fetch
         self._deadline = 0.0
-        self._http = False
+        self._grants = 0
         self._context_json = "{}"
         self._logs: list[str] = []
         self._logged = 0
         self._emit = emit
+        # Python ran out of memory during the call (the worker's process bound): whatever the
+        # program made of it, the call's answer is a memory error.
+        self.exhausted = False
 
     def fresh(self) -> _quickjs.Context:
         """A context for the next call, with the stack cap and the usual memory cap set."""
@@ -76,17 +105,21 @@ class Engine:
         *,
         kind: str,
         memory_mb: int,
-        host: bool = True,
+        grants: int = HOST | LOG | CONTEXT | INTL | HTTP,
         deadline: float,
-        http: bool,
         context_json: str = "{}",
     ) -> str:
         """Runs `program` and answers the JSON the supervisor reads: `[1, value, logs]`,
         `[0, type, message, logs]`, or `[tag, message, logs]` for what escaped the program."""
-        self._deadline, self._http, self._context_json, self._logs, self._logged = deadline, http, context_json, [], 0
+        self._deadline, self._grants, self._context_json, self._logs, self._logged = deadline, grants, context_json, [], 0
+        self.exhausted = False
+        answer = self._evaluate(context, program, kind, memory_mb, grants)
+        return self._answer("memory", "") if self.exhausted else answer
+
+    def _evaluate(self, context: _quickjs.Context, program: str, kind: str, memory_mb: int, grants: int) -> str:
         if memory_mb != DEFAULT_MEMORY_MB:
             context.set_memory_limit(memory_mb * 1024 * 1024)
-        if host:
+        if grants & HOST:
             context.add_callable("$host", self._host)
         try:
             try:
@@ -94,27 +127,36 @@ class Engine:
             except (TypeError, UnicodeError):
                 if kind != "value":
                     raise
-                outcome = _read_value(context)
+                return self._value(context, None, readable=False)
             if kind == "json":
                 if not isinstance(outcome, str):
                     return self._answer("refused", "the program ended without a result")
+                if len(outcome) > MAX_RESULT_CHARS + 8:  # `[1,` … `]` around the value
+                    return json.dumps([0, "result", f"the result is larger than {MAX_RESULT_CHARS} characters of JSON", self._logs])
                 return outcome[:-1] + "," + json.dumps(self._logs) + "]"
+            if kind == "check":
+                return json.dumps([1, outcome if isinstance(outcome, str) else None, self._logs])
             return self._value(context, outcome)
         except _quickjs.StackOverflow as e:
             return self._answer("stack", str(e))
         except _quickjs.JSException as e:
-            if kind == "value" and str(e).startswith("TypeError: not a function") and _no_run(context):
+            text = str(e)
+            if text == _BINDING_UNREADABLE:
+                return json.dumps([0, "runtime", UNREADABLE, self._logs])
+            if kind == "value" and text.startswith("TypeError: not a function") and _no_run(context):
                 return json.dumps([0, "runtime", "TypeError: the module does not assign a function to exports.run", self._logs])
-            return self._answer("escaped", str(e))
+            return self._answer("escaped", text)
         except MemoryError:
+            self.exhausted = True
             return self._answer("memory", "")
-        except TypeError:  # a value the binding cannot convert: a BigInt
-            return json.dumps([0, "result", f"the result is a {_type_of_value(context)}, which is not JSON", self._logs])
-        except (ValueError, SystemError) as e:  # the binding refusing its input, never the caller's fault
+        except (ValueError, SystemError, TypeError) as e:  # the binding refusing its input, never the caller's fault
             return self._answer("refused", str(e))
 
-    def _value(self, context: _quickjs.Context, value: object) -> str:
-        """`run`'s result, awaited if it is a promise, as JSON written by the engine."""
+    def _value(self, context: _quickjs.Context, value: object, readable: bool = True) -> str:
+        """`run`'s result (`value`, `$v` as the binding read it; not `readable`: the binding could
+        not read it), awaited if it is a promise, as JSON written by the engine: an object by
+        JSON.stringify, a string inside an array by JSON.stringify (the binding's own reading of a
+        string stops at a NUL), a number as JSON.stringify writes it (2**31 stays whole)."""
         if isinstance(value, _quickjs.Object) and context.eval("$v instanceof Promise"):
             context.eval(_AWAIT)
             while context.execute_pending_job():
@@ -124,29 +166,59 @@ class Engine:
                 return self._answer("never", "")
             if state == 2:
                 return json.dumps([0, "", context.eval(_REASON), self._logs])
-            value = _read_value(context)
-        if isinstance(value, _quickjs.Object):
             try:
+                value = context.get("$v")
+            except (TypeError, UnicodeError):
+                readable = False
+        try:
+            if not readable:  # a string the binding cannot hand over as it is, or a BigInt, a Symbol
+                kind = context.eval("typeof $v")
+                if kind != "string":
+                    return json.dumps([0, "result", f"the result is a {kind}, which is not JSON", self._logs])
+                value = ""
+            if isinstance(value, _quickjs.Object):
                 text = value.json()
-            except _quickjs.JSException as e:
-                return json.dumps([0, "result", f"the result is not JSON: {_first_line(str(e))}", self._logs])
-            if text is None:
-                return json.dumps([0, "result", f"the result is a {context.eval('typeof $v')}, which is not JSON", self._logs])
-            return f"[1,{text},{json.dumps(self._logs)}]"
-        if isinstance(value, float) and not math.isfinite(value):
-            value = None  # as JSON.stringify writes it
-        return json.dumps([1, value, self._logs])
+                if text is None:  # a function, or an object whose toJSON gives undefined
+                    return json.dumps([0, "result", f"the result is a {context.eval('typeof $v')}, which is not JSON", self._logs])
+            elif isinstance(value, str):
+                if len(value) > MAX_RESULT_CHARS:
+                    return self._too_large()
+                text = context.eval(_STRING_JSON).json()  # exact, NUL and lone surrogates included
+                if text[:1] != "[" or text[-1:] != "]":
+                    return json.dumps([0, "result", "the result is a string JSON.stringify does not write", self._logs])
+                text = text[1:-1]
+            else:
+                text = _primitive_json(value)
+        except _quickjs.StackOverflow:
+            return json.dumps([0, "result", "the result is nested too deeply to be written as JSON", self._logs])
+        except _quickjs.JSException as e:
+            message = _first_line(str(e))
+            if "out of memory" in message:
+                return self._answer("memory", "")
+            if "stack overflow" in message or "call stack" in message:
+                return json.dumps([0, "result", "the result is nested too deeply to be written as JSON", self._logs])
+            return json.dumps([0, "result", f"the result is not JSON: {message}", self._logs])
+        if len(text) > MAX_RESULT_CHARS:
+            return self._too_large()
+        return f"[1,{text},{json.dumps(self._logs) if self._logs else '[]'}]"
+
+    def _too_large(self) -> str:
+        return json.dumps([0, "result", f"the result is larger than {MAX_RESULT_CHARS} characters of JSON", self._logs])
 
     def _answer(self, tag: str, message: str) -> str:
         return json.dumps([tag, message, self._logs])
 
     def _host(self, *args: object) -> str | None:
-        """The one way from JavaScript into Python. Never raises into the engine."""
+        """The one way from JavaScript into Python. Never raises into the engine. Refuses every
+        kind the call's capability profile withholds, whoever calls it."""
         try:
             kind = args[0] if args else None
             payload = args[1] if len(args) > 1 else None
+            if isinstance(payload, str) and len(payload) > HOST_PAYLOAD_CHARS.get(kind, 0):  # type: ignore[arg-type]
+                return _TOO_LARGE
+            grants = self._grants
             if kind == "l":
-                if self._logged < MAX_LOG_LINES and isinstance(payload, str):
+                if grants & LOG and self._logged < MAX_LOG_LINES and isinstance(payload, str):
                     self._logged += 1
                     if self._emit is not None:
                         self._emit(payload[:MAX_LOG_CHARS])
@@ -154,34 +226,39 @@ class Engine:
                         self._logs.append(payload[:MAX_LOG_CHARS])
                 return None
             if kind == "c":
-                return self._context_json
+                return self._context_json if grants & CONTEXT else _WITHHELD
             if kind == "i":
-                return self._intl(payload)
+                return self._intl(payload) if grants & INTL else _WITHHELD
             if kind == "f":
-                if not self._http or self._fetch is None:
+                if not grants & HTTP or self._fetch is None:
                     return _NOT_AVAILABLE
                 return self._fetch(payload, self._deadline - time.monotonic())
             if kind == "s" and isinstance(payload, str):
-                return self._sources.get(payload, "undefined")
+                granted = grants & HTTP if payload == "fetch" else grants & INTL
+                return self._sources.get(payload, "undefined") if granted else "undefined"
             return _UNKNOWN
+        except MemoryError:
+            self.exhausted = True
+            return _FAILED
         except BaseException as e:  # noqa: BLE001 - see the docstring
             log.warning("host function failed", extra={"reason": repr(e)[:200]})
             return _FAILED
 
 
-def _read_value(context: _quickjs.Context) -> object:
-    """`$v` as Python reads it. A string the binding cannot hand over as it is (a rope, which
-    quickjs-ng makes by concatenation, or one with a lone surrogate) is flattened and made well
-    formed first; a BigInt still raises `TypeError`."""
-    return context.eval("typeof $v=='string'?$v.slice(0).toWellFormed():$v")
-
-
-def _type_of_value(context: _quickjs.Context) -> str:
-    try:
-        kind = context.eval("typeof $v")
-        return kind if isinstance(kind, str) else "value"
-    except Exception:  # noqa: BLE001 - only words for a message
-        return "value"
+def _primitive_json(value: object) -> str:
+    """A number, a boolean or undefined as JSON.stringify writes it (NaN and the infinities as
+    null, -0 as 0, a whole number below 1e21 without a fraction)."""
+    if type(value) is int:
+        return str(value)
+    if value is None or isinstance(value, (bool, int)):
+        return json.dumps(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "null"
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        return repr(value)
+    return "null"
 
 
 def _no_run(context: _quickjs.Context) -> bool:

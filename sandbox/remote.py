@@ -9,6 +9,7 @@ goes wrong with the service becomes the port's errors: `SandboxBusy` when every 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 
@@ -16,6 +17,7 @@ import httpx
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
+from domain.values import MAX_DEPTH, lone_surrogate_at, too_deep, well_formed
 from sandbox.capabilities import Capabilities
 from sandbox.wire import CALLER_HEADER, PROFILE_HEADER, execution_to_wire, result_from_wire, to_json
 
@@ -85,10 +87,22 @@ class RemoteSandbox(Sandbox):
         status = response.status_code
         if status == 200:
             try:
-                result = result_from_wire(response.json())
-            except ValueError as e:  # not JSON, or not the wire form (WireError)
+                body = response.json()
+            except RecursionError:  # nested past the JSON reader's depth: only a result can be
+                return ExecutionResult(error=_too_deep())
+            except ValueError as e:  # not JSON
+                raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
+            if isinstance(body, dict) and too_deep(body.get("output"), MAX_DEPTH):
+                return ExecutionResult(error=_too_deep())
+            try:
+                result = result_from_wire(body)
+            except ValueError as e:  # not the wire form (WireError)
                 raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
             self._refusal_logged = False
+            if lone_surrogate_at([result.output, result.logs, result.error and result.error.message]) is not None:
+                # replaced, as the embedded runner does
+                error = result.error and dataclasses.replace(result.error, message=well_formed(result.error.message))
+                result = dataclasses.replace(result, output=well_formed(result.output), logs=tuple(well_formed(list(result.logs))), error=error)
             return result
         if status == 429:
             limit = _problem(response).get("maxActiveSessions")
@@ -110,6 +124,10 @@ class RemoteSandbox(Sandbox):
             self._refusal_logged = True
         log.error("the code sandbox refused the shared secret; every call will fail until CODESANDBOX_SECRET matches",
                   extra={"sandboxUrl": self.url})
+
+
+def _too_deep() -> ExecutionError:
+    return ExecutionError("result", f"the result is nested deeper than {MAX_DEPTH} levels of objects and arrays")
 
 
 def _problem(response: httpx.Response) -> dict:

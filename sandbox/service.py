@@ -30,6 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.problems import problem
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Sandbox
+from domain.values import MAX_DEPTH, too_deep
 from sandbox.capabilities import PROFILES, UnknownProfile, profile
 from sandbox.config import SandboxConfig
 from sandbox.wire import CALLER_HEADER, PROFILE_HEADER, WireError, execution_from_wire, result_to_wire, to_json
@@ -125,10 +126,17 @@ def create_sandbox_app(
             record("bad-request:too-large")
             return problem(413, "body-too-large", f"the request body is larger than {max_body_bytes} bytes")
         try:
-            execution = execution_from_wire(json.loads(body))
+            parsed = json.loads(body)
+            if too_deep(parsed, MAX_DEPTH + 1):  # the body's own object, then an input or context of MAX_DEPTH
+                raise RecursionError
+            execution = execution_from_wire(parsed)
         except WireError as e:
             record("bad-request:body")
             return problem(400, "invalid-execution", str(e), field=e.field)
+        except RecursionError:  # the reader's own depth guard, or `too_deep`
+            record("bad-request:too-deep")
+            detail = f"the body nests objects and arrays deeper than {MAX_DEPTH} levels (in input, context or units)"
+            return problem(400, "too-deep", detail, field="body")
         except ValueError as e:  # not JSON, or not UTF-8
             record("bad-request:json")
             return problem(400, "malformed-json", f"the body is not valid JSON: {e}", field="body")

@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from domain.ports import Execution, ExecutionError, ExecutionResult, SourceUnit
+from domain.values import lone_surrogate_at
 
 CALLER_HEADER = "X-Sandbox-Caller"
 PROFILE_HEADER = "X-Sandbox-Profile"
@@ -96,7 +97,7 @@ def execution_from_wire(body: Any) -> Execution:
         style=_style(body.get("style", _DEFAULTS.style)),
         is_tool=_bool(body.get("isTool", _DEFAULTS.is_tool), "isTool"),
         context=_object(body.get("context", {}), "context"),
-        date_parameters=_strings(body.get("dateParameters", []), "dateParameters"),
+        date_parameters=tuple(_text(item, f"dateParameters[{i}]") for i, item in enumerate(_list(body.get("dateParameters", []), "dateParameters"))),
     )
 
 
@@ -118,10 +119,19 @@ def result_from_wire(body: Any) -> ExecutionResult:
 def _unit(value: Any, where: str) -> SourceUnit:
     _object(value, where, _UNIT_FIELDS)
     return SourceUnit(
-        name=_string(value.get("name"), f"{where}.name"),
-        content=_string(value.get("content"), f"{where}.content"),
-        imports=_strings(value.get("imports", []), f"{where}.imports"),
+        name=_text(value.get("name"), f"{where}.name"),
+        content=_text(value.get("content"), f"{where}.content"),
+        imports=tuple(_text(item, f"{where}.imports[{i}]") for i, item in enumerate(_list(value.get("imports", []), f"{where}.imports"))),
     )
+
+
+def _text(value: Any, where: str) -> str:
+    """A string that becomes program text: UTF-8 all through, so no lone surrogate (`input` and
+    `context` may hold one: they reach the program as JSON escapes)."""
+    text = _string(value, where)
+    if lone_surrogate_at(text) is not None:
+        raise WireError(where, "holds a lone UTF-16 surrogate, which is not text")
+    return text
 
 
 def _object(value: Any, where: str, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
