@@ -6,11 +6,14 @@
 - a path or query string that, percent-decoded, holds NUL or bytes that are not UTF-8;
 - a JSON body nested deeper than `domain.values.MAX_DEPTH` (Python's JSON reader, pydantic and
   the encoders all recurse), or holding a lone UTF-16 surrogate (`"\\ud800"`, which no UTF-8
-  store can write), named by its path in the body.
+  store can write), named by its path in the body;
+- a body that is not JSON as RFC 8259 reads it, though Python's reader takes it: not UTF-8 (UTF-16
+  guessed from the bytes), a byte order mark, NaN or Infinity, a number that overflows a double,
+  or a key twice in one object (400; readers disagree on which one wins);
+- a body declared as another media type than JSON (415): every route reads JSON.
 
-The body checks are cheap on the common path: the depth is only scanned when the body holds more
-than `MAX_DEPTH` brackets, and the body is only parsed when it holds something that may be a
-surrogate. Neither check recurses.
+The depth is scanned without parsing, and only when the body holds more than `MAX_DEPTH` brackets,
+so the strict parse that follows never goes deeper than that. Nothing here recurses.
 
 `HeadAsGet` answers `HEAD` on every route that answers `GET`: the same status and headers, no body.
 """
@@ -18,6 +21,7 @@ surrogate. Neither check recurses.
 from __future__ import annotations
 
 import json
+import math
 import re
 from urllib.parse import unquote_to_bytes
 
@@ -53,21 +57,66 @@ def nested_deeper_than(body: bytes, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+class _NotJson(ValueError):
+    """What Python's JSON reader accepts and RFC 8259 does not; `code` names the problem."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        shown = json.dumps(key)  # escaped: a key may hold anything
+        raise _NotJson("duplicate-key", f"the key {shown} appears twice in one object; which one is meant is not for the service to guess")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise _NotJson("malformed-json", f"the body is not valid JSON: {name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise _NotJson("malformed-json", f"the body is not valid JSON: the number {text[:40]} is too large for a double")
+    return number
+
+
 def body_problem(body: bytes) -> Response | None:
-    """The 400 problem a JSON request body gets before anything parses it, or None."""
+    """The 400 problem a JSON request body gets before anything parses it, or None.
+
+    The body is read here as strictly as RFC 8259 reads it, which Python's own reader (and so
+    FastAPI's) does not: UTF-8 only (no UTF-16 or UTF-32 guessed from the bytes, no byte order
+    mark), no NaN or Infinity, no number that overflows a double, no key twice in one object, and
+    no lone surrogate in a string or key. A body that passes means the same to every reader."""
+    if not body:
+        return None
     if nested_deeper_than(body):
         return problems.problem(
             400, "body-too-deep",
             f"the body nests objects and arrays more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}",
             errors=[{"field": "body", "rule": "max-depth", "message": f"nested more than {MAX_DEPTH} levels deep"}],
         )
-    if (b"\\u" not in body and b"\xed" not in body) or _MAY_HOLD_SURROGATE.search(body) is None:
-        return None
     try:
-        value = json.loads(body)  # within MAX_DEPTH now, so the reader's recursion is bounded
-    except ValueError:
-        return None  # malformed: the route's parser says so
-    where = lone_surrogate_at(value)
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        try:
+            text = body.decode("utf-8", "surrogatepass")  # a surrogate's own three bytes: named below
+        except UnicodeDecodeError as e:
+            return problems.problem(400, "malformed-json", f"the body is not UTF-8, which JSON requires (RFC 8259 §8.1): byte {e.start} is not")
+    if text.startswith("\ufeff"):
+        return problems.problem(400, "malformed-json", "the body starts with a byte order mark, which JSON forbids (RFC 8259 §8.1)")
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite)
+    except _NotJson as e:
+        return problems.problem(400, e.code, str(e))
+    except ValueError as e:  # also an integer too long to read (more than 4,300 digits)
+        return problems.problem(400, "malformed-json", f"the body is not valid JSON: {e}")
+    where = lone_surrogate_at(value) if _MAY_HOLD_SURROGATE.search(body) else None
     if where is None:
         return None
     message = "holds a lone UTF-16 surrogate (U+D800 to U+DFFF outside a pair), which is not text"
@@ -75,11 +124,21 @@ def body_problem(body: bytes) -> Response | None:
                             errors=[{"field": where, "rule": "lone-surrogate", "message": message}])
 
 
+def _media_problem(scope: Scope) -> Response | None:
+    """415 for a body not declared as JSON: every route reads JSON, and FastAPI (strict about the
+    content type) hands a route any other body, or one with no Content-Type, as raw bytes."""
+    content_type = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), None)
+    if content_type is not None and _is_json(scope):
+        return None
+    shown = "a body without a Content-Type" if content_type is None else content_type.decode("latin-1")[:80]
+    return problems.problem(415, "unsupported-media-type", f"the body must be JSON (Content-Type: application/json), not {shown}")
+
+
 def _is_json(scope: Scope) -> bool:
-    """Whether FastAPI would read the body as JSON: no Content-Type, `application/json` or `…+json`."""
+    """Whether the body is declared as JSON: `application/json` or `application/…+json`."""
     content_type = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), None)
     if content_type is None:
-        return True
+        return False
     media = content_type.split(b";")[0].strip().lower()
     return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
 
@@ -120,7 +179,7 @@ class RequestChecks:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        if scope["method"] in ("GET", "HEAD", "OPTIONS") or not _is_json(scope):
+        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
         # The whole body (BodyLimit, outside, bounds it), then replayed to the app as one message.
@@ -136,7 +195,7 @@ class RequestChecks:
                 break
         body = b"".join(chunks)
         if ending is None and body:
-            refusal = body_problem(body)
+            refusal = _media_problem(scope) or body_problem(body)
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return

@@ -31,6 +31,7 @@ _TITLES = {
     409: "Conflict",
     412: "Precondition failed",
     413: "Request body too large",
+    415: "Unsupported media type",
     421: "Misdirected request",
     422: "Unprocessable content",
     429: "Too many requests",
@@ -68,6 +69,9 @@ def openapi_with_problems(schema: dict[str, Any]) -> dict[str, Any]:
         default_422 = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
         if default_422.get("$ref", "").endswith("/HTTPValidationError"):
             del responses["422"]
+        if "requestBody" in operation and "400" in responses:
+            # api.edge refuses a body not declared as JSON before any route sees it.
+            responses["415"] = {**responses["400"], "description": "the body is not declared as JSON (Content-Type: application/json)"}
         for status, response in responses.items():
             content = response.get("content", {})
             if status[0] in "45" and "application/json" in content:

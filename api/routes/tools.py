@@ -12,7 +12,7 @@ from api.problems import documented
 from api.presenters import execution_out
 from api.routes.modules import call_context
 from api.schemas import ExecutionOut
-from domain.errors import SandboxBusy
+from domain.errors import InvalidInput, SandboxBusy, Violation
 
 router = APIRouter(prefix="/api/v1/tools", tags=["tools"])
 
@@ -25,6 +25,10 @@ async def call_tool(
     arguments: Any = Body(None, description="the tool's arguments, as a JSON object"),
 ) -> dict[str, Any]:
     """Run a tool (R15 resolves the name) with the given arguments, within the caller's permissions (R14)."""
+    if arguments is not None and not isinstance(arguments, dict):
+        # Every tool's inputSchema is an object, as MCP's arguments are; only a plan's later nodes
+        # take another node's output, whatever it is, as their input.
+        raise InvalidInput([Violation("input", "V1", "the arguments must be a JSON object of the tool's parameters")])
     # When every session is taken the answer is 429 at once, without a trip to a thread: a burst
     # beyond the cap must not queue behind itself. The sandbox itself still has the last word.
     sandbox = services.sandbox

@@ -127,6 +127,52 @@ def test_query_strings_and_paths_with_nul_or_bad_utf8_are_400(client: TestClient
 # -- Authorization and HEAD -----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("body", "code", "words"),
+    [
+        ('{"a": 1}'.encode("utf-16"), "malformed-json", "not UTF-8"),  # Python's reader would guess UTF-16
+        ('{"a": 1}'.encode("utf-16-le"), "malformed-json", "not valid JSON"),  # no BOM: NULs between the bytes
+        (b'\xef\xbb\xbf{"a": 1}', "malformed-json", "byte order mark"),
+        (b'{"a": 1, "a": 2}', "duplicate-key", '"a" appears twice'),
+        (b'{"a": {"b": 1, "b": 1}}', "duplicate-key", '"b" appears twice'),
+        (b'{"a": NaN}', "malformed-json", "NaN"),
+        (b'{"a": -Infinity}', "malformed-json", "-Infinity"),
+        (b'{"a": 1e999}', "malformed-json", "too large"),
+        (b'{"a": ' + b"9" * 5000 + b"}", "malformed-json", "not valid JSON"),
+    ],
+)
+def test_a_body_python_reads_but_rfc_8259_does_not_is_400_and_nothing_is_written(client: TestClient, body: bytes, code: str, words: str) -> None:
+    name = module(client, "exports.run = function (i) { return i; };")
+    before = client.get(f"{MODULES}/{name}")
+    for method, path in (("PUT", f"{MODULES}/{name}"), ("POST", f"/api/v1/tools/{name}/call"), ("POST", PLANS)):
+        response = client.request(method, path, content=body, headers={"Content-Type": "application/json"})
+        problem = assert_problem(response, 400, code)
+        assert words in problem["detail"], problem
+    after = client.get(f"{MODULES}/{name}")
+    assert after.json() == before.json() and after.headers["etag"] == before.headers["etag"]
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])
+def test_a_body_not_declared_as_json_is_415_on_every_route_that_takes_one(client: TestClient, content_type: str | None) -> None:
+    name = module(client, "exports.run = function (i) { return i; };")
+    headers = {"Content-Type": content_type} if content_type else {}
+    for method, path in (("POST", MODULES), ("PUT", f"{MODULES}/{name}"), ("POST", f"/api/v1/tools/{name}/call"), ("POST", PLANS)):
+        response = client.request(method, path, content=b'{"a": 1}', headers=headers)
+        assert_problem(response, 415, "unsupported-media-type")
+    # an empty body (publish takes none) needs no type
+    assert client.put(f"{MODULES}/{name}", json={"draftContent": "exports.run = function () { return 2; };"}).status_code == 200
+    assert client.post(f"{MODULES}/{name}/publish", headers=headers).status_code == 200
+
+
+def test_a_tool_call_takes_a_json_object_of_arguments_even_when_the_tool_declares_none(client: TestClient) -> None:
+    name = module(client, "exports.run = function (i) { return i === undefined ? null : i; };")
+    for body in ('"a string"', "[1, 2]", "3", "true"):
+        problem = assert_problem(post_raw(client, f"/api/v1/tools/{name}/call", body), 400, "invalid-input")
+        assert "must be a JSON object" in problem["detail"]
+    assert client.post(f"/api/v1/tools/{name}/call", json={"a": 1}).json()["output"] == {"a": 1}
+    assert client.post(f"/api/v1/tools/{name}/call").json()["output"] is None  # no body: no arguments
+
+
 def test_two_authorization_headers_are_400_on_rest_and_mcp(client: TestClient) -> None:
     good = ("Authorization", f"Bearer {ADMIN_TOKEN}")
     for second in (good, ("Authorization", "Bearer tsa_someone-else"), ("authorization", "Basic abc")):
