@@ -36,12 +36,14 @@ from sandbox.links import used_members
 MAX_LOG_LINES = 50
 MAX_LOG_CHARS = 500
 
-# The host function's payload caps, in characters, per kind: `l` a log line, `i` an Intl request,
+# The host function's payload caps, in characters, per kind: `l` a log line as a JSON string (a
+# NUL crosses the binding only as an escape, and each of the line's characters takes at most six),
+# `i` an Intl request,
 # `f` an http.fetch request (its body is capped at 1 MiB of UTF-8, which JSON may write with
 # six-character escapes), `s` the name of a shim, `c` (ai.context()) none. The harness checks them
 # in JavaScript, before a string crosses into Python, so a huge string never reaches the worker's
 # own heap: it is refused inside the engine with a RangeError.
-HOST_PAYLOAD_CHARS = {"l": MAX_LOG_CHARS, "i": 1024 * 1024, "f": 6 * 1024 * 1024 + 65536, "s": 16, "c": 0}
+HOST_PAYLOAD_CHARS = {"l": 6 * MAX_LOG_CHARS + 2, "i": 1024 * 1024, "f": 6 * 1024 * 1024 + 65536, "s": 16, "c": 0}
 
 # What the environment injects (V2) is compiled into a call's program only when its source names
 # it: a small tool that logs nothing costs what a bare context costs. The worker's one host function
@@ -54,9 +56,11 @@ _HOST_OPEN = (
     "'a host call takes a string':'the sandbox refuses a host call payload longer than '+C[k]+' characters');return R(k,p)}"
 ) % ("{__proto__:null," + ",".join(f"{k}:{v}" for k, v in HOST_PAYLOAD_CHARS.items()) + "}")
 _HOST_CLOSE = "})($host);delete globalThis.$host;"
+# A line crosses as the JSON of its first MAX_LOG_CHARS characters, written by the JSON.stringify the
+# harness found (the binding's own conversion of a string stops at a NUL; an escape crosses whole).
 _LOG = (
-    "globalThis.log=function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}"
-    "H('l',(''+v).slice(0,%d).toWellFormed())};" % MAX_LOG_CHARS
+    "var J=JSON.stringify;globalThis.log=function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}"
+    "H('l',J((''+v).slice(0,%d).toWellFormed()))};" % MAX_LOG_CHARS
 )
 _NO_LOG = "globalThis.log=function log(v){};"  # the profile withholds the log: lines go nowhere
 _AI = "globalThis.ai=Object.freeze({context:function(){return JSON.parse(H('c'))}});"
@@ -125,7 +129,8 @@ class Program:
     text: str
     # (first line in the program, unit name) for every unit, to place a syntax error.
     unit_lines: tuple[tuple[int, str], ...]
-    # "value": the program ends with `$v=<target>.run(input)` and the worker writes `$v`;
+    # "value": the program ends with `$v=<target>.run(input)` (what it throws kept in `$x`) and the
+    # worker writes `$v`;
     # "json": the program's value is the JSON outcome (script style); "check": the program's value
     # is what `_LINKS` found missing (indexes into `links`, or "run").
     kind: str = "value"
@@ -233,7 +238,10 @@ def build_program(execution: Execution, *, check: bool, capabilities: Capabiliti
         links = _links(execution.units)
         tail = f"{_LINKS}($m,{json.dumps(links)},{target if execution.is_tool else 'null'})"
         return Program(text=head + tail, unit_lines=unit_lines, kind="check", host=host, links=links)
-    text = f"{head}$v=$m[{target}].run({_input(execution.input, execution.date_parameters)})"
+    # What `run` throws is kept in `$x` before it escapes, so the worker can read its text exactly
+    # (the binding's own reading of a thrown value stops at a NUL). `$x` exists before `run` is
+    # called, so that keeping it allocates nothing: a call out of memory stays out of memory.
+    text = f"{head}$x=undefined;try{{$v=$m[{target}].run({_input(execution.input, execution.date_parameters)})}}catch(e){{$x=e;throw e}}"
     return Program(text=text, unit_lines=unit_lines, kind="value", host=host)
 
 

@@ -396,7 +396,8 @@ def _outcome(answer: bytes, program: Program, timeout: float, memory_mb: int) ->
     if kind == "memory":
         return None, _out_of_memory(memory_mb), logs
     if kind == "escaped":
-        return None, _escaped_error(message, program, memory_mb), logs
+        exact = well_formed(str(body[3])) if len(body) > 3 else None
+        return None, _escaped_error(message, program, memory_mb, exact), logs
     if kind == "result":
         return None, ExecutionError("result", message), logs
     if kind == "refused":
@@ -458,13 +459,17 @@ def _first_line(text: str) -> str:
 _UNINITIALIZED = "[uninitialized]"
 
 
-def _escaped_error(text: str, program: Program, memory_mb: int) -> ExecutionError:
-    """Types an error that escaped the program's own try/catch."""
+def _escaped_error(text: str, program: Program, memory_mb: int, exact: str | None = None) -> ExecutionError:
+    """Types an error that escaped the program's own try/catch: `text` as the binding read it (the
+    thrown value, up to a NUL, then its stack), `exact` the thrown value's whole text when the
+    worker could read it (`sandbox.engine`: what `run` threw, a NUL or a line break in it)."""
     message = _first_line(text)
     if "out of memory" in message or message == _UNINITIALIZED:
         return _out_of_memory(memory_mb)
     if "call stack" in message:
         return ExecutionError("stack", message)
+    if exact is not None:
+        message = exact
     if message.startswith("SyntaxError"):
         place = _PLACE.search(text)
         where = program.locate(int(place.group(1))) if place else None

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import _quickjs
 
+from domain.values import well_formed
 from sandbox.bundle import HOST_PAYLOAD_CHARS, MAX_LOG_CHARS, MAX_LOG_LINES
 from sandbox.worker import CONTEXT, HOST, HTTP, INTL, LOG
 
@@ -55,6 +56,9 @@ _REASON = (
     "(function(e){try{if(typeof e=='unknown')return 'InternalError: out of memory';"
     "return (e&&e.name?e.name+': '+e.message:String(e)).toWellFormed()}catch(x){return %s}})($x)" % json.dumps(UNREADABLE)
 )
+# What `run` threw (kept in `$x` by the call's program), as the binding reads it (`String`), inside an
+# array so that the engine's own JSON.stringify writes it (`_exact`): a NUL in it stays.
+_THROWN = "typeof $x=='unknown'?'[uninitialized]':String($x)"
 # `$v` as JSON: an object (or array) by the engine's own JSON.stringify, reached from Python (so a
 # program that replaces the global JSON.stringify changes nothing); a string inside an array, the
 # binding's own conversion of a string stopping at a NUL; a number as JSON.stringify writes its
@@ -145,6 +149,9 @@ class Engine:
                 return json.dumps([0, "runtime", UNREADABLE, self._logs])
             if kind == "value" and text.startswith("TypeError: not a function") and _no_run(context):
                 return json.dumps([0, "runtime", "TypeError: the module does not assign a function to exports.run", self._logs])
+            exact = self._thrown(context, text) if kind == "value" else None
+            if exact is not None:
+                return json.dumps(["escaped", text, self._logs, exact])
             return self._answer("escaped", text)
         except MemoryError:
             self.exhausted = True
@@ -165,7 +172,7 @@ class Engine:
             if state == 0:
                 return self._answer("never", "")
             if state == 2:
-                return json.dumps([0, "", context.eval(_REASON), self._logs])
+                return json.dumps([0, "", _exact(context, _REASON), self._logs])
             try:
                 value = context.get("$v")
             except (TypeError, UnicodeError):
@@ -202,6 +209,25 @@ class Engine:
             return self._too_large()
         return f"[1,{text},{json.dumps(self._logs) if self._logs else '[]'}]"
 
+    def _thrown(self, context: _quickjs.Context, text: str) -> str | None:
+        """The exact text of the value `run` threw, when the binding's `text` is a cut of it (at a
+        NUL, or at a line break): read again through the engine's JSON.stringify, and taken only if
+        it is what the binding read up to where its reading stops. None when `text` is whole, when
+        the engine is out of memory, or when the value cannot be read again."""
+        first = _first_line(text)
+        if "out of memory" in first or first == "[uninitialized]":
+            return None
+        try:
+            message = _exact(context, _THROWN)
+        except MemoryError:
+            self.exhausted = True
+            return None
+        except Exception:  # noqa: BLE001 - the binding's text stands
+            return None
+        if message == first or _as_the_binding_reads(message) != first:
+            return None
+        return message
+
     def _too_large(self) -> str:
         return json.dumps([0, "result", f"the result is larger than {MAX_RESULT_CHARS} characters of JSON", self._logs])
 
@@ -219,11 +245,14 @@ class Engine:
             grants = self._grants
             if kind == "l":
                 if grants & LOG and self._logged < MAX_LOG_LINES and isinstance(payload, str):
+                    line = _log_line(payload)
+                    if line is None:
+                        return None
                     self._logged += 1
                     if self._emit is not None:
-                        self._emit(payload[:MAX_LOG_CHARS])
+                        self._emit(line)
                     else:
-                        self._logs.append(payload[:MAX_LOG_CHARS])
+                        self._logs.append(line)
                 return None
             if kind == "c":
                 return self._context_json if grants & CONTEXT else _WITHHELD
@@ -267,6 +296,32 @@ def _no_run(context: _quickjs.Context) -> bool:
         return context.eval("(function(k){return typeof $m[k[k.length-1]].run!='function'})(Object.keys($m))") is True
     except Exception:  # noqa: BLE001 - then the original error stands
         return False
+
+
+def _exact(context: _quickjs.Context, expression: str) -> str:
+    """The string `expression` gives, exactly: written by the engine's own JSON.stringify inside an
+    array (a NUL stays, a lone surrogate is an escape), not converted by the binding."""
+    written = context.eval(f"[{expression}]").json()
+    value = json.loads(written)[0] if written else None
+    if not isinstance(value, str):
+        raise ValueError("not a string")
+    return value
+
+
+def _as_the_binding_reads(text: str) -> str:
+    """The first line of `text` as the binding reads a string: up to a NUL, as UTF-8 decoded with
+    replacement (a lone surrogate becomes replacement characters)."""
+    return _first_line(text.split("\0", 1)[0].encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+
+
+def _log_line(payload: str) -> str | None:
+    """A log line from the JSON string the harness sends (`sandbox.bundle._LOG`): its first
+    MAX_LOG_CHARS characters, well-formed; None for a payload that is not a JSON string."""
+    try:
+        line = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    return well_formed(line[:MAX_LOG_CHARS]) if isinstance(line, str) else None
 
 
 def _first_line(text: str) -> str:

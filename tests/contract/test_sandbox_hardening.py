@@ -97,6 +97,41 @@ def test_a_lone_surrogate_in_the_input_comes_back_replaced(sandbox: Sandbox) -> 
     assert output_of(result) == {"\ufffdk": "v\ufffd"}
 
 
+# -- a NUL in a log line or a thrown message crosses whole (finding 7) -----------------------------------------
+
+
+def test_a_nul_in_a_log_line_comes_back_in_the_logs(sandbox: Sandbox) -> None:
+    result = run(sandbox, "exports.run = function () { log('a\\u0000b'); log({k: '\\u0000'}); log('\\u0000'.repeat(600)); log('a\\ud800'); return 1; };")
+    assert output_of(result) == 1
+    assert list(result.logs) == ["a\x00b", '{"k":"\\u0000"}', "\x00" * 500, "a\ufffd"]
+    logged = script(sandbox, "log('a\\u0000b'); 1")
+    assert output_of(logged) == 1 and list(logged.logs) == ["a\x00b"]
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_a_nul_in_a_thrown_message_comes_back_whole(sandbox: Sandbox, how: str) -> None:
+    source = {
+        "sync": "exports.run = function () { throw new Error('a\\u0000b'); };",
+        "async": "exports.run = async function () { throw new Error('a\\u0000b'); };",
+    }[how]
+    result = run(sandbox, source)
+    assert result.error is not None and result.error.type == "runtime", result
+    assert result.error.message == "Error: a\x00b"
+    assert run(sandbox, source.replace("new Error('a\\u0000b')", "'x\\u0000y'")).error.message == "x\x00y"  # type: ignore[union-attr]
+    assert run(sandbox, source.replace("'a\\u0000b'", "'a\\ud800\\u0000b'")).error.message == "Error: a\ufffd\x00b"  # type: ignore[union-attr]
+    failed = script(sandbox, "throw new Error('a\\u0000b')")
+    assert failed.error is not None and (failed.error.type, failed.error.message) == ("runtime", "Error: a\x00b")
+
+
+def test_errors_thrown_from_run_keep_their_types_beside_a_nul(sandbox: Sandbox) -> None:
+    syntax = run(sandbox, "exports.run = function () { return JSON.parse('{'); };").error
+    assert syntax is not None and syntax.type == "syntax" and syntax.message.startswith("SyntaxError: ")
+    stack = run(sandbox, "exports.run = function () { function f(s) { return f(s + '\\u0000'); } return f(''); };").error
+    assert stack is not None and stack.type == "stack", stack
+    memory = run(sandbox, "exports.run = function () { return '\\u0000'.repeat(64 * 1024 * 1024).length; };", memory_limit_mb=16).error
+    assert memory is not None and memory.type == "memory", memory
+
+
 # -- deep results (findings 2, 3: the result side) -------------------------------------------------------
 
 
