@@ -25,7 +25,7 @@ import math
 import re
 from urllib.parse import unquote_to_bytes
 
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import problems
@@ -124,6 +124,16 @@ def body_problem(body: bytes) -> Response | None:
                             errors=[{"field": where, "rule": "lone-surrogate", "message": message}])
 
 
+def as_json_rpc_error(refusal: Response) -> Response:
+    """An MCP body's refusal, spelled as JSON-RPC: clients (the official SDK's among them) show a
+    JSON-RPC error's message to the model, where a problem body would reach it as "Server
+    returned an error response". Its id is null: the request's own could not be read safely."""
+    problem = json.loads(refusal.body)
+    code = -32700 if problem["code"] == "malformed-json" else -32600  # parse error; invalid request
+    error = {"code": code, "message": f"{problem['code']}: {problem['detail']}", "data": problem}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=refusal.status_code)
+
+
 def _media_problem(scope: Scope) -> Response | None:
     """415 for a body not declared as JSON: every route reads JSON, and FastAPI (strict about the
     content type) hands a route any other body, or one with no Content-Type, as raw bytes."""
@@ -197,6 +207,8 @@ class RequestChecks:
         if ending is None and body:
             refusal = _media_problem(scope) or body_problem(body)
             if refusal is not None:
+                if scope["path"] == "/mcp" or scope["path"].startswith("/mcp/"):
+                    refusal = as_json_rpc_error(refusal)
                 await refusal(scope, receive, send)
                 return
         pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}] if ending is None else [ending]

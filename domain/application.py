@@ -372,15 +372,18 @@ class ModuleRepository(Application):
             self._raise_if_module_moved(tenant, module_id, version, expected)
         raise ConcurrentChange(module_id)
 
-    def publish(self, tenant: str, module_id: str, *, by: str, expected: int | None = None) -> Written:
-        """POST /{id}/publish: R5 again, then R10's check of the module and all its importers."""
+    def publish(
+        self, tenant: str, module_id: str, *, by: str, expected: int | None = None, context: dict[str, Any] | None = None
+    ) -> Written:
+        """POST /{id}/publish: R5 again, then R10's check of the module and all its importers. The
+        checks run with `context` as `ai.context()`: the publisher's, as a call of theirs would."""
         sandbox = self._sandbox()
         with self._graph_lock.hold(tenant):
             for _ in range(_ATTEMPTS):
                 module = self.module(tenant, module_id, for_update=True)
                 _expect(module, expected)
                 graph = self.graph(tenant, for_update=True)
-                draft, checks = self._publish_checks(sandbox, tenant, module, graph, first_failure_only=True)
+                draft, checks = self._publish_checks(sandbox, tenant, module, graph, first_failure_only=True, context=context)
                 for target, result in checks:
                     if result.error is not None:
                         raise CheckFailed(target, result.error.type, result.error.message)
@@ -393,16 +396,19 @@ class ModuleRepository(Application):
                 self._raise_if_module_moved(tenant, module_id, version, expected)
         raise ConcurrentChange(module_id)
 
-    def preview_publish(self, tenant: str, module_id: str) -> tuple[CodeModule, list[tuple[str, ExecutionResult]]]:
+    def preview_publish(
+        self, tenant: str, module_id: str, *, context: dict[str, Any] | None = None
+    ) -> tuple[CodeModule, list[tuple[str, ExecutionResult]]]:
         """POST /{id}/publish?dryRun=true (B3): every check a publish would make, each one's result;
         nothing is recorded. Import rules (R5) refuse as they would at publish."""
         sandbox = self._sandbox()
         module = self.module(tenant, module_id)
-        _, checks = self._publish_checks(sandbox, tenant, module, self.graph(tenant), first_failure_only=False)
+        _, checks = self._publish_checks(sandbox, tenant, module, self.graph(tenant), first_failure_only=False, context=context)
         return module, checks
 
     def _publish_checks(
-        self, sandbox: Sandbox, tenant: str, module: CodeModule, graph: ImportGraph, *, first_failure_only: bool
+        self, sandbox: Sandbox, tenant: str, module: CodeModule, graph: ImportGraph, *, first_failure_only: bool,
+        context: dict[str, Any] | None = None,
     ) -> tuple[Definition, list[tuple[str, ExecutionResult]]]:
         """R5 again, then the sandbox's check of the module and of every module that imports it,
         transitively, with the draft in place (R10)."""
@@ -415,7 +421,7 @@ class ModuleRepository(Application):
         definitions = {module_id: draft}  # filled with each published definition loaded
         checks = []
         for target in [module_id, *transitive_importers(edges, module_id)]:
-            result = sandbox.check(self._execution(tenant, target, edges, definitions))
+            result = sandbox.check(self._execution(tenant, target, edges, definitions, context=context))
             checks.append((target, result))
             if result.error is not None and first_failure_only:
                 break

@@ -36,7 +36,7 @@ from domain.errors import InvalidInput, ToolNotCallable, UnknownRecord, Violatio
 from domain.model import CodeModule
 from domain.ports import ExecutionError, ExecutionResult, ToolNames
 from domain.rules import input_schema
-from domain.values import MAX_DEPTH, lone_surrogate_at, too_deep, well_formed
+from domain.values import TOO_DEEP_RESULT, lone_surrogate_at, too_deep, well_formed
 
 PLAN_TAG = "plan"
 # Plans may call plans exposed as tools; cycles are refused at save, and this bounds the rest.
@@ -272,8 +272,7 @@ def answered(result: ExecutionResult) -> ExecutionResult:
     output nested deeper than `MAX_DEPTH` is a `result` error (no encoder has to recurse into it),
     and a lone surrogate in the output, the logs or the error's message becomes U+FFFD."""
     if result.error is None and too_deep(result.output):
-        error = ExecutionError("result", f"the result nests objects and arrays more than {MAX_DEPTH} levels deep; "
-                                         f"the limit is {MAX_DEPTH}")
+        error = ExecutionError("result", TOO_DEEP_RESULT)
         result = dataclasses.replace(result, output=None, error=error)
     message = result.error.message if result.error is not None else None
     if lone_surrogate_at([result.output, list(result.logs), message]) is None:

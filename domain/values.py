@@ -18,6 +18,9 @@ from typing import Any
 # Containers (objects and arrays) nested in one another, the outermost counting as 1.
 MAX_DEPTH = 100
 
+# The `result` error's message for an output nested deeper than that, wherever it is found.
+TOO_DEEP_RESULT = f"the result is nested more than {MAX_DEPTH} levels deep (objects and arrays); the limit is {MAX_DEPTH}"
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
-from domain.values import MAX_DEPTH, too_deep, well_formed
+from domain.values import TOO_DEEP_RESULT, too_deep, well_formed
 from sandbox.bundle import Program, build_program
 from sandbox.capabilities import Capabilities
 from sandbox.config import SandboxConfig
@@ -410,7 +410,7 @@ _ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
 def _too_deep() -> ExecutionError:
-    return ExecutionError("result", f"the result is nested deeper than {MAX_DEPTH} levels of objects and arrays")
+    return ExecutionError("result", TOO_DEEP_RESULT)
 
 
 def _links_outcome(found: object, program: Program) -> tuple[object, ExecutionError | None]:

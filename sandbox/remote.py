@@ -17,7 +17,7 @@ import httpx
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
-from domain.values import MAX_DEPTH, lone_surrogate_at, too_deep, well_formed
+from domain.values import MAX_DEPTH, TOO_DEEP_RESULT, lone_surrogate_at, too_deep, well_formed
 from sandbox.capabilities import Capabilities
 from sandbox.wire import CALLER_HEADER, PROFILE_HEADER, execution_to_wire, result_from_wire, to_json
 
@@ -127,7 +127,7 @@ class RemoteSandbox(Sandbox):
 
 
 def _too_deep() -> ExecutionError:
-    return ExecutionError("result", f"the result is nested deeper than {MAX_DEPTH} levels of objects and arrays")
+    return ExecutionError("result", TOO_DEEP_RESULT)
 
 
 def _problem(response: httpx.Response) -> dict:

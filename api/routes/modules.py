@@ -222,7 +222,7 @@ def publish_module(
 ) -> dict[str, Any] | None:
     """Publish the draft after checking the module and every module that imports it."""
     if dryRun:
-        module, checks = services.modules.preview_publish(principal.tenant, id)
+        module, checks = services.modules.preview_publish(principal.tenant, id, context=call_context(principal))
         return {
             "id": id,
             "version": module.published_version + 1,
@@ -232,7 +232,7 @@ def publish_module(
                 for name, result in checks
             ],
         }
-    written = services.modules.publish(principal.tenant, id, by=principal.name, expected=_expected(if_match))
+    written = services.modules.publish(principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal))
     return _answer(services, principal, written, response)
 
 

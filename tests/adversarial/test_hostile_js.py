@@ -291,8 +291,9 @@ MCP_TOOLS = {
     "nul": ("return 'a\\u0000b';", ("text", "a\u0000b")),
     "bigint": ("return 2 ** 31;", ("text", "2147483648")),
     "lonekey": ("var o = {}; o['\\ud800'] = 1; return o;", ("value-or-result", {"\ufffd": 1})),
-    # 150 levels: beyond the service's limit (100), within what the SDK's client serializes
-    "echoarg": ("return input;", ("error-for", {"value": _object(150)})),
+    # 150 levels: beyond the service's limit (100), within what the SDK's client serializes. The body
+    # is refused at the HTTP edge (400) before JSON-RPC reads it, as every body is; the session lives on.
+    "echoarg": ("return input;", ("refused-for", {"value": _object(150)})),
 }
 
 
@@ -314,7 +315,14 @@ async def test_hostile_values_over_mcp_are_tool_results_never_protocol_errors(pr
 
     _, (kind, want) = MCP_TOOLS[name]
     async with mcp_client(probe.server) as client:
-        arguments = want if kind == "error-for" else {}
+        arguments = want if kind in ("error-for", "refused-for") else {}
+        if kind == "refused-for":
+            with pytest.raises(Exception) as refused:
+                await client.call_tool(name, arguments)
+            assert "body-too-deep" in str(refused.value) and "100" in str(refused.value), str(refused.value)[:300]
+            assert not (await client.call_tool("bigint", {})).is_error
+            probe.assert_alive()
+            return
         result = await client.call_tool(name, arguments)  # a protocol error raises here
         text = text_of(result)
         if kind == "error":

@@ -300,7 +300,14 @@ def test_a_plan_runs_with_its_callers_permissions(native: TestClient) -> None:
 def test_mcp_bodies_pass_the_same_checks(client: TestClient) -> None:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {"\ud800": 1}}}
-    refused = assert_problem(client.post("/mcp", content=json.dumps(call).encode(), headers=headers), 400, "lone-surrogate")
-    assert refused["errors"][0]["field"] == "params.arguments.\\ud800"
+    # refused as JSON-RPC errors, whose message MCP clients show (the problem rides in `data`)
+    refused = client.post("/mcp", content=json.dumps(call).encode(), headers=headers)
+    assert refused.status_code == 400 and refused.headers["content-type"] == "application/json"
+    error = refused.json()["error"]
+    assert error["code"] == -32600 and error["message"].startswith("lone-surrogate: params.arguments.\\ud800")
+    assert error["data"]["errors"][0]["field"] == "params.arguments.\\ud800"
     deep = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {"v": ' + nested(300) + "}}}"
-    assert_problem(client.post("/mcp", content=deep.encode(), headers=headers), 400, "body-too-deep")
+    refused = client.post("/mcp", content=deep.encode(), headers=headers)
+    assert refused.status_code == 400 and refused.json()["error"]["data"]["code"] == "body-too-deep"
+    refused = client.post("/mcp", content=b'{"jsonrpc": "2.0", "id": 1, "method": NaN}', headers=headers)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700

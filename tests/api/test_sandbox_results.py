@@ -43,3 +43,24 @@ def test_publish_refuses_a_module_that_would_fail_only_in_calls(client: TestClie
     response = client.post(f"{BASE}/{sly}/publish")
     assert response.status_code == 422, response.text
     assert "memory" in response.text
+
+
+def test_publish_checks_with_the_publishers_context_as_a_call_of_theirs_would(client: TestClient) -> None:
+    # the check's ai.context() is the publisher's, shaped as a call's: a module that misbehaves
+    # only when a caller's context is there misbehaves in the check too
+    sly = unique_id("sly")
+    source = (
+        "var me = ai.context();\n"
+        "if (me.user && me.user.roles.length && me.tenant) { var hog = []; while (true) hog.push('x'.repeat(1024 * 1024)); }\n"
+        "exports.run = function () { return 1; };"
+    )
+    assert client.post(BASE, json={"id": sly, "description": "d", "draftContent": source, "tool": {"memoryLimitMb": 16}}).status_code == 201
+    assert client.post(f"{BASE}/{sly}/publish", params={"dryRun": "true"}).json()["wouldPublish"] is False
+    response = client.post(f"{BASE}/{sly}/publish")
+    assert response.status_code == 422 and "memory" in response.text, response.text
+    # the same module, told apart by nothing, publishes and answers
+    fair = unique_id("fair")
+    source = "var me = ai.context();\nexports.run = function () { return [me.tenant, me.user.roles]; };"
+    assert client.post(BASE, json={"id": fair, "description": "d", "draftContent": source, "tool": {}}).status_code == 201
+    assert client.post(f"{BASE}/{fair}/publish").status_code == 200
+    assert client.post(f"/api/v1/tools/{fair}/call", json={}).json()["output"] == ["default", ["admin"]]
