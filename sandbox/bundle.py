@@ -36,15 +36,14 @@ from sandbox.links import used_members
 MAX_LOG_LINES = 50
 MAX_LOG_CHARS = 500
 
-# The host function's payload caps, in characters, per kind: `L` a log line as a JSON string, which
-# is how the harness sends it (the binding's own conversion of a string stops at a NUL, an escape
-# crosses whole; each of the line's characters takes at most six), `l` a log line as it is (the
-# binding cuts it at a NUL), `i` an Intl request,
+# The host function's payload caps, in characters, per kind: `l` a log line as a JSON string (the
+# binding's own conversion of a string stops at a NUL, an escape crosses whole; each of the line's
+# characters takes at most six), `i` an Intl request,
 # `f` an http.fetch request (its body is capped at 1 MiB of UTF-8, which JSON may write with
 # six-character escapes), `s` the name of a shim, `c` (ai.context()) none. The harness checks them
 # in JavaScript, before a string crosses into Python, so a huge string never reaches the worker's
 # own heap: it is refused inside the engine with a RangeError.
-HOST_PAYLOAD_CHARS = {"L": 6 * MAX_LOG_CHARS + 2, "l": MAX_LOG_CHARS, "i": 1024 * 1024, "f": 6 * 1024 * 1024 + 65536, "s": 16, "c": 0}
+HOST_PAYLOAD_CHARS = {"l": 6 * MAX_LOG_CHARS + 2, "i": 1024 * 1024, "f": 6 * 1024 * 1024 + 65536, "s": 16, "c": 0}
 
 # What the environment injects (V2) is compiled into a call's program only when its source names
 # it: a small tool that logs nothing costs what a bare context costs. The worker's one host function
@@ -61,7 +60,7 @@ _HOST_CLOSE = "})($host);delete globalThis.$host;"
 # harness found (the binding's own conversion of a string stops at a NUL; an escape crosses whole).
 _LOG = (
     "var J=JSON.stringify;globalThis.log=function log(v){try{v=typeof v=='string'?v:JSON.stringify(v)}catch(e){v='[a value JSON cannot show]'}"
-    "H('L',J((''+v).slice(0,%d).toWellFormed()))};" % MAX_LOG_CHARS
+    "H('l',J((''+v).slice(0,%d).toWellFormed()))};" % MAX_LOG_CHARS
 )
 _NO_LOG = "globalThis.log=function log(v){};"  # the profile withholds the log: lines go nowhere
 _AI = "globalThis.ai=Object.freeze({context:function(){return JSON.parse(H('c'))}});"

@@ -243,9 +243,9 @@ class Engine:
             if isinstance(payload, str) and len(payload) > HOST_PAYLOAD_CHARS.get(kind, 0):  # type: ignore[arg-type]
                 return _TOO_LARGE
             grants = self._grants
-            if kind == "L" or kind == "l":
+            if kind == "l":
                 if grants & LOG and self._logged < MAX_LOG_LINES and isinstance(payload, str):
-                    line = _log_line(payload) if kind == "L" else payload[:MAX_LOG_CHARS]
+                    line = _log_line(payload)
                     if line is None:
                         return None
                     self._logged += 1
@@ -315,7 +315,7 @@ def _as_the_binding_reads(text: str) -> str:
 
 
 def _log_line(payload: str) -> str | None:
-    """A log line from the JSON string the harness sends (`sandbox.bundle._LOG`, kind `L`): its first
+    """A log line from the JSON string the harness sends (`sandbox.bundle._LOG`, kind `l`): its first
     MAX_LOG_CHARS characters, well-formed; None for a payload that is not a JSON string."""
     try:
         line = json.loads(payload)

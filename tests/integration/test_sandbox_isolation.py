@@ -214,21 +214,21 @@ def test_a_direct_host_call_is_refused_for_every_capability_the_profile_withhold
 
 
 def test_a_direct_log_call_writes_nothing_when_the_profile_withholds_the_log() -> None:
-    answer, lines = evaluate(HOST | CONTEXT | INTL | HTTP, "$host('l','secret line');$v=1")
+    answer, lines = evaluate(HOST | CONTEXT | INTL | HTTP, "$host('l','\"secret line\"');$v=1")
     assert answer == "[1,1,[]]" and lines == []
-    answer, lines = evaluate(HOST | LOG, "$host('l','a line');$v=1")
+    answer, lines = evaluate(HOST | LOG, "$host('l','\"a line\"');$v=1")
     assert lines == ["a line"]
 
 
 def test_a_log_line_sent_as_json_crosses_whole_and_only_when_the_profile_grants_the_log() -> None:
-    answer, lines = evaluate(HOST | LOG, "$host('L',JSON.stringify('a\\u0000b'));$host('L','not json');$host('L','[1]');$v=1")
+    answer, lines = evaluate(HOST | LOG, "$host('l',JSON.stringify('a\\u0000b'));$host('l','not json');$host('l','[1]');$v=1")
     assert answer == "[1,1,[]]" and lines == ["a\x00b"]
-    answer, lines = evaluate(HOST | CONTEXT | INTL | HTTP, "$host('L',JSON.stringify('secret line'));$v=1")
+    answer, lines = evaluate(HOST | CONTEXT | INTL | HTTP, "$host('l',JSON.stringify('secret line'));$v=1")
     assert answer == "[1,1,[]]" and lines == []
-    answer, lines = evaluate(HOST | LOG, "$host('L',JSON.stringify('y'.repeat(501)));$v=$host('L',JSON.stringify('\\u0000'.repeat(501)))")
+    answer, lines = evaluate(HOST | LOG, "$host('l',JSON.stringify('y'.repeat(501)));$v=$host('l',JSON.stringify('\\u0000'.repeat(501)))")
     assert "payload" in answer and lines == ["y" * 500]
 
 
 def test_the_host_function_refuses_a_payload_over_its_cap_even_called_directly() -> None:
-    answer, lines = evaluate(HOST | LOG | INTL, "$v=$host('i','x'.repeat(2*1024*1024));$host('l','y'.repeat(1000))")
+    answer, lines = evaluate(HOST | LOG | INTL, "$v=$host('i','x'.repeat(2*1024*1024));$host('l','y'.repeat(4000))")
     assert "payload" in answer and lines == []
