@@ -108,14 +108,20 @@ def bench_settings(data_dir: os.PathLike[str] | str):
     )
 
 
-def standalone(run: Callable[[Sequence[str] | None], tuple[Sequence[Row], Any]], title: str) -> Callable[[Sequence[str] | None], int]:
-    """The `main` of a benchmark run on its own (`python -m bench.<name>`): its table, then the machine."""
+def standalone(
+    run: Callable[[Sequence[str] | None], tuple[Sequence[Row], Any]], title: str, notes: str | None = None
+) -> Callable[[Sequence[str] | None], int]:
+    """The `main` of a benchmark run on its own (`python -m bench.<name>`): its table, its notes,
+    then the machine (and the load average, when the run reports one as `info["load"]`)."""
 
     def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
-        rows, _ = run(argv)
+        rows, info = run(argv)
         print(format_table(title, rows))
-        print(f"({machine_line()}; {time.perf_counter() - started:.0f} s)")
+        if notes:
+            print(notes)
+        load = f"; load average {info['load']}" if isinstance(info, dict) and "load" in info else ""
+        print(f"({machine_line()}{load}; {time.perf_counter() - started:.0f} s)")
         return 0
 
     return main

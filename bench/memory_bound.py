@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench._common import Progress, Row, format_table, machine_line, median, micros, quartiles, rotated
+from bench._common import Progress, Row, median, micros, quartiles, rotated, standalone
 from bench.tool_call import EXPECTED, INPUT, SOURCE
 from bench.workers import Series, _pool_round, _schedstat, _wait_for_workers
 
@@ -175,13 +175,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    started = time.perf_counter()
-    rows, info = run(argv)
-    print(format_table(TITLE, rows))
-    print(NOTES)
-    print(f"({machine_line()}; load average {info['load']}; {time.perf_counter() - started:.0f} s)")
-    return 0
+main = standalone(run, TITLE, NOTES)
 
 
 if __name__ == "__main__":

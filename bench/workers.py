@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import _quickjs
 
-from bench._common import Progress, Row, rotated, format_table, machine_line, median, micros, quartiles
+from bench._common import Progress, Row, median, micros, quartiles, rotated, standalone
 from bench.tool_call import EXPECTED, INPUT, SOURCE
 
 if TYPE_CHECKING:
@@ -422,13 +422,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    started = time.perf_counter()
-    rows, info = run(argv)
-    print(format_table(TITLE, rows))
-    print(NOTES)
-    print(f"({machine_line()}; load average {info['load']}; {time.perf_counter() - started:.0f} s)")
-    return 0
+main = standalone(run, TITLE, NOTES)
 
 
 if __name__ == "__main__":

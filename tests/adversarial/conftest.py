@@ -148,6 +148,21 @@ class Probe:
             self.server.stop()
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (a server's sandbox zygote and its workers), from /proc."""
+    found, stack = [], [pid]
+    while stack:
+        parent = stack.pop()
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                kids = [int(c) for c in children.read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            stack += kids
+    return found
+
+
 def start_probe(data_dir: Path, **env: str) -> Probe:
     tools = data_dir.parent / "tools.json"
     tools.write_text(json.dumps(TOOLS_FILE))

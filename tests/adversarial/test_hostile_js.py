@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial.conftest import CODE_MODULES, SECRET_ENV, Listener, Probe, nested, start_probe
+from tests.adversarial.conftest import CODE_MODULES, SECRET_ENV, Listener, Probe, descendants, nested, start_probe
 from tests.adversarial.hostile_js import CASES, TYPED
 
 
@@ -169,20 +169,6 @@ def test_arguments_within_the_limits_come_back_exactly(probe: Probe, echo: str, 
 ALLOWANCE_MB = 256  # what a worker may hold besides the call's own heap (its interpreter, Babel, httpx)
 
 
-def _descendants(pid: int) -> list[int]:
-    found, stack = [], [pid]
-    while stack:
-        parent = stack.pop()
-        for children in Path(f"/proc/{parent}/task").glob("*/children"):
-            try:
-                kids = [int(c) for c in children.read_text().split()]
-            except OSError:
-                continue
-            found += kids
-            stack += kids
-    return found
-
-
 def _peak_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -207,12 +193,12 @@ def test_a_worker_stays_within_the_calls_memory_limit_plus_an_allowance(probe: P
     assert probe.server.process is not None
     peaks: dict[int, int] = {}
     done = threading.Event()
-    for pid in _descendants(probe.server.process.pid):  # each worker's peak counts from now
+    for pid in descendants(probe.server.process.pid):  # each worker's peak counts from now
         Path(f"/proc/{pid}/clear_refs").write_text("5")
 
     def sample() -> None:
         while not done.is_set():
-            for pid in _descendants(probe.server.process.pid):  # type: ignore[union-attr]
+            for pid in descendants(probe.server.process.pid):  # type: ignore[union-attr]
                 peaks[pid] = max(peaks.get(pid, 0), _peak_kb(pid))
             time.sleep(0.005)
 
@@ -238,7 +224,7 @@ def test_a_worker_stays_within_the_calls_memory_limit_plus_an_allowance(probe: P
 def test_the_workers_have_no_secret_in_their_environment_and_no_data_dir(probe: Probe) -> None:
     assert probe.server.process is not None
     probe.assert_alive()  # the pool is up
-    workers = _descendants(probe.server.process.pid)
+    workers = descendants(probe.server.process.pid)
     assert workers, "no worker process found"
     data_dir = str(probe.server.data_dir.resolve())
     for pid in workers:

@@ -21,24 +21,10 @@ import httpx
 import pytest
 
 from tests import engines
-from tests.adversarial.conftest import ADMIN_TOKEN, CODE_MODULES, TOOLSMITH, Probe, start_probe
+from tests.adversarial.conftest import ADMIN_TOKEN, CODE_MODULES, TOOLSMITH, Probe, descendants, start_probe
 
 CLIENTS = 8
 BURST_SECONDS = 2.0
-
-
-def _descendants(pid: int) -> list[int]:
-    found, stack = [], [pid]
-    while stack:
-        parent = stack.pop()
-        for children in Path(f"/proc/{parent}/task").glob("*/children"):
-            try:
-                kids = [int(c) for c in children.read_text().split()]
-            except OSError:
-                continue
-            found += kids
-            stack += kids
-    return found
 
 
 def burst_then_kill(probe: Probe) -> tuple[set[str], set[str]]:
@@ -76,7 +62,7 @@ def burst_then_kill(probe: Probe) -> tuple[set[str], set[str]]:
     with ThreadPoolExecutor(CLIENTS) as pool:
         futures = [pool.submit(client, n) for n in range(CLIENTS)]
         time.sleep(BURST_SECONDS)
-        family = [probe.server.process.pid, *_descendants(probe.server.process.pid)]
+        family = [probe.server.process.pid, *descendants(probe.server.process.pid)]
         for pid in family:  # the server and its sandbox processes, as a machine crash would
             try:
                 os.kill(pid, signal.SIGKILL)

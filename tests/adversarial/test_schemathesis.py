@@ -109,12 +109,10 @@ def hostile(draw: st.DrawFn, cases: st.SearchStrategy[Any]) -> tuple[Any, str, d
         raw = ("[" * depth + "]" * depth).encode()
     elif mode == "deep-field" and isinstance(body, dict):
         depth = draw(DEPTHS)
-        text = json.dumps({k: v for k, v in body.items()}) if body else "{}"
         key = draw(st.sampled_from(sorted(body))) if body else "x"
         rest = {k: v for k, v in body.items() if k != key}
         prefix = json.dumps(rest)[:-1] + (", " if rest else "")
         raw = (prefix + json.dumps(key) + ": " + "[" * depth + "1" + "]" * depth + "}").encode()
-        del text
     if raw is None and body is not None and not isinstance(body, bytes | str):
         raw = json.dumps(body).encode()  # ensure_ascii: lone surrogates as \\ud800 escapes
     elif raw is None and isinstance(body, str):
