@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +30,7 @@ import anyio
 import httpx
 
 from bench._common import Progress, Row, median, quartiles, rotated, standalone
+from bench._server import Server
 
 TOKEN = "tsa_bench-admin-token"
 TOOL = "countLines"
@@ -44,51 +42,24 @@ CONCURRENCY = (1, 8)
 TITLE = "Benchmark 5 — tools/call over MCP (one session) vs POST /api/v1/tools/{name}/call, one toolsmith serve; medians"
 
 
-class Serve:
-    """`toolsmith serve` on a free port and a throwaway data dir, stopped with SIGTERM."""
+def start_server(tmp: str) -> Server:
+    """`toolsmith serve` on a free port and a throwaway data dir, with none of the runner's settings."""
+    server = Server(data_dir=Path(tmp) / "data", token=TOKEN, inherit_settings=False, log_file=Path(tmp) / "serve.log", log_mode="w",
+                    env={"TOOLSMITH_ADMIN_TOKEN": TOKEN, "TOOLSMITH_LOG_LEVEL": "WARNING"})
+    try:
+        return server.start()
+    except RuntimeError as failed:
+        raise SystemExit(f"bench.mcp_call: {failed}") from None
 
-    def __init__(self, data_dir: str) -> None:
-        import socket
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_", "POSTGRES_", "CODESANDBOX_"))}
-        env.pop("SQLITE_DBNAME", None)
-        env.update({"TOOLSMITH_ADMIN_TOKEN": TOKEN, "TOOLSMITH_LOG_LEVEL": "WARNING"})
-        self.log = Path(data_dir) / "serve.log"
-        command = [str(Path(sys.executable).parent / "toolsmith"), "serve", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--data-dir", str(Path(data_dir) / "data")]
-        self.process = subprocess.Popen(command, stdout=self.log.open("w"), stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                if self.process.poll() is not None:
-                    raise SystemExit(f"bench.mcp_call: toolsmith serve exited:\n{self.log.read_text()}") from None
-                time.sleep(0.1)
-        raise SystemExit("bench.mcp_call: toolsmith serve did not answer /healthz within 30 s")
-
-    def publish_tool(self) -> None:
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        tool = {"inputParameters": [{"name": "text", "type": "string", "required": True, "description": "the text"}], "exposeInChat": True}
-        body = {"id": TOOL, "description": "Counts the lines of a text.", "draftContent": SOURCE, "tool": tool}
-        with httpx.Client(base_url=self.url, headers=headers, timeout=30) as http:
-            created = http.post("/api/v1/admin/code-modules", json=body)
-            published = http.post(f"/api/v1/admin/code-modules/{TOOL}/publish")
-            if created.status_code != 201 or published.status_code != 200:
-                raise SystemExit(f"bench.mcp_call: could not publish the tool: {created.text} {published.text}")
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+def publish_tool(server: Server) -> None:
+    tool = {"inputParameters": [{"name": "text", "type": "string", "required": True, "description": "the text"}], "exposeInChat": True}
+    body = {"id": TOOL, "description": "Counts the lines of a text.", "draftContent": SOURCE, "tool": tool}
+    with server.client() as http:
+        created = http.post("/api/v1/admin/code-modules", json=body)
+        published = http.post(f"/api/v1/admin/code-modules/{TOOL}/publish")
+        if created.status_code != 201 or published.status_code != 200:
+            raise SystemExit(f"bench.mcp_call: could not publish the tool: {created.text} {published.text}")
 
 
 async def _rate(call: Callable[[], Awaitable[object]], concurrency: int, seconds: float) -> tuple[float, int]:
@@ -176,9 +147,9 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
     progress = Progress("mcp_call", quiet=quiet)
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
         progress("starting toolsmith serve")
-        serve = Serve(tmp)
+        serve = start_server(tmp)
         try:
-            serve.publish_tool()
+            publish_tool(serve)
             return anyio.run(_measure, serve.url, args, progress)
         finally:
             serve.stop()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
+from typing import Any
+
+from bench._server import free_port
+
+__all__ = ["ADMIN_TOKEN", "environment_without_settings", "expect", "free_port", "unique_id"]
 
 ADMIN_TOKEN = "tsa_test-admin-token"
 _counter = itertools.count()
@@ -15,14 +19,13 @@ def unique_id(prefix: str = "m") -> str:
     return f"{prefix}_{os.getpid()}_{next(_counter)}"
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def environment_without_settings() -> dict[str, str]:
     """This process's environment without any Toolsmith, OpenSearch or PostgreSQL setting, for a
     child process that must get only the settings a test gives it."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("TOOLSMITH_", "OPENSEARCH_", "POSTGRES_"))}
+
+
+def expect(response: Any, status: int) -> Any:
+    """`response`, after checking a setup call answered `status` (else its body says why)."""
+    assert response.status_code == status, f"{response.request.method} {response.request.url}: {response.status_code} {response.text}"
+    return response

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from bench._server import launch, stop
 from sandbox.remote import RemoteSandbox
 from tests.helpers import free_port
 
@@ -69,36 +67,20 @@ def running_service(log_dir: Path, *args: str, **settings: str) -> Iterator[Sand
     """Starts `toolsmith sandbox` on a free port, waits for /healthz, and stops it with SIGTERM."""
     port = free_port()
     log_path = log_dir / f"sandbox-{port}.log"
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            service_command("--host", "127.0.0.1", "--port", str(port), *args),
-            cwd=PROJECT, env=service_env(**settings), stdout=log, stderr=subprocess.STDOUT,
-        )
-    service = SandboxService(url=f"http://127.0.0.1:{port}", log_path=log_path, process=process)
+    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{service.url}/healthz", timeout=1, trust_env=False).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None:
-                pytest.fail(f"toolsmith sandbox exited with code {process.returncode}:\n{service.output}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"toolsmith sandbox did not answer /healthz within 30 s:\n{service.output}")
-            time.sleep(0.1)
+        process = launch(service_command("--host", "127.0.0.1", "--port", str(port), *args), url=url, log_path=log_path,
+                         env=service_env(**settings), cwd=PROJECT, name="toolsmith sandbox")
+    except RuntimeError as failed:
+        pytest.fail(str(failed))
+    service = SandboxService(url=url, log_path=log_path, process=process)
+    try:
         _RUNNING.append(service)
         yield service
     finally:
         if service in _RUNNING:
             _RUNNING.remove(service)
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @contextmanager

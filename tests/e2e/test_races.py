@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from threading import Barrier
 
 from tests.e2e.conftest import Server
+from tests.helpers import expect
 
 BASE = "/api/v1/admin/code-modules"
 RACES = 50
@@ -39,7 +40,7 @@ def test_two_drafts_importing_each_other_never_both_publish(server: Server) -> N
 def test_many_clients_creating_and_publishing_at_once_all_succeed(server: Server) -> None:
     # one shared library; 96 clients at once each create a module (half of them importing it), publish and call it
     with server.client() as http:
-        http.post(BASE, json={"id": "shared", "description": "shared", "draftContent": "exports.one = 1;"})
+        expect(http.post(BASE, json={"id": "shared", "description": "shared", "draftContent": "exports.one = 1;"}), 201)
         assert http.post(f"{BASE}/shared/publish").status_code == 200
 
     def client_session(i: int) -> list[int]:
@@ -63,7 +64,7 @@ def test_many_clients_creating_and_publishing_at_once_all_succeed(server: Server
 def test_two_edits_from_one_read_with_if_match_exactly_one_wins(server: Server) -> None:
     # B7: two clients read the same version and both write with If-Match; one 200, one 412, every round
     with server.client() as http, ThreadPoolExecutor(max_workers=2) as pool:
-        http.post(BASE, json={"id": "contested", "description": "start", "draftContent": "exports.v = 0;"})
+        expect(http.post(BASE, json={"id": "contested", "description": "start", "draftContent": "exports.v = 0;"}), 201)
         for race in range(30):
             tag = http.get(f"{BASE}/contested").headers["ETag"]
             barrier = Barrier(2)

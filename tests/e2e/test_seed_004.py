@@ -7,6 +7,7 @@ import json
 import httpx
 
 from tests.e2e.conftest import Server, printed_tokens
+from tests.helpers import expect
 
 BASE = "/api/v1/admin/code-modules"
 
@@ -76,11 +77,11 @@ def test_dates_and_report(server: Server) -> None:
         assert http.post("/api/v1/tools/report/call", json={"day": "2024-05-06"}).json()["output"] == "Report 2024"
 
         # a draft of dates is not seen by report
-        http.put(f"{BASE}/dates", json={"draftContent": "exports.year = function (d) { return 'draft'; };\nexports.prefix = 'Report ';"})
+        expect(http.put(f"{BASE}/dates", json={"draftContent": "exports.year = function (d) { return 'draft'; };\nexports.prefix = 'Report ';"}), 200)
         assert http.post("/api/v1/tools/report/call", json={"day": "2024-05-06"}).json()["output"] == "Report 2024"
 
         # a dates draft that drops `year` is refused at publish, naming report
-        http.put(f"{BASE}/dates", json={"draftContent": "exports.month = function (d) { return d.slice(5, 7); };\nexports.prefix = 'Report ';"})
+        expect(http.put(f"{BASE}/dates", json={"draftContent": "exports.month = function (d) { return d.slice(5, 7); };\nexports.prefix = 'Report ';"}), 200)
         refused = http.post(f"{BASE}/dates/publish")
         assert refused.status_code == 422, refused.text
         problem = refused.json()
@@ -98,12 +99,12 @@ def test_a_module_importing_report_is_checked_too(server: Server) -> None:
         _module(http, "report", "exports.prefix = dates.prefix;\nexports.run = function (i) { return dates.year(i.day); };", ["dates"])
         # summary uses report's prefix when it loads: it breaks if dates' prefix stops being a string
         _module(http, "summary", "var label = report.prefix.trim();\nexports.run = function () { return label; };", ["report"], tool=False)
-        http.put(f"{BASE}/dates", json={"draftContent": "exports.year = function (d) { return d.slice(0, 4); };\nexports.prefix = null;"})
+        expect(http.put(f"{BASE}/dates", json={"draftContent": "exports.year = function (d) { return d.slice(0, 4); };\nexports.prefix = null;"}), 200)
         refused = http.post(f"{BASE}/dates/publish")
         assert refused.status_code == 422, refused.text
         assert refused.json()["failingModule"] == "summary" and refused.json()["error"]["type"] == "runtime"
         # a compatible change publishes, and every importer was checked against it
-        http.put(f"{BASE}/dates", json={"draftContent": "exports.year = function (d) { return d.slice(0, 4); };\nexports.prefix = ' Yearly ';"})
+        expect(http.put(f"{BASE}/dates", json={"draftContent": "exports.year = function (d) { return d.slice(0, 4); };\nexports.prefix = ' Yearly ';"}), 200)
         assert http.post(f"{BASE}/dates/publish").json()["published"]["version"] == 2
 
 
@@ -111,8 +112,8 @@ def test_restart_keeps_modules_states_list_and_facets(server: Server) -> None:
     with server.client() as http:
         _module(http, "dates", "exports.year = function (d) { return d.slice(0, 4); };")
         _module(http, "report", "exports.run = function (i) { return dates.year(i.day); };", ["dates"], tool=True)
-        http.post(BASE, json={"id": "draftOnly", "description": "never published", "draftContent": "exports.x = 1;"})
-        http.put(f"{BASE}/dates", json={"description": "pending change"})
+        expect(http.post(BASE, json={"id": "draftOnly", "description": "never published", "draftContent": "exports.x = 1;"}), 201)
+        expect(http.put(f"{BASE}/dates", json={"description": "pending change"}), 200)
         before = {
             "list": http.get(BASE).json(),
             "modules": {m: http.get(f"{BASE}/{m}").json() for m in ("dates", "report", "draftOnly")},
@@ -143,8 +144,8 @@ def test_log_reaches_the_call_trace_and_the_service_log(server: Server) -> None:
         "};"
     )
     with server.client() as http:
-        http.post(BASE, json={"id": "countLines", "description": "Counts lines", "draftContent": source, "tool": {}})
-        http.post(f"{BASE}/countLines/publish")
+        expect(http.post(BASE, json={"id": "countLines", "description": "Counts lines", "draftContent": source, "tool": {}}), 201)
+        expect(http.post(f"{BASE}/countLines/publish"), 200)
         result = http.post("/api/v1/tools/countLines/call", json={"text": "a\nb"}).json()
     assert result["output"] == "2 lines" and result["logs"] == ["counting the lines of 3 characters"]
     logged = [json.loads(line) for line in server.output.splitlines() if line.startswith("{")]

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
-
+from bench._server import launch, stop
 from tests.helpers import ADMIN_TOKEN, environment_without_settings, free_port
 from tests.sandbox_service import PROJECT
 
@@ -41,19 +39,6 @@ def test_serve_refuses_a_bad_tools_file_in_one_line_naming_each_problem(tmp_path
 def test_serve_starts_with_a_good_tools_file(tmp_path: Path) -> None:
     port = free_port()
     command, env = serve(tmp_path, {"native": [{"name": "add", "description": "Adds", "entrypoint": "tests.native_tools:add"}]}, port)
-    log = (tmp_path / "serve.log").open("w")
-    process = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "toolsmith serve did not answer /healthz within 30 s"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
-        log.close()
+    # Raises, with the server's output, if it exits or does not answer /healthz within 30 s.
+    process = launch(command, url=f"http://127.0.0.1:{port}", log_path=tmp_path / "serve.log", env=env, cwd=PROJECT, mode="w")
+    stop(process)
