@@ -379,25 +379,25 @@ def test_the_service_answers_a_deep_result_as_a_result_error(sandbox_service: Sa
     assert response.json()["error"]["type"] == "result"
 
 
-@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 300, 100_000])
-def test_the_remote_client_reads_a_deep_answer_as_a_result_error(depth: int) -> None:
-    answer = '{"output": ' + "[" * depth + "]" * depth + ', "error": null, "logs": [], "durationMillis": 1}'
+def run_against_answer(answer: str) -> ExecutionResult:
+    """A call through `RemoteSandbox` to a sandbox service that answers `answer`, whatever was asked."""
     transport = httpx.MockTransport(lambda request: httpx.Response(200, content=answer.encode(), headers={"Content-Type": "application/json"}))
     client = RemoteSandbox("http://sandbox.test", secret="s", caller_name="t", capability_profile="default", transport=transport)
     try:
-        result = client.run(Execution(units=(tool("exports.run = function () {};"),)))
+        return client.run(Execution(units=(tool("exports.run = function () {};"),)))
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 300, 100_000])
+def test_the_remote_client_reads_a_deep_answer_as_a_result_error(depth: int) -> None:
+    answer = '{"output": ' + "[" * depth + "]" * depth + ', "error": null, "logs": [], "durationMillis": 1}'
+    result = run_against_answer(answer)
     assert result.error is not None and result.error.type == "result"
     assert str(MAX_DEPTH) in result.error.message
 
 
 def test_the_remote_client_replaces_lone_surrogates_in_an_answer() -> None:
     answer = '{"output": {"k\\ud800": ["\\udc00"]}, "error": null, "logs": ["l\\ud800"], "durationMillis": 1}'
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=answer.encode(), headers={"Content-Type": "application/json"}))
-    client = RemoteSandbox("http://sandbox.test", secret="s", caller_name="t", capability_profile="default", transport=transport)
-    try:
-        result = client.run(Execution(units=(tool("exports.run = function () {};"),)))
-    finally:
-        client.close()
+    result = run_against_answer(answer)
     assert result.output == {"k\ufffd": ["\ufffd"]} and result.logs == ("l\ufffd",)
