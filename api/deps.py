@@ -9,7 +9,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from domain.catalog import Permissions
 from infrastructure.auth import ADMIN, AUDITOR, CALLER, Principal
-from infrastructure.bootstrap import Services
+from api.services import Services
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (DESIGN §8)")
 

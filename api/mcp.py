@@ -41,7 +41,7 @@ from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, ToolWatch, take_offer
 from domain.errors import UnknownRecord
 from infrastructure.auth import ADMIN, CALLER, Principal
-from infrastructure.bootstrap import Services
+from api.services import Services
 
 DEFAULT_PATH = "/mcp"
 ROLES = (ADMIN, CALLER)

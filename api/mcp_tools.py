@@ -21,7 +21,7 @@ from api.routes.modules import call_context
 from domain.catalog import ToolEntry
 from domain.errors import ModuleError, SandboxBusy
 from domain.ports import ExecutionResult
-from infrastructure.bootstrap import Services
+from api.services import Services
 
 log = logging.getLogger("toolsmith.mcp")
 

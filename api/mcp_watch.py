@@ -37,7 +37,7 @@ from api.deps import permissions_of
 from domain.catalog import Permissions, ToolEntry
 from domain.errors import UnknownRecord
 from infrastructure.auth import Principal
-from infrastructure.bootstrap import Services
+from api.services import Services
 
 log = logging.getLogger("toolsmith.mcp")
 

@@ -72,7 +72,7 @@ def _write_store(folder: str, modules: int) -> None:
 
 
 def measure(events: int, rounds: int, progress: Progress) -> dict[str, list[float]]:
-    from domain.application import ModuleRepository
+    from application.repository import ModuleRepository
     from infrastructure.audit import collection_paused
 
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:

@@ -125,7 +125,7 @@ def _check_batch(sandbox, size: int, importers: int, serial: list[int]) -> tuple
 
 
 def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
-    from infrastructure.bootstrap import bootstrap
+    from entrypoints.compose import bootstrap
 
     args = parse_args(argv)
     progress = Progress("publish", quiet=quiet)

@@ -79,7 +79,7 @@ def definition(i: int) -> dict[str, Any]:
 # -- rebuild ---------------------------------------------------------------------------------------
 
 def build_event_store(path: Path, modules: int, progress: Progress) -> Any:
-    from domain.application import ModuleRepository
+    from application.repository import ModuleRepository
     from domain.model import CodeModule
 
     from bench._common import bench_settings
@@ -154,7 +154,7 @@ def measure_rebuild(client: Any, modules: int, rounds: int, progress: Progress) 
 
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
         from bench._common import bench_settings
-        from domain.application import ModuleRepository
+        from application.repository import ModuleRepository
 
         # Written by another process, and read here by a new application, as the command would:
         # 50,000 aggregates made and freed in this process slowed its rebuilds by a fifth.
@@ -276,8 +276,8 @@ def measure_lag(url: str, writes: int, progress: Progress) -> dict[str, list[flo
     from opensearchpy import OpenSearch
 
     from bench._common import bench_settings
-    from domain.application import ModuleRepository
-    from infrastructure.bootstrap import bootstrap
+    from application.repository import ModuleRepository
+    from entrypoints.compose import bootstrap
 
     alias = f"bench-lag-{os.getpid()}"
     probe = OpenSearch(hosts=[url], timeout=30)

@@ -70,7 +70,7 @@ class Variants:
             self.calls["app"] = self.app
 
     def _start_app(self) -> None:
-        from infrastructure.bootstrap import bootstrap
+        from entrypoints.compose import bootstrap
 
         self._tmp = tempfile.TemporaryDirectory(prefix="toolsmith-bench-")
         self.services = bootstrap(bench_settings(self._tmp.name))

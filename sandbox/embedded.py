@@ -31,7 +31,8 @@ from domain.values import TOO_DEEP_RESULT, too_deep, well_formed
 from sandbox.bundle import Program, build_program
 from sandbox.capabilities import Capabilities
 from sandbox.config import SandboxConfig
-from sandbox.worker import CONTEXT, HOST, HTTP, INTL, LOG, Frames, encode_call
+from sandbox.engine import CONTEXT, HOST, HTTP, INTL, LOG
+from sandbox.worker import Frames, encode_call
 
 log = logging.getLogger("toolsmith.sandbox")
 

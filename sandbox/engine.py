@@ -29,7 +29,10 @@ import _quickjs
 
 from domain.values import well_formed
 from sandbox.bundle import HOST_PAYLOAD_CHARS, MAX_LOG_CHARS, MAX_LOG_LINES
-from sandbox.worker import CONTEXT, HOST, HTTP, INTL, LOG
+
+# What a call's capability profile grants, as the bits of one byte in its frame; `HOST`: the
+# program uses the host function at all. The worker's host function serves nothing else.
+HOST, LOG, CONTEXT, INTL, HTTP = 1, 2, 4, 8, 16
 
 log = logging.getLogger("toolsmith.sandbox")
 

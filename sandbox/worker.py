@@ -36,9 +36,6 @@ MIB = 1024 * 1024
 MEMORY_ALLOWANCE_MB = 96
 
 _KINDS = ("value", "json", "check")
-# What a call's capability profile grants, as the bits of one byte in its frame; `HOST`: the
-# program uses the host function at all. The worker's host function serves nothing else.
-HOST, LOG, CONTEXT, INTL, HTTP = 1, 2, 4, 8, 16
 
 # A call: kind, timeout in seconds, memory cap in MB, the capability grants (`sandbox.engine`'s
 # bits), the length of the ai.context() JSON; then that JSON and the program, UTF-8. Decoding this

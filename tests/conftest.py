@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 from opensearchpy import OpenSearch
 
-from api.app import create_app
-from infrastructure.bootstrap import Services, bootstrap
+from entrypoints.web import create_app
+from entrypoints.compose import Services, bootstrap
 from infrastructure.settings import Settings
 from sandbox.embedded import EmbeddedSandbox
 

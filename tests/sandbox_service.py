@@ -51,7 +51,7 @@ _RUNNING: list[SandboxService] = []
 
 
 def service_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "infrastructure.cli", "sandbox", *args]
+    return [sys.executable, "-m", "entrypoints.cli", "sandbox", *args]
 
 
 def service_env(**settings: str) -> dict[str, str]:

@@ -30,7 +30,7 @@ from api.schemas import (
 )
 from domain.callers import AGENT, PLAN, PROFILE, SERVER
 from domain.catalog import Permissions
-from infrastructure.bootstrap import Services
+from api.services import Services
 
 
 def _presented(services: Services, tenant: str, kind: str, record: dict[str, Any]) -> dict[str, Any]:

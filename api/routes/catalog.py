@@ -24,7 +24,7 @@ def tool_out(entry: ToolEntry) -> dict[str, Any]:
         "exposeInChat": entry.expose_in_chat,
         "enabled": entry.enabled,
         "shadowedBy": entry.shadowed_by,
-        # Invoker's rights: a plan reaches only the tools its caller may use (domain.toolbox).
+        # Invoker's rights: a plan reaches only the tools its caller may use (application.toolbox).
         "runsWith": "caller" if entry.call_type == PLAN else None,
     }
 

@@ -25,14 +25,14 @@ from api.schemas import (
     Usage,
 )
 from domain import history
-from domain.application import UNSET, Written, etag
+from application.repository import UNSET, Written, etag
 from domain.errors import UnknownModule
 from domain.callers import AGENT, PLAN, tool_names
 from domain.model import STATES
 from domain.rules import is_valid_id
-from domain.toolbox import answered
+from application.toolbox import answered
 from infrastructure.auth import Principal
-from infrastructure.bootstrap import Services
+from api.services import Services
 from projections.interface import MAX_LIMIT, ORDER_FIELDS, ListQuery, ReadModelUnavailable
 
 log = logging.getLogger("toolsmith.api")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN

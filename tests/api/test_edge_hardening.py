@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from entrypoints.web import create_app
 from domain.values import MAX_DEPTH
 from infrastructure.settings import Settings
 from tests.api.test_bad_input import assert_problem

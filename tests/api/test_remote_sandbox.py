@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from infrastructure.bootstrap import bootstrap
+from entrypoints.web import create_app
+from entrypoints.compose import bootstrap
 from infrastructure.settings import Settings
 from sandbox.remote import RemoteSandbox
 from tests.sandbox_service import SECRET, SandboxService, running_service, service_log_on_failure

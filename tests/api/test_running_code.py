@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from infrastructure.bootstrap import bootstrap
+from entrypoints.compose import bootstrap
 from infrastructure.settings import Settings
-from api.app import create_app
+from entrypoints.web import create_app
 from tests.helpers import ADMIN_TOKEN, unique_id
 
 BASE = "/api/v1/admin/code-modules"

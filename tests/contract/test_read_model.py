@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from eventsourcing.persistence import IntegrityError, Tracking
 
-from domain.application import ModuleRepository
+from application.repository import ModuleRepository
 from projections.interface import ListQuery, ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.opensearch import OpenSearchModuleReadModel

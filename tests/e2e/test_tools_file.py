@@ -19,7 +19,7 @@ def serve(tmp_path: Path, tools: object, port: int) -> tuple[list[str], dict[str
     env = environment_without_settings() | {"TOOLSMITH_TOOLS_FILE": str(path), "TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN,
                                             "PYTHONUNBUFFERED": "1"}
     # `-m` from the project root: the checkout under test, and its `tests.native_tools`, are importable.
-    return [sys.executable, "-m", "infrastructure.cli", "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")], env
+    return [sys.executable, "-m", "entrypoints.cli", "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")], env
 
 
 def test_serve_refuses_a_bad_tools_file_in_one_line_naming_each_problem(tmp_path: Path) -> None:

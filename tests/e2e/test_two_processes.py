@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from domain.application import ModuleRepository
+from application.repository import ModuleRepository
 from tests.e2e.conftest import Server
 from tests.helpers import ADMIN_TOKEN
 

@@ -15,14 +15,14 @@ from typing import Any
 import orjson
 import pytest
 
-from domain.application import ModuleRepository
+from application.repository import ModuleRepository
 from domain import history
 from domain.callers import PROFILE
 from domain.chain import OWN_HASH, event_hash
 from domain.model import graph_aggregate_id, module_aggregate_id
 from domain.ports import ExecutionResult, Sandbox
-from domain.records import CallerRecords
-from domain.toolbox import Toolbox
+from application.records import CallerRecords
+from application.toolbox import Toolbox
 from infrastructure import audit
 from infrastructure.settings import Settings
 from tests import engines

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from domain.application import ModuleRepository, ThreadGraphLock
+from application.repository import ModuleRepository, ThreadGraphLock
 from domain.errors import CheckFailed, ConcurrentChange, ImportCycle, InvalidDefinition
 from domain.model import CodeModule
-from infrastructure.bootstrap import bootstrap
+from entrypoints.compose import bootstrap
 from infrastructure.settings import Settings
 from projections.interface import ListQuery
 from sandbox.embedded import EmbeddedSandbox

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from infrastructure.bootstrap import bootstrap
+from entrypoints.compose import bootstrap
 from infrastructure.locks import AdvisoryGraphLock, lock_key
 from infrastructure.settings import Settings
 

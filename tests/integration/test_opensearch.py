@@ -18,7 +18,7 @@ from eventsourcing.persistence import Tracking
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import RequestError
 
-from domain.application import ModuleRepository
+from application.repository import ModuleRepository
 from projections.interface import ListQuery, ReadModelUnavailable
 from projections.modules import ModuleSummaries
 from projections.opensearch import MAPPINGS, OpenSearchModuleReadModel

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from sandbox.embedded import EmbeddedSandbox
 from tests.conftest import wire

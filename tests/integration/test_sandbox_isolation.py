@@ -17,7 +17,8 @@ import pytest
 from domain.ports import Execution, ExecutionResult, SourceUnit
 from sandbox.embedded import EmbeddedSandbox
 from sandbox.engine import Engine
-from sandbox.worker import CONTEXT, HOST, HTTP, INTL, LOG, MEMORY_ALLOWANCE_MB, MemoryBound
+from sandbox.engine import CONTEXT, HOST, HTTP, INTL, LOG
+from sandbox.worker import MEMORY_ALLOWANCE_MB, MemoryBound
 
 PLAIN = SourceUnit("plain", "exports.run = function (input) { return input.n * 2; };")
 HUGE = "var s = 'x'.repeat(30 * 1024 * 1024);"

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from domain.application import ModuleRepository
+from application.repository import ModuleRepository
 from domain.catalog import EVERYTHING
 from domain.ports import Execution, ExecutionResult, Sandbox
-from domain.toolbox import Toolbox
+from application.toolbox import Toolbox
 from infrastructure.settings import Settings
 
 TENANT = "default"

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from opensearchpy import OpenSearch
 
-from domain.application import ModuleRepository
+from application.repository import ModuleRepository
 from infrastructure.audit import export, import_events
-from infrastructure.bootstrap import Services, build_runner
+from entrypoints.compose import Services, build_runner
 from infrastructure.settings import Settings
 from projections.interface import ListQuery, ReadModelUnavailable
 from projections.opensearch import OpenSearchModuleReadModel

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.application import ModuleRepository, NewestAggregateCache
+from application.repository import ModuleRepository, NewestAggregateCache
 
 TENANT = "default"
 

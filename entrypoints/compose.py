@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from eventsourcing.application import Application
 from opensearchpy import OpenSearch
 
-from domain.application import ModuleRepository, ThreadGraphLock
+from application.repository import ModuleRepository, ThreadGraphLock
 from domain.errors import SandboxUnavailable
-from domain.ports import GraphLock, Sandbox
-from domain.records import CallerRecords
-from domain.toolbox import DeclaredNames, Toolbox
+from domain.ports import GraphLock, Sandbox, ToolNames
+from application.records import CallerRecords
+from application.toolbox import DeclaredNames, Toolbox
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
 from infrastructure.settings import POSTGRES, Settings
+from api.services import Services
 from projections.interface import ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
@@ -28,36 +29,6 @@ from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
 
 log = logging.getLogger("toolsmith.projections")
-
-
-@dataclass
-class Services:
-    settings: Settings
-    modules: ModuleRepository
-    read_model: ModuleReadModel
-    runner: PullingProjectionRunner | TrackingWatcher
-    authenticator: Authenticator
-    sandbox: Sandbox | None
-    graph_lock: GraphLock
-    toolbox: Toolbox
-    records: CallerRecords
-    # The admin token when this start generated it; shown once, then forgotten.
-    new_admin_token: str | None = field(default=None, repr=False)
-    # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
-    owns_sandbox: bool = True
-
-    def start(self) -> None:
-        self.runner.start()
-
-    def close(self) -> None:
-        self.runner.stop()
-        self.toolbox.close()
-        self.read_model.close()
-        close = getattr(self.sandbox, "close", None)
-        if close is not None and self.owns_sandbox:
-            close()
-        self.modules.close()
-        self.graph_lock.close()
 
 
 def build_sandbox(settings: Settings) -> Sandbox | None:
@@ -125,6 +96,18 @@ def build_graph_lock(settings: Settings, event_store_env: dict[str, str]) -> Gra
     return ThreadGraphLock()
 
 
+def open_event_store(settings: Settings, *, purpose: str, sandbox: Callable[[], Sandbox] | None = None,
+                     graph_lock: GraphLock | None = None, tool_names: ToolNames | None = None) -> ModuleRepository:
+    """The event store with `settings` (SQLite in the data dir, or PostgreSQL): for the service, and
+    alone for a CLI command (`purpose` says which, in the error a code run would get)."""
+
+    def no_sandbox() -> Sandbox:
+        raise SandboxUnavailable(f"{purpose} runs no code")
+
+    return ModuleRepository(settings.event_store_env(), sandbox=sandbox or no_sandbox, graph_lock=graph_lock,
+                            tool_names=tool_names)
+
+
 _BUILD = object()
 
 
@@ -145,9 +128,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
 
     event_store_env = settings.event_store_env()
     graph_lock = build_graph_lock(settings, event_store_env)
-    modules = ModuleRepository(
-        event_store_env, sandbox=sandbox_or_refuse, graph_lock=graph_lock, tool_names=DeclaredNames(declared)
-    )
+    modules = open_event_store(settings, purpose="the service", sandbox=sandbox_or_refuse, graph_lock=graph_lock,
+                               tool_names=DeclaredNames(declared))
     toolbox = Toolbox(modules, declared, code_enabled=sandbox is not None)
     records = CallerRecords(modules, toolbox)
     read_model = build_read_model(settings, store_identity(modules))

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pydantic import ValidationError
+from entrypoints.cli_common import _invalid, _refuse
 
-    from domain.application import ModuleRepository
+if TYPE_CHECKING:
+    from application.repository import ModuleRepository
     from infrastructure.settings import Settings
 
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "audit":
-        from infrastructure.audit_cli import audit_command
+        from entrypoints.audit_cli import audit_command
 
         return audit_command(args)
     if args.command == "serve":
@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from api.app import create_app
+    from entrypoints.web import create_app
     from infrastructure import logs
-    from infrastructure.bootstrap import bootstrap
+    from entrypoints.compose import bootstrap
     from infrastructure.declared_tools import ToolsFileError
     from infrastructure.settings import Settings
 
@@ -120,7 +120,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     from infrastructure.settings import Settings
     from sandbox.capabilities import UnknownProfile
     from sandbox.factory import embedded_sandbox
-    from sandbox.service import create_sandbox_app
+    from entrypoints.sandbox_service import create_sandbox_app
 
     try:
         settings = Settings()
@@ -172,10 +172,8 @@ def _projections(args: argparse.Namespace) -> int:
     from opensearchpy.exceptions import OpenSearchException
     from pydantic import ValidationError
 
-    from domain.application import ModuleRepository
-    from domain.errors import SandboxUnavailable
+    from entrypoints.compose import build_read_model, build_runner, open_event_store
     from infrastructure import logs
-    from infrastructure.bootstrap import build_read_model, build_runner
     from infrastructure.settings import Settings
     from projections.store_identity import store_identity
     from projections.interface import ReadModelUnavailable
@@ -191,11 +189,8 @@ def _projections(args: argparse.Namespace) -> int:
                        "each API process rebuilds it at start", prog)
     logs.configure(settings.log_level)
 
-    def no_sandbox() -> None:
-        raise SandboxUnavailable("the projection runner runs no code")
-
     try:
-        app = ModuleRepository(settings.event_store_env(), sandbox=no_sandbox)  # type: ignore[arg-type]
+        app = open_event_store(settings, purpose="the projection runner")
     except PersistenceError as e:
         return _refuse(f"cannot open the event store ({settings.persistence_module}): {e}", prog)
     try:
@@ -227,7 +222,7 @@ def _rebuild(app: ModuleRepository, settings: Settings, keep_old: bool) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from infrastructure.bootstrap import opensearch_client
+    from entrypoints.compose import opensearch_client
     from projections.store_identity import store_identity
     from projections.rebuild import rebuild
 
@@ -253,26 +248,6 @@ def _allow_list_error(domains: str) -> str | None:
     except ValueError as e:
         return str(e)
     return None
-
-
-def _invalid(error: ValidationError) -> str:
-    """Each invalid setting, named by its environment variable."""
-    from infrastructure.settings import Settings
-
-    return "; ".join(f"{_env_name(Settings, e['loc'])}: {e['msg']}" for e in error.errors())
-
-
-def _env_name(settings: type, location: tuple[object, ...]) -> str:
-    """The environment variable behind a settings field (`CODESANDBOX_URL` for `sandbox_url`)."""
-    field = settings.model_fields.get(location[0]) if location else None
-    choices = getattr(field.validation_alias, "choices", []) if field is not None else []
-    names = [c for c in choices if isinstance(c, str) and c.isupper()]
-    return names[0] if names else ".".join(map(str, location))
-
-
-def _refuse(reason: str, prog: str = "toolsmith sandbox") -> int:
-    print(f"{prog}: {reason}", file=sys.stderr, flush=True)
-    return 2
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from infrastructure.cli import _invalid, _refuse
+from entrypoints.cli_common import _invalid, _refuse
 
 BROKEN = 1
 REFUSED = 1  # bad settings: 2, from `_refuse`
@@ -28,7 +28,7 @@ def audit_command(args: argparse.Namespace) -> int:
     from eventsourcing.persistence import PersistenceError
     from pydantic import ValidationError
 
-    from domain.application import ModuleRepository
+    from entrypoints.compose import open_event_store
     from infrastructure import data_dir
     from infrastructure.audit import collection_paused
     from infrastructure.settings import Settings
@@ -48,7 +48,7 @@ def audit_command(args: argparse.Namespace) -> int:
             # Opening would create an empty store, and a typo in --data-dir would then verify clean.
             return _refuse(f"no event store at {path} (check --data-dir or TOOLSMITH_DATA_DIR)", prog)
     try:
-        app = ModuleRepository(env, sandbox=_no_sandbox)
+        app = open_event_store(settings, purpose="the audit")
     except (PersistenceError, ValueError, OSError) as e:
         return _refuse(f"cannot open the event store ({settings.persistence_module}): {_scrubbed(e)}", prog)
     try:
@@ -153,12 +153,6 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
     finally:
         if bar.live.is_started:
             bar.stop()
-
-
-def _no_sandbox() -> Any:
-    from domain.errors import SandboxUnavailable
-
-    raise SandboxUnavailable("the audit runs no code")
 
 
 def _scrubbed(error: Exception) -> str:

@@ -35,7 +35,7 @@ from sandbox.capabilities import PROFILES, UnknownProfile, profile
 from sandbox.config import SandboxConfig
 from sandbox.wire import CALLER_HEADER, PROFILE_HEADER, WireError, execution_from_wire, result_to_wire, to_json
 
-log = logging.getLogger("toolsmith.sandbox.service")
+log = logging.getLogger("toolsmith.entrypoints.sandbox_service")
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 BUSY_DETAIL = "every sandbox session is busy; try again later"

@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks
 from api.routes import audit, callers, catalog, module_history, modules, tokens, tools
-from infrastructure.bootstrap import Services
+from entrypoints.compose import Services
 from projections.runner import health
 
 

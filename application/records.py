@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from domain.application import ModuleRepository
+from application.repository import ModuleRepository
 from domain.callers import AGENT, PLAN, PROFILE, SERVER, CallerRegistry, Record, record_violations, tool_names
 from domain import catalog
 from domain.errors import ConcurrentChange, InUse, InvalidRecord, RecordTaken, UnknownRecord, Violation
 from domain.graph import find_cycle
-from domain.toolbox import Toolbox
+from application.toolbox import Toolbox
 
 _ATTEMPTS = 5
 ROLES = ("admin", "auditor", "caller")

@@ -1,0 +1,45 @@
+"""What the presenters (REST, MCP) are handed: the application's services and the adapters behind
+them, built by the composition root (`entrypoints/compose.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from application.records import CallerRecords
+from application.repository import ModuleRepository
+from application.toolbox import Toolbox
+from domain.ports import GraphLock, Sandbox
+from infrastructure.auth import Authenticator
+from infrastructure.settings import Settings
+from projections.interface import ModuleReadModel
+from projections.runner import PullingProjectionRunner, TrackingWatcher
+
+
+@dataclass
+class Services:
+    settings: Settings
+    modules: ModuleRepository
+    read_model: ModuleReadModel
+    runner: PullingProjectionRunner | TrackingWatcher
+    authenticator: Authenticator
+    sandbox: Sandbox | None
+    graph_lock: GraphLock
+    toolbox: Toolbox
+    records: CallerRecords
+    # The admin token when this start generated it; shown once, then forgotten.
+    new_admin_token: str | None = field(default=None, repr=False)
+    # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
+    owns_sandbox: bool = True
+
+    def start(self) -> None:
+        self.runner.start()
+
+    def close(self) -> None:
+        self.runner.stop()
+        self.toolbox.close()
+        self.read_model.close()
+        close = getattr(self.sandbox, "close", None)
+        if close is not None and self.owns_sandbox:
+            close()
+        self.modules.close()
+        self.graph_lock.close()
