@@ -118,9 +118,9 @@ def _sandbox(args: argparse.Namespace) -> int:
 
     from infrastructure import logs
     from infrastructure.settings import Settings
-    from sandbox.capabilities import UnknownProfile
-    from sandbox.factory import embedded_sandbox
+    from entrypoints.compose import sandbox_pool
     from entrypoints.sandbox_service import create_sandbox_app
+    from sandbox.capabilities import UnknownProfile
 
     try:
         settings = Settings()
@@ -147,7 +147,7 @@ def _sandbox(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     elif args.insecure_dev:
         print("  --insecure-dev is ignored: CODESANDBOX_SECRET is set, and every call must present it", file=sys.stderr, flush=True)
-    sandbox = embedded_sandbox(config)
+    sandbox = sandbox_pool(settings)
     try:
         app = create_sandbox_app(sandbox, secret=secret or None, insecure=not secret, config=config)
         print(f"  Code sandbox serving on {address} (profile {config.capability_profile}, "

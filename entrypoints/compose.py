@@ -31,13 +31,19 @@ from sandbox.remote import RemoteSandbox
 log = logging.getLogger("toolsmith.projections")
 
 
+def sandbox_pool(settings: Settings) -> Sandbox:
+    """The pool of QuickJS worker processes, for `serve` with the embedded sandbox and for the
+    `toolsmith sandbox` service alike."""
+    return embedded_sandbox(settings.sandbox_config())
+
+
 def build_sandbox(settings: Settings) -> Sandbox | None:
     """DESIGN §6: empty switches code execution off, `embedded` runs it in process, and an
     http(s) URL (the only other value the settings accept) names a `toolsmith sandbox` service."""
     if settings.sandbox_url == "":
         return None
     if settings.sandbox_url == "embedded":
-        return embedded_sandbox(settings.sandbox_config())
+        return sandbox_pool(settings)
     secret = settings.sandbox_secret.get_secret_value() if settings.sandbox_secret else None
     return RemoteSandbox(
         settings.sandbox_url,
