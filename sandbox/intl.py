@@ -644,9 +644,9 @@ class _NumberFormat:
         """Babel's string as ECMA-402 parts: the number's own parts, then each side's affix."""
         text, sign = babel
         match = self.core.search(text)
-        parts = self._affix(text[: match.start()], sign)
+        parts = self._affix(text[: match.start()], sign, True)
         parts += self._number(match.group())
-        parts += self._affix(text[match.end() :], sign)
+        parts += self._affix(text[match.end() :], sign, False)
         if sign == "+" and not any(kind == "plusSign" for kind, _ in parts):  # no minus to swap: (accounting)
             parts = [("plusSign", self.symbols["plusSign"])] + parts
         return parts if self.display == "name" else _spaced(parts)
@@ -672,29 +672,41 @@ class _NumberFormat:
             parts.append(("exponentInteger", exponent))
         return parts
 
-    def _affix(self, text: str, sign: str) -> list[_Part]:
+    def _affix(self, text: str, sign: str, before: bool) -> list[_Part]:
         """Signs, percent and the currency as their own parts; a unit, a compact suffix or a currency
-        name is the rest without its spaces; what is left is literal."""
-        known = [re.escape(self.currency_text)] if self.style == "currency" and self.display != "name" else []
-        known += ["[-+%]", re.escape(self.symbols["minusSign"]), re.escape(self.symbols["percentSign"])]
+        name is the rest without its spaces (its sign is the one next to the number); the rest is literal."""
+        minus = ("-", self.symbols["minusSign"])
+        tail: list[_Part] = []
+        if self.labels:
+            if before and text.endswith(minus):
+                size = 1 if text.endswith("-") else len(minus[1])
+                text, tail = text[:-size], [self._sign_part(sign)]
+            signs = [re.escape(self.currency_text)] if self.style == "currency" and self.display != "name" else []
+        else:
+            signs = [re.escape(self.currency_text)] if self.style == "currency" else []
+            signs += ["[-+%]", re.escape(self.symbols["minusSign"]), re.escape(self.symbols["percentSign"])]
         parts: list[_Part] = []
-        for piece in re.split(f"({'|'.join(known)})", text):
+        for piece in re.split(f"({'|'.join(signs)})", text) if signs else [text]:
             if not piece:
                 continue
-            if known[0] != "[-+%]" and piece == self.currency_text:
+            if self.style == "currency" and self.display != "name" and piece == self.currency_text:
                 parts.append(("currency", piece))
-            elif piece in ("-", self.symbols["minusSign"]):
-                parts.append(("plusSign", self.symbols["plusSign"]) if sign == "+" else ("minusSign", self.symbols["minusSign"]))
+            elif piece in minus:
+                parts.append(self._sign_part(sign))
             elif piece == "+":
                 parts.append(("plusSign", self.symbols["plusSign"]))
-            elif piece in ("%", self.symbols["percentSign"]):
+            elif piece in ("%", self.symbols["percentSign"]) and not self.labels:
                 parts.append(("percentSign", self.symbols["percentSign"]))
             elif self.labels and piece.strip():
                 lead, label, trail = re.fullmatch(r"(\s*)(.*?)(\s*)", piece, re.DOTALL).groups()
                 parts += [(kind, v) for kind, v in (("literal", lead), (self.labels, label), ("literal", trail)) if v]
             else:
                 parts.append(("literal", piece))
-        return parts
+        return parts + tail
+
+    def _sign_part(self, sign: str) -> _Part:
+        """Babel writes every sign as a minus: "+" (signDisplay) is the same place with the plus."""
+        return ("plusSign", self.symbols["plusSign"]) if sign == "+" else ("minusSign", self.symbols["minusSign"])
 
 
 _QUOTE = "\ue000"  # stands in for an apostrophe in a number symbol while Babel formats
