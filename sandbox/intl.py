@@ -23,10 +23,17 @@ A key is the resolved formatter's settings as a JSON array in a string, so forma
 stateless and each formatter is built once per process (lru_cache on the key); the constructor
 resolves and validates options once.
 
+Numbers go through Babel's format_decimal, format_percent, format_currency, format_unit,
+format_compact_decimal and format_compact_currency; this module maps the options to their arguments,
+rounds as ECMA-402 does (half away from zero, fraction or significant digits) before Babel sees the
+number, and splits Babel's string into formatToParts' parts. `python -m bench.intl_vs_node` compares
+200 cases with Node's Intl.
+
 Known gaps. Babel's data has no narrow currency symbols (narrowSymbol shows the symbol), no
-minimumGroupingDigits (es-ES prints 1.234 where V8 prints 1234) and no "{1} 'at' {0}" date-time
-glue. Digits are always Latin; style "unit" and notations other than "standard" are refused with a
-RangeError; Python's datetime limits dates to the years 1 to 9999.
+currencySpacing and no minimumGroupingDigits (both filled in here) and no "{1} 'at' {0}" date-time
+glue. Digits are always Latin; notations other than "standard" take style decimal only (compact
+also currency); a NaN or ∞ with a unit takes the singular; Python's datetime limits dates to the
+years 1 to 9999.
 """
 
 from __future__ import annotations
@@ -156,7 +163,8 @@ _INTL_SOURCE = r"""(function (call) {
     };
   }
   var NF = ["style", "s", "currency", "s", "currencyDisplay", "s", "currencySign", "s", "unit", "s",
-    "unitDisplay", "s", "notation", "s", "compactDisplay", "s", "minimumIntegerDigits", "n", "minimumFractionDigits", "n",
+    "unitDisplay", "s", "notation", "s", "compactDisplay", "s", "minimumIntegerDigits", "n",
+    "minimumFractionDigits", "n",
     "maximumFractionDigits", "n", "minimumSignificantDigits", "n", "maximumSignificantDigits", "n",
     "useGrouping", "g", "signDisplay", "s"];
   var DTF = ["weekday", "s", "era", "s", "year", "s", "month", "s", "day", "s", "dayPeriod", "s",
