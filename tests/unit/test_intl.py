@@ -142,6 +142,44 @@ def test_resolved_options_report_the_defaults(js):
     assert json.loads(js("JSON.stringify(new Intl.NumberFormat().resolvedOptions())"))["maximumFractionDigits"] == 3
 
 
+@pytest.mark.parametrize(
+    ("locale", "options", "value", "expected"),
+    [
+        ("en-US", "{style: 'unit', unit: 'kilometer-per-hour'}", "16", "16 km/h"),
+        ("en-US", "{style: 'unit', unit: 'kilometer-per-hour', unitDisplay: 'long'}", "16", "16 kilometers per hour"),
+        ("en-US", "{style: 'unit', unit: 'hour', unitDisplay: 'long'}", "1", "1 hour"),
+        ("en-US", "{style: 'unit', unit: 'celsius', unitDisplay: 'narrow'}", "16", "16°C"),
+        ("de-DE", "{style: 'unit', unit: 'kilometer', unitDisplay: 'long'}", "1.5", "1,5 Kilometer"),
+        ("en-US", "{style: 'unit', unit: 'megabyte-per-second', unitDisplay: 'long'}", "2", "2 megabytes per second"),
+        ("en-US", "{notation: 'compact'}", "1234", "1.2K"),
+        ("en-US", "{notation: 'compact'}", "999999", "1M"),
+        ("en-US", "{notation: 'compact', compactDisplay: 'long'}", "1500000", "1.5 million"),
+        ("ja-JP", "{notation: 'compact'}", "1500000", "150万"),
+        ("en-US", "{notation: 'compact', style: 'currency', currency: 'USD'}", "1234", "$1.2K"),
+        ("en-US", "{notation: 'scientific'}", "123456", "1.235E5"),
+        ("en-US", "{notation: 'scientific', maximumSignificantDigits: 2}", "99999", "1E5"),
+        ("en-US", "{notation: 'engineering'}", "0.00012", "120E-6"),
+        ("es-ES", "{}", "1234", "1234"),  # CLDR's minimumGroupingDigits 2
+        ("es-ES", "{}", "12345", "12.345"),
+        ("de-CH", "{}", "1234567.5", "1'234'567.5"),
+        ("sv-SE", "{}", "-5", "\u22125"),
+    ],
+)
+def test_units_compact_and_scientific_notation_and_locale_grouping(js, locale, options, value, expected):
+    assert js(f"new Intl.NumberFormat('{locale}', {options}).format({value})") == expected
+
+
+def test_unit_and_compact_parts_name_the_unit_and_the_suffix(js):
+    unit = json.loads(js("JSON.stringify(new Intl.NumberFormat('en', {style: 'unit', unit: 'hour', unitDisplay: 'long'}).formatToParts(-2))"))
+    assert unit == [{"type": "minusSign", "value": "-"}, {"type": "integer", "value": "2"}, {"type": "literal", "value": " "}, {"type": "unit", "value": "hours"}]
+    compact = json.loads(js("JSON.stringify(new Intl.NumberFormat('en', {notation: 'compact'}).formatToParts(1234))"))
+    assert compact == [{"type": "integer", "value": "1"}, {"type": "decimal", "value": "."}, {"type": "fraction", "value": "2"}, {"type": "compact", "value": "K"}]
+    science = json.loads(js("JSON.stringify(new Intl.NumberFormat('en', {notation: 'scientific'}).formatToParts(0.00012))"))
+    assert [p["type"] for p in science] == ["integer", "decimal", "fraction", "exponentSeparator", "exponentMinusSign", "exponentInteger"]
+    options = json.loads(js("JSON.stringify(new Intl.NumberFormat('en', {notation: 'compact'}).resolvedOptions())"))
+    assert (options["useGrouping"], options["maximumSignificantDigits"], options["roundingPriority"]) == ("min2", 2, "morePrecision")
+
+
 # --- locales -------------------------------------------------------------------------------
 
 
@@ -250,7 +288,7 @@ def test_locale_methods_load_intl_only_when_used():
         ("new Intl.NumberFormat('en', {maximumFractionDigits: 200})", "RangeError: maximumFractionDigits value is out of range."),
         ("new Intl.NumberFormat('en', {minimumFractionDigits: 3, maximumFractionDigits: 1})", "RangeError: maximumFractionDigits value is out of range."),
         ("new Intl.NumberFormat('en', {style: 'bogus'})", "RangeError: Value bogus out of range for Intl.NumberFormat options property style"),
-        ("new Intl.NumberFormat('en', {style: 'unit', unit: 'meter'})", "RangeError: Intl.NumberFormat style 'unit' is not supported in this sandbox"),
+        ("new Intl.NumberFormat('en', {style: 'unit', unit: 'parsec'})", "RangeError: Invalid unit argument for Intl.NumberFormat() 'parsec'"),
         ("new Intl.NumberFormat([5])", "TypeError: Language ID should be string or object."),
         ("new Intl.DateTimeFormat('en').format(new Date('nope'))", "RangeError: Invalid time value"),
         ("new Intl.DateTimeFormat('en', {timeZone: 'Nowhere/City'})", "RangeError: Invalid time zone specified: Nowhere/City"),
