@@ -13,20 +13,7 @@ import shutil
 
 import pytest
 
-from bench.intl_vs_node import CASES, PARTS_CASES, compare, report
-
-_NNBSP = (
-    "CLDR puts a narrow no-break space (U+202F) before AM/PM; Node's V8 replaces it with a plain space "
-    "in format() for web compatibility; Babel keeps CLDR's, and tests/unit/test_intl.py "
-    "asserts the U+202F."
-)
-# Differences we accept, by case id, each with why.
-ACCEPTED: dict[str, str] = {
-    'en-US {"timeZone":"UTC","timeStyle":"short"} Date.UTC(2024, 0, 15, 14, 30, 0)': _NNBSP,
-    'en-US {"timeZone":"UTC","dateStyle":"medium","timeStyle":"medium"} Date.UTC(2024, 0, 15, 14, 30, 0)': _NNBSP,
-    'en-US {"timeZone":"Asia/Tokyo","timeStyle":"long"} Date.UTC(2024, 0, 15, 14, 30, 0)': _NNBSP,
-}
-
+from bench.intl_vs_node import ACCEPTED, CASES, PARTS_CASES, compare, report
 
 @pytest.fixture(scope="module")
 def results():
