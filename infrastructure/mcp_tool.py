@@ -2,9 +2,11 @@
 
 Each call opens a client session with the official SDK, makes the `initialize` handshake (legacy
 mode: what every server deployed today speaks, in one round trip), calls `tools/call` and closes the
-session, all within the tool's timeout. `call` is synchronous: the API calls it from worker threads,
-never from inside an event loop, so each call runs its own loop. The headers carry secrets
-(`Authorization`): they never reach a log, an error message or a `repr`.
+session, all within the tool's timeout. Every request goes through the egress module
+(`infrastructure/egress/transport.py`): to the declared origin only, to the addresses its name
+resolved to when the call began, without proxies. `call` is synchronous: the API calls it from
+worker threads, never from inside an event loop, so each call runs its own loop. The headers carry
+secrets (`Authorization`): they never reach a log, an error message or a `repr`.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class McpTool(DeclaredTool):
         from mcp.client.streamable_http import streamable_http_client
         from mcp_types import Implementation
 
+        from infrastructure.egress.transport import declared_origin_client
+
         async def note_status(response: httpx2.Response) -> None:
             if response.status_code >= 400:
                 statuses.append(response.status_code)
@@ -70,8 +74,10 @@ class McpTool(DeclaredTool):
         seconds = self.timeout_millis / 1000
         # One deadline over the whole exchange: connect, handshake, call and the session's DELETE.
         with anyio.fail_after(seconds):
-            http = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(seconds),
-                                      event_hooks={"response": [note_status]})
+            # Through the egress module: to the declared origin only, its addresses resolved once
+            # and pinned for the call, no proxy from the environment, the body capped.
+            http = declared_origin_client(self.url, seconds=seconds, headers=self._headers,
+                                          event_hooks={"response": [note_status]})
             async with http:
                 client = Client(streamable_http_client(self.url, http_client=http), mode="legacy",
                                 read_timeout_seconds=seconds, cache=None,
@@ -84,7 +90,11 @@ class McpTool(DeclaredTool):
         import httpx2
         from mcp.shared.exceptions import MCPError
 
+        from infrastructure.egress.policy import EgressError
+
         cause = _first_leaf(error)
+        if isinstance(cause, EgressError):
+            return f"{self.host} refused by egress: {cause}"
         if isinstance(cause, (TimeoutError, httpx2.TimeoutException)):
             return f"{self.host} unreachable: no answer within {self.timeout_millis} ms"
         if isinstance(cause, (httpx2.TransportError, OSError)):
