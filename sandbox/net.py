@@ -21,9 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpcore
-
-from infrastructure.egress.exchange import Egress, Request, Response, decoded
+from infrastructure.egress.exchange import Egress, NetworkBackend, Request, Response, decoded
 from infrastructure.egress.policy import AllowList, AllowListPolicy, EgressConnectError, EgressError, EgressTimeout
 from infrastructure.egress.resolve import Resolve, resolve_addresses
 
@@ -60,7 +58,7 @@ class Fetcher:
         max_seconds: float = 10.0,
         resolve: Resolve = resolve_addresses,
         ssl_context: ssl.SSLContext | None = None,
-        network_backend: httpcore.NetworkBackend | None = None,
+        network_backend: NetworkBackend | None = None,
     ) -> None:
         self.allow = allow
         self.max_request_bytes = max_request_bytes

@@ -8,7 +8,8 @@ through this package, and `tests/unit/test_egress_only.py` fails when another mo
   so no rebinding window), each step bounded by one deadline.
 - `exchange`: a synchronous request with its redirects, each hop checked again, no proxies, caps on
   bytes and time (`http.fetch`).
-- `transport`: the same for the MCP SDK's asynchronous `httpx2` client (external MCP tools).
+- `transport`: the same for the MCP SDK's asynchronous `httpx2` client, to one declared origin.
+- `mcp_client`: the MCP SDK's client over that transport (external MCP tools).
 
 Submodules are imported where used: a sandbox worker needs no `httpx2`, and the API no `httpcore`
 until something fetches.

@@ -22,6 +22,7 @@ from infrastructure.egress.policy import EgressConnectError, EgressError, Egress
 from infrastructure.egress.resolve import Resolve, resolve_addresses
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+NetworkBackend = httpcore.NetworkBackend  # what makes a TCP connection to a judged address (tests pass a stub)
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Egress:
         max_redirects: int = 5,
         resolve: Resolve = resolve_addresses,
         ssl_context: ssl.SSLContext | None = None,
-        network_backend: httpcore.NetworkBackend | None = None,
+        network_backend: NetworkBackend | None = None,
     ) -> None:
         self.policy = policy
         self.max_response_bytes = max_response_bytes
