@@ -8,8 +8,9 @@ streamable-HTTP client. Its transport:
 - resolves the declared host once per client (one tool call) and pins the answer: every connection
   of the call (handshake, call, the session's DELETE) goes to those addresses, with no second DNS
   lookup. The addresses are trusted as declared: the admin chose them (a sidecar on localhost);
-- reads no proxy, `.netrc` or certificate setting from the environment (`trust_env=False`, and a
-  transport of its own, which `httpx2` never wraps in an environment proxy);
+- uses no proxy from the environment (`trust_env=False`, and a transport of its own, which `httpx2`
+  never wraps in an environment proxy). The CA bundle named by `SSL_CERT_FILE` or `SSL_CERT_DIR`
+  is still trusted, as before: that chooses whom to trust, not where to send;
 - bounds every connect, read and write by the call's deadline, and a response body by a cap.
 """
 
@@ -59,7 +60,7 @@ class PinnedTransport(httpx2.AsyncHTTPTransport):
     def __init__(self, origin: DeclaredOrigin, *, deadline: float, max_response_bytes: int = MAX_RESPONSE_BYTES,
                  resolve: Resolve = resolve_addresses, ssl_context: ssl.SSLContext | None = None,
                  network_backend: httpcore2.AsyncNetworkBackend | None = None) -> None:
-        context = ssl_context or httpx2.create_ssl_context(trust_env=False)
+        context = ssl_context or httpx2.create_ssl_context()
         super().__init__(verify=context, trust_env=False)
         self.origin = origin
         self.max_response_bytes = max_response_bytes

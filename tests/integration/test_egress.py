@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from infrastructure.egress.transport import declared_origin_client
 from sandbox.net import AllowList, Fetcher
 from tests.helpers import free_port
 from tests.integration.test_declared_mcp_tool import weather_server
-from tests.integration.test_fetch import Server, serving
+from tests.integration.test_fetch import Server, serving, tls_server  # noqa: F401 (a fixture)
 
 
 class Listener:
@@ -171,6 +172,22 @@ def test_an_mcp_response_body_is_capped(mcp_port: int) -> None:
 
     with pytest.raises(EgressError, match="response body larger than 1000000 bytes"):
         anyio.run(get)
+
+
+def test_https_to_a_pinned_address_still_verifies_the_certificate_against_the_name(tls_server: tuple[Server, Path, list[str]]) -> None:
+    server, cert, sni = tls_server
+    trusted = ssl.create_default_context(cafile=str(cert))
+    dns = Resolver({"secure.test": [["127.0.0.1"]], "other.test": [["127.0.0.1"]]})
+
+    async def get(host: str) -> httpx2.Response:
+        async with declared_origin_client(f"https://{host}:{server.port}/", seconds=5, resolve=dns, ssl_context=trusted) as http:
+            return await http.get(f"https://{host}:{server.port}/hello")
+
+    response = anyio.run(get, "secure.test")
+    assert (response.status_code, response.text, sni) == (200, "hello ✓", ["secure.test"])
+    # the same address under a name the certificate does not carry
+    with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        anyio.run(get, "other.test")
 
 
 def declared_tool(tmp_path: Path, url: str) -> Any:
