@@ -66,8 +66,12 @@ class PinnedTransport(httpx2.AsyncHTTPTransport):
         self.max_response_bytes = max_response_bytes
         self.backend = AsyncPinnedBackend(origin, deadline, resolve=resolve, inner=network_backend)
         # The pool `AsyncHTTPTransport` sends through (its only state), made again over the pinned
-        # backend: `AsyncHTTPTransport` takes no network backend of its own.
-        self._pool = httpcore2.AsyncConnectionPool(ssl_context=context, network_backend=self.backend)
+        # backend: `AsyncHTTPTransport` takes no network backend of its own. (Should `httpx2` rename
+        # it, the pinning test in tests/integration/test_egress.py fails: its name resolves nowhere else.)
+        limits = httpx2.Limits()  # httpx2's defaults, as its own pool would have
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=context, network_backend=self.backend, max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
@@ -104,7 +108,6 @@ class AsyncPinnedBackend(httpcore2.AsyncNetworkBackend):
         self._inner = inner or httpcore2.AnyIOBackend()
         self._pinned: dict[tuple[str, int], list[str]] = {}
         self._lock = anyio.Lock()
-        self.resolved: list[tuple[str, int]] = []  # each lookup made, for tests and logs
 
     async def addresses(self, host: str, port: int) -> list[str]:
         async with self._lock:  # two connections opened at once still share one lookup
@@ -116,7 +119,6 @@ class AsyncPinnedBackend(httpcore2.AsyncNetworkBackend):
         literal = self._policy.check_name(host, port)
         if literal is not None:
             return [str(literal)]
-        self.resolved.append((host, port))
         try:
             with anyio.fail_after(self._left(httpcore2.ConnectTimeout)):
                 answers = await anyio.to_thread.run_sync(self._resolve, host, port, abandon_on_cancel=True)
