@@ -241,7 +241,7 @@ def _rebuild(app: ModuleRepository, settings: Settings, keep_old: bool) -> int:
 
 def _allow_list_error(domains: str) -> str | None:
     """Why `CODESANDBOX_ALLOWED_DOMAINS` cannot be used, or None."""
-    from sandbox.net import AllowList
+    from infrastructure.egress.policy import AllowList
 
     try:
         AllowList.parse(domains)

@@ -2,9 +2,11 @@
 
 Each call opens a client session with the official SDK, makes the `initialize` handshake (legacy
 mode: what every server deployed today speaks, in one round trip), calls `tools/call` and closes the
-session, all within the tool's timeout. `call` is synchronous: the API calls it from worker threads,
-never from inside an event loop, so each call runs its own loop. The headers carry secrets
-(`Authorization`): they never reach a log, an error message or a `repr`.
+session, all within the tool's timeout. Every request goes through the egress module
+(`infrastructure/egress/mcp_client.py`): to the declared origin only, to the addresses its name
+resolved to when the call began, without proxies. `call` is synchronous: the API calls it from
+worker threads, never from inside an event loop, so each call runs its own loop. The headers carry
+secrets (`Authorization`): they never reach a log, an error message or a `repr`.
 """
 
 from __future__ import annotations
@@ -59,9 +61,9 @@ class McpTool(DeclaredTool):
     async def _call(self, arguments: dict[str, Any], statuses: list[int]) -> Any:
         # Imported here: the SDK is large, and a start without MCP tools should not pay for it.
         import httpx2
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
         from mcp_types import Implementation
+
+        from infrastructure.egress.mcp_client import mcp_client
 
         async def note_status(response: httpx2.Response) -> None:
             if response.status_code >= 400:
@@ -69,22 +71,25 @@ class McpTool(DeclaredTool):
 
         seconds = self.timeout_millis / 1000
         # One deadline over the whole exchange: connect, handshake, call and the session's DELETE.
+        # Through the egress module: to the declared origin only, its addresses resolved once and
+        # pinned for the call, no proxy from the environment, the body capped.
         with anyio.fail_after(seconds):
-            http = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(seconds),
-                                      event_hooks={"response": [note_status]})
-            async with http:
-                client = Client(streamable_http_client(self.url, http_client=http), mode="legacy",
-                                read_timeout_seconds=seconds, cache=None,
+            client = mcp_client(self.url, seconds=seconds, headers=self._headers, event_hooks={"response": [note_status]},
+                                mode="legacy", read_timeout_seconds=seconds, cache=None,
                                 client_info=Implementation(name=CLIENT_NAME, version="1"))
-                async with client:
-                    return await client.call_tool(self.remote_name, arguments)
+            async with client:
+                return await client.call_tool(self.remote_name, arguments)
 
     def _failure(self, error: BaseException, statuses: list[int]) -> str:
         """What went wrong, in one line, without the request's headers."""
         import httpx2
         from mcp.shared.exceptions import MCPError
 
+        from infrastructure.egress.policy import EgressError
+
         cause = _first_leaf(error)
+        if isinstance(cause, EgressError):
+            return f"{self.host} refused by egress: {cause}"
         if isinstance(cause, (TimeoutError, httpx2.TimeoutException)):
             return f"{self.host} unreachable: no answer within {self.timeout_millis} ms"
         if isinstance(cause, (httpx2.TransportError, OSError)):

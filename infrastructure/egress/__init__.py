@@ -1,0 +1,16 @@
+"""The one way out (DESIGN §10.1, "One egress path"): every outbound request of the product goes
+through this package, and `tests/unit/test_egress_only.py` fails when another module opens one.
+
+- `policy`: what may be reached (the allow-list and the blocked address ranges of `http.fetch`, the
+  declared origin of an external MCP tool).
+- `resolve`: a name resolved once, within the request's time, every answer judged.
+- `connect`: sockets to those judged addresses only, pinned for the exchange (no second DNS lookup,
+  so no rebinding window), each step bounded by one deadline.
+- `exchange`: a synchronous request with its redirects, each hop checked again, no proxies, caps on
+  bytes and time (`http.fetch`).
+- `transport`: the same for the MCP SDK's asynchronous `httpx2` client, to one declared origin.
+- `mcp_client`: the MCP SDK's client over that transport (external MCP tools).
+
+Submodules are imported where used: a sandbox worker needs no `httpx2`, and the API no `httpcore`
+until something fetches.
+"""

@@ -1,0 +1,146 @@
+"""One outbound HTTP exchange, synchronous: a request and the redirects it leads to, within a
+policy and caps on bytes and time. `http.fetch` sends its requests through it.
+
+The request goes straight through an `httpcore` pool over `PinnedBackend`: there is no HTTP client
+that could read proxy variables or a `.netrc` from the environment. Every redirect hop is checked
+as the first URL was, and credentials are dropped when the origin changes. The body is read (and
+decoded from gzip or deflate) without ever holding more than the cap.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+import zlib
+from dataclasses import dataclass
+
+import httpcore
+import httpx
+
+from infrastructure.egress.connect import PinnedBackend
+from infrastructure.egress.policy import EgressConnectError, EgressError, EgressTimeout, Policy, checked_url, port_of
+from infrastructure.egress.resolve import Resolve, resolve_addresses
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+NetworkBackend = httpcore.NetworkBackend  # what makes a TCP connection to a judged address (tests pass a stub)
+
+
+@dataclass
+class Request:
+    url: httpx.URL
+    method: str
+    headers: dict[str, str]
+    body: bytes | None
+
+
+@dataclass
+class Response:
+    url: httpx.URL  # the last hop's
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+
+
+class Egress:
+    """Sends requests where `policy` allows, with caps on the response body, redirects and time."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        max_response_bytes: int = 1_048_576,
+        max_redirects: int = 5,
+        resolve: Resolve = resolve_addresses,
+        ssl_context: ssl.SSLContext | None = None,
+        network_backend: NetworkBackend | None = None,
+    ) -> None:
+        self.policy = policy
+        self.max_response_bytes = max_response_bytes
+        self.max_redirects = max_redirects
+        self._resolve = resolve
+        # `ssl_context` may trust a private CA; `network_backend` (tests only) makes the TCP
+        # connection to an address already judged.
+        self._network = network_backend
+        self._ssl = ssl_context  # None: httpx's default (certifi), made on first use
+
+    def url(self, text: str) -> httpx.URL:
+        """`text` as a URL the policy allows (scheme, user info, host and port); else EgressError."""
+        return checked_url(text, self.policy)
+
+    def send(self, request: Request, seconds: float) -> Response:
+        """The answer to `request` (its URL from `url`), following redirects, all within `seconds`.
+        Raises EgressError: EgressTimeout when time runs out, EgressConnectError when no checked
+        address takes the connection."""
+        try:
+            return self._send(request, seconds)
+        except httpcore.TimeoutException as e:
+            raise EgressTimeout(str(e)) from e
+        except httpcore.ConnectError as e:
+            raise EgressConnectError(str(e)) from e
+
+    def _send(self, request: Request, seconds: float) -> Response:
+        deadline = time.monotonic() + seconds
+        if seconds <= 0:
+            raise httpcore.ConnectTimeout("deadline passed")
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        backend = PinnedBackend(self.policy, deadline, resolve=self._resolve, inner=self._network)
+        timeouts = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
+        with httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend, max_connections=4) as pool:
+            redirects = 0
+            while True:
+                built = httpx.Request(request.method, request.url, headers=request.headers, content=request.body)
+                target = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port, target=request.url.raw_path)
+                with pool.stream(request.method, target, headers=built.headers.raw, content=request.body, extensions={"timeout": timeouts}) as response:
+                    location = header(response.headers, "location")
+                    if response.status not in REDIRECTS or location is None:
+                        body = b"" if request.method == "HEAD" else self._body(response)
+                        return Response(request.url, response.status, response.headers, body)
+                if redirects == self.max_redirects:
+                    raise EgressError(f"too many redirects (more than {self.max_redirects})")
+                redirects += 1
+                request = self._redirected(request, response.status, location)
+
+    def _redirected(self, request: Request, status: int, location: str) -> Request:
+        try:
+            url = request.url.join(location)
+        except (httpx.InvalidURL, ValueError) as e:
+            raise EgressError(f"invalid redirect location: {e}") from None
+        url = self.url(str(url))  # every hop is checked as the first request was
+        method, body, headers = request.method, request.body, dict(request.headers)
+        if status == 303 and method != "HEAD" or status in (301, 302) and method == "POST":
+            method, body = "GET", None
+            headers.pop("content-type", None)
+        if (url.scheme, url.raw_host, port_of(url)) != (request.url.scheme, request.url.raw_host, port_of(request.url)):
+            headers.pop("authorization", None)
+            headers.pop("cookie", None)
+        return Request(url, method, headers, body)
+
+    def _body(self, response: httpcore.Response) -> bytes:
+        """The body, decoded from gzip or deflate without ever holding more than the cap."""
+        encoding = ", ".join(value for name, value in decoded(response.headers) if name == "content-encoding").strip().lower()
+        if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
+            raise EgressError(f"unsupported content-encoding: {encoding[:40]}")
+        inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding not in ("", "identity") else None
+        cap, chunks, size = self.max_response_bytes, [], 0
+        try:
+            for chunk in response.iter_stream():
+                if inflate is not None:
+                    chunk = inflate.decompress(chunk, cap - size + 1)
+                size += len(chunk)
+                if size > cap:
+                    raise EgressError(f"response body larger than {cap} bytes")
+                chunks.append(chunk)
+        except zlib.error:
+            raise EgressError(f"could not decode the {encoding} response body") from None
+        return b"".join(chunks)
+
+
+def decoded(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    """Each header as (lower-case name, value), in order."""
+    return [(raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")) for raw_name, raw_value in headers]
+
+
+def header(headers: list[tuple[bytes, bytes]], name: str) -> str | None:
+    """The first value of header `name` (lower case), or None."""
+    return next((value for key, value in decoded(headers) if key == name), None)
