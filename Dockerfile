@@ -5,6 +5,8 @@ WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY domain domain
+COPY application application
+COPY entrypoints entrypoints
 COPY infrastructure infrastructure
 COPY api api
 COPY projections projections
