@@ -132,7 +132,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     commands = CommandRunner(store, graph_lock)
     execution = Execution(store, sandbox)
     history = History(store)
-    toolbox = Toolbox(ToolboxSources(store, execution), declared, code_enabled=code_enabled)  # type: ignore[arg-type]
+    toolbox = Toolbox(ToolboxSources(store, execution), declared, code_enabled=code_enabled)
     return ApplicationServices(
         store=store,
         commands=commands,
