@@ -112,6 +112,19 @@ def _status(error: errors.ModuleError) -> int:
     }.get(type(error), 400)
 
 
+def etag(version: int) -> str:
+    """B7: a module's entity tag, its aggregate version (every change makes a new one)."""
+    return f'"{version}"'
+
+
+def _detail(error: errors.ModuleError) -> str:
+    """The error's own words; a failed precondition names the versions as the ETags the client sent."""
+    if isinstance(error, errors.PreconditionFailed):
+        now = etag(error.current) if error.current is not None else "a newer version"
+        return f"{error.module_id!r} is at {now}, not {etag(error.expected)} (If-Match); read it again and retry"
+    return error.detail
+
+
 def from_domain(error: errors.ModuleError) -> JSONResponse:
     extra: dict[str, Any] = {}
     headers = None
@@ -126,7 +139,7 @@ def from_domain(error: errors.ModuleError) -> JSONResponse:
         extra["error"] = {"type": error.error_type, "message": error.message}
     if isinstance(error, errors.SandboxBusy):
         headers = {"Retry-After": "1"}
-    return problem(_status(error), error.code, error.detail, headers=headers, **extra)
+    return problem(_status(error), error.code, _detail(error), headers=headers, **extra)
 
 
 def _field(location: tuple[Any, ...]) -> str:

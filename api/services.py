@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from application.execution import Execution
+from application.history import History
+from application.modules import Modules
 from application.records import CallerRecords
-from application.repository import ModuleRepository
+from application.store import Store
+from application.tokens import Tokens
 from application.toolbox import Toolbox
 from domain.ports import GraphLock, Sandbox
 from infrastructure.auth import Authenticator
@@ -18,7 +22,11 @@ from projections.runner import PullingProjectionRunner, TrackingWatcher
 @dataclass
 class Services:
     settings: Settings
-    modules: ModuleRepository
+    store: Store
+    modules: Modules
+    history: History
+    execution: Execution
+    tokens: Tokens
     read_model: ModuleReadModel
     runner: PullingProjectionRunner | TrackingWatcher
     authenticator: Authenticator
@@ -41,5 +49,5 @@ class Services:
         close = getattr(self.sandbox, "close", None)
         if close is not None and self.owns_sandbox:
             close()
-        self.modules.close()
+        self.store.close()
         self.graph_lock.close()

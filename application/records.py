@@ -1,49 +1,41 @@
-"""Commands on plans, agents, MCP servers, usage profiles and tokens (seed 003, seed 004, DESIGN §8).
+"""Commands on plans, agents, MCP servers and usage profiles (seed 003, seed 004, DESIGN §8).
 
-Every change is an event on the tenant's `CallerRegistry` (tokens: on the `TokenRegistry`). Changes
+Every change is an event on the tenant's `CallerRegistry`, run by the `CommandRunner`. Changes
 that name tools hold the tenant's graph lock, like a module's delete, so that a plan cannot start
 calling a module while that module is being deleted (R12); a change that raced another on the
-registry's version is retried against the new state.
+registry's version is run again against the new state.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-from application.repository import ModuleRepository
-from domain.callers import AGENT, PLAN, PROFILE, SERVER, CallerRegistry, Record, record_violations, tool_names
-from domain import catalog
-from domain.errors import ConcurrentChange, InUse, InvalidRecord, RecordTaken, UnknownRecord, Violation
-from domain.graph import find_cycle
+from application.commands import Change, CommandRunner
+from application.store import Store
 from application.toolbox import Toolbox
-
-_ATTEMPTS = 5
-ROLES = ("admin", "auditor", "caller")
-TOKEN = "token"
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+from domain import catalog
+from domain.callers import AGENT, PLAN, SERVER, CallerRegistry, Record, record_violations, tool_names
+from domain.errors import InUse, InvalidRecord, RecordTaken, UnknownRecord, Violation
+from domain.graph import find_cycle
 
 
 class CallerRecords:
-    def __init__(self, modules: ModuleRepository, toolbox: Toolbox) -> None:
-        self._modules = modules
+    def __init__(self, store: Store, commands: CommandRunner, toolbox: Toolbox) -> None:
+        self._store = store
+        self._commands = commands
         self._toolbox = toolbox
 
     # -- queries -----------------------------------------------------------------------------
 
     def list(self, tenant: str, kind: str) -> list[Record]:
-        return self._modules.registry(tenant).all(kind)
+        return self._store.registry(tenant).all(kind)
 
     def get(self, tenant: str, kind: str, record_id: str) -> Record:
-        record = self._modules.registry(tenant).get(kind, record_id)
+        record = self._store.registry(tenant).get(kind, record_id)
         if record is None:
             raise UnknownRecord(kind, record_id)
         return record
 
     def users_of(self, tenant: str, name: str) -> dict[str, list[str]]:
-        return self._modules.registry(tenant).users_of(name)
+        return self._store.registry(tenant).users_of(name)
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -52,41 +44,40 @@ class CallerRecords:
         found = record_violations(kind, body)
         if found:
             raise InvalidRecord(found)
-        with self._modules.graph_lock.hold(tenant):
-            for _ in range(_ATTEMPTS):
-                registry = self._modules.registry(tenant, for_update=True)
-                existing = registry.get(kind, body["id"])
-                if create and existing is not None:
-                    raise RecordTaken(kind, body["id"])
-                if not create and existing is None:
-                    raise UnknownRecord(kind, body["id"])
-                self._check_names(tenant, registry, kind, body)
-                if existing is not None and _same(existing, body):
-                    return existing, None
-                registry.save(kind, body, by)
-                position = self._modules.save_or_conflict(registry)
-                if position is not None:
-                    return registry.get(kind, body["id"]), position  # type: ignore[return-value]
-        raise ConcurrentChange(body["id"])
+
+        def attempt() -> Change[Record]:
+            registry = self._store.registry(tenant, for_update=True)
+            existing = registry.get(kind, body["id"])
+            if create and existing is not None:
+                raise RecordTaken(kind, body["id"])
+            if not create and existing is None:
+                raise UnknownRecord(kind, body["id"])
+            self._check_names(tenant, registry, kind, body)
+            if existing is not None and _same(existing, body):
+                return Change(existing)
+            registry.save(kind, body, by)
+            return Change(registry.get(kind, body["id"]), save=(registry,))  # type: ignore[arg-type]
+
+        return self._commands.run(attempt, name=body["id"], lock=tenant)
 
     def delete(self, tenant: str, kind: str, record_id: str, *, by: str) -> int | None:
         """DELETE a record; a plan exposed as a tool is refused while plans or agents name it (R12)."""
-        with self._modules.graph_lock.hold(tenant):
-            for _ in range(_ATTEMPTS):
-                registry = self._modules.registry(tenant, for_update=True)
-                record = registry.get(kind, record_id)
-                if record is None:
-                    raise UnknownRecord(kind, record_id)
-                if kind == PLAN and record["exposeAsTool"]:
-                    users = {"modules": [], **registry.users_of(record_id)}
-                    users["plans"] = [p for p in users["plans"] if p != record_id]
-                    if any(users.values()) and not self._toolbox_names_elsewhere(tenant, record_id):
-                        raise InUse(record_id, users)
-                registry.delete(kind, record_id, by)
-                position = self._modules.save_or_conflict(registry)
-                if position is not None:
-                    return position
-        raise ConcurrentChange(record_id)
+
+        def attempt() -> Change[None]:
+            registry = self._store.registry(tenant, for_update=True)
+            record = registry.get(kind, record_id)
+            if record is None:
+                raise UnknownRecord(kind, record_id)
+            if kind == PLAN and record["exposeAsTool"]:
+                users = {"modules": [], **registry.users_of(record_id)}
+                users["plans"] = [p for p in users["plans"] if p != record_id]
+                if any(users.values()) and not self._toolbox_names_elsewhere(tenant, record_id):
+                    raise InUse(record_id, users)
+            registry.delete(kind, record_id, by)
+            return Change(None, save=(registry,))
+
+        _, position = self._commands.run(attempt, name=record_id, lock=tenant)
+        return position
 
     def attach(self, tenant: str, server_id: str, tool: str, *, by: str) -> tuple[Record, int | None]:
         """Attaches a tool to an MCP server (seed 003); attaching it twice changes nothing."""
@@ -97,71 +88,24 @@ class CallerRecords:
         return self._attachment(tenant, server_id, tool, by, attach=False)
 
     def _attachment(self, tenant: str, server_id: str, tool: str, by: str, *, attach: bool) -> tuple[Record, int | None]:
-        for _ in range(_ATTEMPTS):
-            registry = self._modules.registry(tenant, for_update=True)
+        def attempt() -> Change[Record]:
+            registry = self._store.registry(tenant, for_update=True)
             server = registry.get(SERVER, server_id)
             if server is None:
                 raise UnknownRecord(SERVER, server_id)
             if attach:
                 if tool in server["tools"]:
-                    return server, None
-                if tool not in self._toolbox.names(tenant) and not self._modules.is_module(tenant, tool):
+                    return Change(server)
+                if tool not in self._toolbox.names(tenant) and not self._store.is_module(tenant, tool):
                     raise UnknownRecord("tool", tool)
                 registry.attach(server_id, tool, by)
             else:
                 if tool not in server["tools"]:
                     raise UnknownRecord(f"tool attached to {server_id!r}", tool)
                 registry.detach(server_id, tool, by)
-            position = self._modules.save_or_conflict(registry)
-            if position is not None:
-                return registry.get(SERVER, server_id), position  # type: ignore[return-value]
-        raise ConcurrentChange(server_id)
+            return Change(registry.get(SERVER, server_id), save=(registry,))  # type: ignore[arg-type]
 
-    # -- tokens ------------------------------------------------------------------------------
-
-    def tokens(self, tenant: str) -> list[Record]:
-        tokens = self._modules.tokens().tokens.values()
-        return sorted((_public(t) for t in tokens if t["tenant"] == tenant), key=lambda t: t["createdAt"] or "")
-
-    def issue_token(self, tenant: str, name: str, role: str, usage_profile: str | None, *, by: str) -> tuple[Record, str]:
-        """A new bearer token: answered once with its secret; only its SHA-256 is recorded."""
-        found = []
-        if role not in ROLES:
-            found.append(Violation("role", "DESIGN §8", f"must be one of {', '.join(ROLES)}"))
-        if not name or len(name) > 200:
-            found.append(Violation("name", "DESIGN §8", "a token has a name of 1 to 200 characters"))
-        if usage_profile is not None:
-            if role != "caller":
-                found.append(Violation("usageProfile", "R14", "only caller tokens have a usage profile"))
-            elif self._modules.registry(tenant).get(PROFILE, usage_profile) is None:
-                found.append(Violation("usageProfile", "R14", f"no usage profile {usage_profile!r}"))
-        if found:
-            raise InvalidRecord(found)
-        secret = "tsk_" + secrets.token_urlsafe(32)
-        token_id = secrets.token_hex(8)
-        for _ in range(_ATTEMPTS):
-            registry = self._modules.tokens(for_update=True)
-            registry.issue(token_id, token_digest(secret), name, role, tenant, usage_profile, by)
-            if self._modules.save_or_conflict(registry) is not None:
-                return _public(registry.tokens[token_id]), secret
-        raise ConcurrentChange(token_id)
-
-    def revoke_token(self, tenant: str, token_id: str, *, by: str) -> None:
-        for _ in range(_ATTEMPTS):
-            registry = self._modules.tokens(for_update=True)
-            token = registry.tokens.get(token_id)
-            if token is None or token["tenant"] != tenant:
-                raise UnknownRecord(TOKEN, token_id)
-            registry.revoke(token_id, by)
-            if self._modules.save_or_conflict(registry) is not None:
-                return
-        raise ConcurrentChange(token_id)
-
-    def find_token(self, token: str) -> Record | None:
-        """The issued token with this secret, or None (revoked tokens are gone)."""
-        registry = self._modules.tokens()
-        token_id = registry.by_digest.get(token_digest(token))
-        return registry.tokens.get(token_id) if token_id is not None else None
+        return self._commands.run(attempt, name=server_id)
 
     # -- rules -------------------------------------------------------------------------------
 
@@ -170,10 +114,10 @@ class CallerRecords:
         no plan reaches itself through the plans its nodes call."""
         # R2 first: a name another tool holds is refused whatever the nodes say.
         if kind == PLAN and body["exposeAsTool"]:
-            holder = self._modules.tool_holding(tenant, body["id"])
+            holder = self._store.tool_holding(tenant, body["id"])
             if holder is not None and holder != "plan":
                 raise RecordTaken(PLAN, body["id"], taken_by=holder)
-            if self._modules.is_module(tenant, body["id"]):
+            if self._store.is_module(tenant, body["id"]):
                 raise RecordTaken(PLAN, body["id"], taken_by=catalog.KIND_NAMES[catalog.CODE])
         found: list[Violation] = []
         field = {PLAN: "nodes[{}].toolName", AGENT: "allowedTools[{}]", SERVER: "tools[{}]"}.get(kind)
@@ -182,7 +126,7 @@ class CallerRecords:
             for i, name in enumerate(tool_names(kind, body)):
                 if name == body["id"] and kind == PLAN:
                     found.append(Violation(field.format(i), "R14", "a plan cannot call itself"))
-                elif name not in known and not (kind == SERVER and self._modules.is_module(tenant, name)):
+                elif name not in known and not (kind == SERVER and self._store.is_module(tenant, name)):
                     found.append(Violation(field.format(i), "R14", f"no tool named {name!r}"))
         if kind == PLAN and not found:
             # A node reaches a plan only when that plan is exposed as a tool.
@@ -204,7 +148,4 @@ class CallerRecords:
 def _same(existing: Record, body: Record) -> bool:
     return all(existing.get(k) == v for k, v in body.items())
 
-
-def _public(token: Record) -> Record:
-    return {k: v for k, v in token.items() if k not in ("digest", "tenant")}
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from application.repository import ModuleRepository
+from application.toolbox_sources import ToolboxSources as ModuleRepository
 from domain import callers
 from domain.callers import CallerRegistry
 from domain.catalog import CODE, CODE_TAG, LOCAL, MCP, PLAN, EVERYTHING, KIND_NAMES, NOTHING, DeclaredTool, Permissions, ToolEntry, resolve

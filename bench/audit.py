@@ -72,7 +72,7 @@ def _write_store(folder: str, modules: int) -> None:
 
 
 def measure(events: int, rounds: int, progress: Progress) -> dict[str, list[float]]:
-    from application.repository import ModuleRepository
+    from application.store import Store
     from infrastructure.audit import collection_paused
 
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
@@ -83,7 +83,7 @@ def measure(events: int, rounds: int, progress: Progress) -> dict[str, list[floa
         writer.join()
         if writer.exitcode != 0:
             raise SystemExit("bench.audit: writing the event store failed")
-        app = ModuleRepository(bench_settings(tmp).event_store_env(), sandbox=lambda: None)  # type: ignore[arg-type,return-value]
+        app = Store(bench_settings(tmp).event_store_env())
         try:
             stored = app.position()
             for name, run in VARIANTS.items():  # warm-up: the file in the page cache, topics resolved

@@ -144,7 +144,7 @@ def _measure(services, args: argparse.Namespace, progress: Progress) -> tuple[li
     sandbox = services.sandbox
     progress(f"setup: lib and {args.importers} importers (a_i → lib, b_i → a_i)")
     _setup(services, tenant, args.importers, progress)
-    dependents = len(modules.graph(tenant).published_imports()) - 1
+    dependents = len(services.store.graph(tenant).published_imports()) - 1
     timed = TimedChecks(sandbox)
     serial = [0]
     _check_batch(sandbox, 20, args.importers, serial)  # warm-up
@@ -168,14 +168,14 @@ def _measure(services, args: argparse.Namespace, progress: Progress) -> tuple[li
     progress(f"one check (before): a {micros(checks_a[-1])}, b {micros(checks_b[-1])}")
     for rep in range(1, args.repetitions + 1):
         modules.update(tenant, "lib", content=lib_source(rep), by="bench")
-        services.runner.wait(modules.position(), timeout=30)  # no projection backlog during the publish
+        services.runner.wait(services.store.position(), timeout=30)  # no projection backlog during the publish
         gc.collect()
         timed.reset()
         t0 = time.perf_counter()
         modules.publish(tenant, "lib", by="bench")
         elapsed = time.perf_counter() - t0
         publish_checks, publish_check_seconds = timed.count, timed.seconds
-        services.runner.wait(modules.position(), timeout=30)
+        services.runner.wait(services.store.position(), timeout=30)
         after = batch()
         one = (before + after) / 2  # the checks measured on either side of this publish
         publishes.append(elapsed)

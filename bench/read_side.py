@@ -79,14 +79,14 @@ def definition(i: int) -> dict[str, Any]:
 # -- rebuild ---------------------------------------------------------------------------------------
 
 def build_event_store(path: Path, modules: int, progress: Progress) -> Any:
-    from application.repository import ModuleRepository
+    from application.store import Store
     from domain.model import CodeModule
 
     from bench._common import bench_settings
 
     # The event store as `toolsmith projections rebuild` opens it (the settings' transcoder too).
     env = bench_settings(path.parent).event_store_env()
-    app = ModuleRepository(env, sandbox=lambda: None)  # type: ignore[arg-type,return-value]
+    app = Store(env)
     chunk = []
     for i in range(modules):
         module = CodeModule(tenant="default", module_id=f"mod{i}", definition=definition(i), by="bench")
@@ -154,7 +154,7 @@ def measure_rebuild(client: Any, modules: int, rounds: int, progress: Progress) 
 
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
         from bench._common import bench_settings
-        from application.repository import ModuleRepository
+        from application.store import Store
 
         # Written by another process, and read here by a new application, as the command would:
         # 50,000 aggregates made and freed in this process slowed its rebuilds by a fifth.
@@ -163,7 +163,7 @@ def measure_rebuild(client: Any, modules: int, rounds: int, progress: Progress) 
         writer.join()
         if writer.exitcode != 0:
             raise SystemExit("bench.read_side: writing the event store failed")
-        app = ModuleRepository(bench_settings(tmp).event_store_env(), sandbox=lambda: None)  # type: ignore[arg-type,return-value]
+        app = Store(bench_settings(tmp).event_store_env())
         events = app.position()
         alias = f"bench-rebuild-{os.getpid()}"
         bodies: list[bytes] = []
@@ -276,8 +276,8 @@ def measure_lag(url: str, writes: int, progress: Progress) -> dict[str, list[flo
     from opensearchpy import OpenSearch
 
     from bench._common import bench_settings
-    from application.repository import ModuleRepository
-    from entrypoints.compose import bootstrap
+    from application.store import Store
+    from entrypoints.compose import bootstrap, build_application
 
     alias = f"bench-lag-{os.getpid()}"
     probe = OpenSearch(hosts=[url], timeout=30)
@@ -287,10 +287,11 @@ def measure_lag(url: str, writes: int, progress: Progress) -> dict[str, list[flo
                                                            "opensearch_replicas": 0, "sandbox_url": ""})
         services = bootstrap(settings)
         services.start()
-        other = ModuleRepository(settings.event_store_env(), sandbox=lambda: None)  # type: ignore[arg-type,return-value]
+        other = Store(settings.event_store_env())
+        other_modules = build_application(other, sandbox=services.execution.sandbox).modules
         try:
             for n in range(writes):
-                for case, app in (("this process", services.modules), ("another process", other)):
+                for case, app in (("this process", services.modules), ("another process", other_modules)):
                     module_id = f"lag_{case[0]}_{n}"
                     app.create("default", module_id, description="Lag probe", content=SOURCE, imports=[], tool=None, by="bench")
                     committed = time.perf_counter()

@@ -8,7 +8,7 @@ Variants, interleaved call by call (paced) or batch by batch (saturated), order 
 
 - `bare`: `_quickjs.Context()`, then `eval` of the module rewritten as a plain script that calls it.
 - `ours`: `EmbeddedSandbox().run(Execution(...))`: bundle, a worker process, its fresh context, run.
-- `app`:  `ModuleRepository.call_tool` of the same module published as a tool, through `bootstrap`
+- `app`:  `Execution.call_tool` of the same module published as a tool, through `bootstrap`
   on a temporary SQLite data dir (loads the module and the import graph, validates the input,
   builds the bundle, runs it).
 
@@ -104,7 +104,7 @@ class Variants:
 
     def app(self) -> object:
         assert self.services is not None
-        return self.services.modules.call_tool(self.tenant, "countLines", INPUT, context={}).output
+        return self.services.execution.call_tool(self.tenant, "countLines", INPUT, context={}).output
 
 
 def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
@@ -177,7 +177,7 @@ def _rows(samples: dict[str, Samples], names: list[str]) -> list[Row]:
     bare_latency = median(bare.latencies)
     bare_rate = median(bare.rates)
     rows: list[Row] = []
-    labels = {"ours": "EmbeddedSandbox.run", "app": "ModuleRepository.call_tool"}
+    labels = {"ours": "EmbeddedSandbox.run", "app": "Execution.call_tool"}
     for name in [n for n in names if n != "bare"]:
         s = samples[name]
         latency = median(s.latencies)

@@ -208,9 +208,13 @@ class PreconditionFailed(ModuleError):
 
     code = "precondition-failed"
 
-    def __init__(self, module_id: str, expected: str, current: str) -> None:
+    def __init__(self, module_id: str, expected: int, current: int | None) -> None:
+        """`current` is None when the module moved on while the command ran (its number unknown)."""
         self.module_id = module_id
-        super().__init__(f"{module_id!r} is at {current}, not {expected} (If-Match); read it again and retry")
+        self.expected = expected
+        self.current = current
+        now = f"version {current}" if current is not None else "a newer version"
+        super().__init__(f"{module_id!r} is at {now}, not version {expected}; read it again and retry")
 
 
 class UnknownVersion(ModuleError):

@@ -48,7 +48,7 @@ def audit_command(args: argparse.Namespace) -> int:
             # Opening would create an empty store, and a typo in --data-dir would then verify clean.
             return _refuse(f"no event store at {path} (check --data-dir or TOOLSMITH_DATA_DIR)", prog)
     try:
-        app = open_event_store(settings, purpose="the audit")
+        app = open_event_store(settings)
     except (PersistenceError, ValueError, OSError) as e:
         return _refuse(f"cannot open the event store ({settings.persistence_module}): {_scrubbed(e)}", prog)
     try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from entrypoints.cli_common import _invalid, _refuse
 
 if TYPE_CHECKING:
-    from application.repository import ModuleRepository
+    from application.store import Store
     from infrastructure.settings import Settings
 
 
@@ -190,7 +190,7 @@ def _projections(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
 
     try:
-        app = open_event_store(settings, purpose="the projection runner")
+        app = open_event_store(settings)
     except PersistenceError as e:
         return _refuse(f"cannot open the event store ({settings.persistence_module}): {e}", prog)
     try:
@@ -218,7 +218,7 @@ def _projections(args: argparse.Namespace) -> int:
         app.close()
 
 
-def _rebuild(app: ModuleRepository, settings: Settings, keep_old: bool) -> int:
+def _rebuild(app: Store, settings: Settings, keep_old: bool) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from eventsourcing.application import Application
 from opensearchpy import OpenSearch
 
-from application.repository import ModuleRepository, ThreadGraphLock
+from application.commands import CommandRunner, ThreadGraphLock
+from application.execution import Execution
+from application.history import History
+from application.modules import Modules
+from application.records import CallerRecords
+from application.store import Store
+from application.tokens import Tokens
+from application.toolbox import DeclaredNames, Toolbox
+from application.toolbox_sources import ToolboxSources
+from domain.catalog import DeclaredTool
 from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Sandbox, ToolNames
-from application.records import CallerRecords
-from application.toolbox import DeclaredNames, Toolbox
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
@@ -102,16 +110,45 @@ def build_graph_lock(settings: Settings, event_store_env: dict[str, str]) -> Gra
     return ThreadGraphLock()
 
 
-def open_event_store(settings: Settings, *, purpose: str, sandbox: Callable[[], Sandbox] | None = None,
-                     graph_lock: GraphLock | None = None, tool_names: ToolNames | None = None) -> ModuleRepository:
+def open_event_store(settings: Settings, *, tool_names: ToolNames | None = None) -> Store:
     """The event store with `settings` (SQLite in the data dir, or PostgreSQL): for the service, and
-    alone for a CLI command (`purpose` says which, in the error a code run would get)."""
+    alone for a CLI command."""
+    return Store(settings.event_store_env(), tool_names=tool_names)
 
-    def no_sandbox() -> Sandbox:
-        raise SandboxUnavailable(f"{purpose} runs no code")
 
-    return ModuleRepository(settings.event_store_env(), sandbox=sandbox or no_sandbox, graph_lock=graph_lock,
-                            tool_names=tool_names)
+@dataclass(frozen=True)
+class ApplicationServices:
+    """The application layer over one store, wired: what `bootstrap` hands the presenters, and
+    what a test or a benchmark drives without a web app."""
+
+    store: Store
+    commands: CommandRunner
+    modules: Modules
+    history: History
+    execution: Execution
+    toolbox: Toolbox
+    records: CallerRecords
+    tokens: Tokens
+
+
+def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_lock: GraphLock | None = None,
+                      declared: Iterable[DeclaredTool] = (), code_enabled: bool = True) -> ApplicationServices:
+    """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
+    refuses, when code execution is off), `graph_lock` serializes each tenant's graph changes."""
+    commands = CommandRunner(store, graph_lock)
+    execution = Execution(store, sandbox)
+    history = History(store)
+    toolbox = Toolbox(ToolboxSources(store, execution), declared, code_enabled=code_enabled)
+    return ApplicationServices(
+        store=store,
+        commands=commands,
+        modules=Modules(store, commands, execution, history),
+        history=history,
+        execution=execution,
+        toolbox=toolbox,
+        records=CallerRecords(store, commands, toolbox),
+        tokens=Tokens(store, commands),
+    )
 
 
 _BUILD = object()
@@ -134,31 +171,34 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
 
     event_store_env = settings.event_store_env()
     graph_lock = build_graph_lock(settings, event_store_env)
-    modules = open_event_store(settings, purpose="the service", sandbox=sandbox_or_refuse, graph_lock=graph_lock,
-                               tool_names=DeclaredNames(declared))
-    toolbox = Toolbox(modules, declared, code_enabled=sandbox is not None)
-    records = CallerRecords(modules, toolbox)
-    read_model = build_read_model(settings, store_identity(modules))
+    store = open_event_store(settings, tool_names=DeclaredNames(declared))
+    app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
+                            code_enabled=sandbox is not None)
+    read_model = build_read_model(settings, store_identity(store))
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
-        runner = TrackingWatcher(modules, read_model, max_lag_seconds=settings.read_model_max_lag_seconds)
+        runner = TrackingWatcher(store, read_model, max_lag_seconds=settings.read_model_max_lag_seconds)
     else:
-        runner = build_runner(modules, read_model)
+        runner = build_runner(store, read_model)
 
-    authenticator = Authenticator(records.find_token)
+    authenticator = Authenticator(app.tokens.find_token)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None
     digest, new_token = admin_token_digest(settings.data_dir, token)
     authenticator.add(digest, Principal(name="admin", role=ADMIN, tenant=settings.tenant))
     return Services(
         settings=settings,
-        modules=modules,
+        store=store,
+        modules=app.modules,
+        history=app.history,
+        execution=app.execution,
+        tokens=app.tokens,
         read_model=read_model,
         runner=runner,
         authenticator=authenticator,
         sandbox=sandbox,  # type: ignore[arg-type]
         graph_lock=graph_lock,
-        toolbox=toolbox,
-        records=records,
+        toolbox=app.toolbox,
+        records=app.records,
         owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
     )

@@ -96,7 +96,7 @@ def create_app(services: Services) -> FastAPI:
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, Any]:
         """Liveness and read-model progress; needs no token."""
-        read_side = health(services.modules, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
+        read_side = health(services.store, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
         return {
             **read_side,
             "sandbox": services.settings.sandbox_url or "off",

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 
 from psycopg_pool import ConnectionPool
 
-from application.repository import ThreadGraphLock
+from application.commands import ThreadGraphLock
 from domain.ports import GraphLock
 
 _LOCK = "SELECT pg_advisory_lock(%s)"

@@ -27,6 +27,6 @@ def audit_export(services: ServicesDep, principal: Reader) -> StreamingResponse:
     # A tenant sees only its own (DESIGN §8): its modules, import graph and caller registry. The
     # chunks come from a plain generator, which Starlette iterates in its thread pool: reading the
     # store never blocks the event loop.
-    chunks = export_chunks(services.modules, tenant=principal.tenant)
+    chunks = export_chunks(services.store, tenant=principal.tenant)
     return StreamingResponse(chunks, media_type="application/x-ndjson",
                              headers={"Content-Disposition": 'attachment; filename="toolsmith-audit.ndjson"'})

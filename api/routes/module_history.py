@@ -18,7 +18,7 @@ router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules: his
 @router.get("/{id}/history", response_model=HistoryOut, responses=documented(404))
 def module_history(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
     """Every event of the module, through all its lives: type, version, time, author, data."""
-    events = services.modules.module_events(principal.tenant, id)
+    events = services.history.module_events(principal.tenant, id)
     if not events:
         raise UnknownModule(id)
     return {"id": id, "events": [history.entry(e) for e in events]}
@@ -27,7 +27,7 @@ def module_history(id: str, services: ServicesDep, principal: Reader) -> dict[st
 @router.get("/{id}/versions", response_model=list[VersionSummary], responses=documented(404))
 def module_versions(id: str, services: ServicesDep, principal: Reader) -> list[dict[str, Any]]:
     """Every published version, oldest first, with who published it and when."""
-    events = services.modules.module_events(principal.tenant, id)
+    events = services.history.module_events(principal.tenant, id)
     if not events:
         raise UnknownModule(id)
     return history.versions(events)
@@ -36,7 +36,7 @@ def module_versions(id: str, services: ServicesDep, principal: Reader) -> list[d
 @router.get("/{id}/versions/{version}", response_model=VersionOut, responses=documented(400, 404))
 def module_version(id: str, version: int, services: ServicesDep, principal: Reader) -> dict[str, Any]:
     """Published version `version`'s whole definition."""
-    events = services.modules.module_events(principal.tenant, id)
+    events = services.history.module_events(principal.tenant, id)
     if not events:
         raise UnknownModule(id)
     for found in history.versions(events):

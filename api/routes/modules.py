@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Response
 
 from api.deps import Admin, Reader, ServicesDep
-from api.problems import documented
+from api.problems import documented, etag
 from api.presenters import execution_out, module_out
 from api.schemas import (
     DuplicateRequest,
@@ -25,7 +25,7 @@ from api.schemas import (
     Usage,
 )
 from domain import history
-from application.repository import UNSET, Written, etag
+from application.modules import UNSET, Written
 from domain.errors import UnknownModule
 from domain.callers import AGENT, PLAN, tool_names
 from domain.model import STATES
@@ -82,14 +82,14 @@ def _used_by(services: Services, tenant: str, module_id: str) -> list[str]:
     try:
         return services.read_model.used_by(tenant, module_id)
     except ReadModelUnavailable:
-        return services.modules.graph(tenant).importers_of(module_id)
+        return services.store.graph(tenant).importers_of(module_id)
 
 
 def _named_by_callers(services: Services, tenant: str, caller: str | None) -> tuple[str, ...]:
     """`usedBy` may name a plan or an agent: the tools its nodes or its allowed tools name."""
     if caller is None:
         return ()
-    registry = services.modules.registry(tenant)
+    registry = services.store.registry(tenant)
     found = [tool_names(kind, r) for kind in (PLAN, AGENT) if (r := registry.get(kind, caller)) is not None]
     return tuple(sorted({name for names in found for name in names}))
 
@@ -130,7 +130,7 @@ def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool
     """Whether an id is valid (R1) and free (R2)."""
     return (
         is_valid_id(id)
-        and services.modules.tool_holding(principal.tenant, id) is None
+        and services.store.tool_holding(principal.tenant, id) is None
         and not services.read_model.is_taken(principal.tenant, id)
     )
 
@@ -153,7 +153,7 @@ def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin, r
 @router.post("/test", response_model=ExecutionOut, responses=documented(400, 413, 429, 503))
 def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Run a definition as it stands in the editor; nothing is saved."""
-    result = services.modules.test(
+    result = services.execution.test(
         principal.tenant,
         content=body.draftContent,
         imports=body.draftImports,
@@ -175,15 +175,15 @@ def get_module(
 ) -> dict[str, Any]:
     """The whole module: its draft, its published version and who uses it; or, with `asOf`, as it was."""
     if asOf is None:
-        module = services.modules.module(principal.tenant, id)
+        module = services.store.module(principal.tenant, id)
         used_by = _used_by(services, principal.tenant, id)
     else:
         at = asOf if asOf.tzinfo is not None else asOf.replace(tzinfo=timezone.utc)
-        past = history.module_as_of(services.modules.module_events(principal.tenant, id), at)
+        past = history.module_as_of(services.history.module_events(principal.tenant, id), at)
         if past is None:
             raise UnknownModule(id)
         module = past
-        used_by = history.importers_as_of(services.modules.graph_events(principal.tenant), id, at)
+        used_by = history.importers_as_of(services.history.graph_events(principal.tenant), id, at)
     response.headers["ETag"] = etag(module.version)
     return module_out(module, used_by)
 
@@ -263,7 +263,7 @@ def delete_module(id: str, services: ServicesDep, principal: Admin, if_match: If
 @router.get("/{id}/usage", response_model=Usage, responses=documented(404))
 def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str, list[str]]:
     """The modules, plans and agents that use the module."""
-    services.modules.module(principal.tenant, id)
+    services.store.module(principal.tenant, id)
     return {"modules": _used_by(services, principal.tenant, id), **services.records.users_of(principal.tenant, id)}
 
 

@@ -16,18 +16,18 @@ router = APIRouter(prefix="/api/v1/admin/tokens", tags=["tokens"])
 @router.get("", response_model=list[TokenPublic], responses=documented())
 def list_tokens(services: ServicesDep, principal: Admin) -> list[dict[str, Any]]:
     """The tenant's issued tokens, without their secrets."""
-    return services.records.tokens(principal.tenant)
+    return services.tokens.tokens(principal.tenant)
 
 
 @router.post("", status_code=201, response_model=TokenIssued, responses=documented(400))
 def issue_token(body: TokenIn, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Issue a token; the answer holds the secret, which is never shown again."""
-    token, secret = services.records.issue_token(principal.tenant, body.name, body.role, body.usageProfile, by=principal.name)
+    token, secret = services.tokens.issue_token(principal.tenant, body.name, body.role, body.usageProfile, by=principal.name)
     return {**token, "token": secret}
 
 
 @router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404))
 def revoke_token(id: str, services: ServicesDep, principal: Admin) -> Response:
     """Revoke a token: it stops working at once."""
-    services.records.revoke_token(principal.tenant, id, by=principal.name)
+    services.tokens.revoke_token(principal.tenant, id, by=principal.name)
     return Response(status_code=204)

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 from eventsourcing.persistence import IntegrityError, Tracking
 
-from application.repository import ModuleRepository
+from application.store import Store
+from entrypoints.compose import build_application
 from projections.interface import ListQuery, ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
 from projections.opensearch import OpenSearchModuleReadModel
@@ -38,9 +39,9 @@ class World:
 
     def __init__(self, read_model: ModuleReadModel) -> None:
         sandbox = EmbeddedSandbox(workers=1)
-        self.app = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.popo"}, sandbox=lambda: sandbox)
+        self.app = build_application(Store({"PERSISTENCE_MODULE": "eventsourcing.popo"}), sandbox=lambda: sandbox)
         self.view = read_model
-        self.runner = PullingProjectionRunner(self.app, ModuleSummaries(view=read_model))
+        self.runner = PullingProjectionRunner(self.app.store, ModuleSummaries(view=read_model))
         self.sync()  # as the runner's start does: prepares the view's storage
 
     def sync(self) -> None:
@@ -50,10 +51,10 @@ class World:
                publish: bool = False, tenant: str = TENANT) -> None:
         tool = {"tags": tags} if tags is not None else None
         source = "exports.run = function () { return 1; }; exports.x = 1;"
-        self.app.create(tenant, module_id, description=description or f"{module_id} module", content=source,
+        self.app.modules.create(tenant, module_id, description=description or f"{module_id} module", content=source,
                         imports=list(imports), tool=tool, by="tester")
         if publish:
-            self.app.publish(tenant, module_id, by="tester")
+            self.app.modules.publish(tenant, module_id, by="tester")
         self.sync()
 
     def ids(self, **query: object) -> list[str]:
@@ -76,16 +77,16 @@ def test_summaries_follow_every_event(world: World) -> None:
     world.module("dates", "Date helpers", publish=True)
     summary = world.view.summary(TENANT, "dates")
     assert summary["state"] == "PUBLISHED" and summary["publishedVersion"] == 1 and summary["role"] == "library"
-    world.app.update(TENANT, "dates", description="Better date helpers", tool={"tags": ["time"]}, by="tester")
+    world.app.modules.update(TENANT, "dates", description="Better date helpers", tool={"tags": ["time"]}, by="tester")
     world.sync()
     summary = world.view.summary(TENANT, "dates")
     assert summary["state"] == "DRAFT" and summary["description"] == "Better date helpers"
     assert summary["role"] == "tool" and summary["tags"] == ["time"] and summary["updatedBy"] == "tester"
-    world.app.discard_draft(TENANT, "dates", by="tester")
+    world.app.modules.discard_draft(TENANT, "dates", by="tester")
     world.sync()
     summary = world.view.summary(TENANT, "dates")
     assert summary["state"] == "PUBLISHED" and summary["description"] == "Date helpers" and summary["role"] == "library"
-    world.app.delete(TENANT, "dates", by="tester")
+    world.app.modules.delete(TENANT, "dates", by="tester")
     world.sync()
     assert world.view.summary(TENANT, "dates") is None and not world.view.is_taken(TENANT, "dates")
     world.module("dates", "Second life")
@@ -124,7 +125,7 @@ def test_search_filters_and_their_facets(world: World) -> None:
 def test_paging_and_ordering(world: World) -> None:
     for name, description in (("b", "Zeta"), ("a", "Beta"), ("c", "alpha")):
         world.module(name, description)
-    world.app.publish(TENANT, "c", by="tester")
+    world.app.modules.publish(TENANT, "c", by="tester")
     world.sync()
     assert world.ids(order_by="id") == ["a", "b", "c"]
     assert world.ids(order_by="id", ascending=False) == ["c", "b", "a"]
@@ -139,7 +140,7 @@ def test_used_by_counts_draft_and_published_imports(world: World) -> None:
     world.module("lib", publish=True)
     world.module("published_user", imports=["lib"], publish=True)
     world.module("draft_user")
-    world.app.update(TENANT, "draft_user", imports=["lib"], by="tester")
+    world.app.modules.update(TENANT, "draft_user", imports=["lib"], by="tester")
     world.sync()
     assert world.view.used_by(TENANT, "lib") == ["draft_user", "published_user"]
     assert world.view.used_by(OTHER_TENANT, "lib") == []
@@ -153,11 +154,11 @@ def test_availability_is_per_tenant(world: World) -> None:
 
 def test_an_event_is_applied_once_and_tracking_resumes(world: World) -> None:
     world.module("once", publish=True)
-    position = world.view.max_tracking_id(world.app.name)
-    assert position == world.app.position()
+    position = world.view.max_tracking_id(world.app.store.name)
+    assert position == world.app.store.position()
     # applying an already-applied notification again is refused, and the document is unchanged
     document = world.view.document(TENANT, "once")
     with pytest.raises(IntegrityError):
-        world.view.put(document, Tracking(world.app.name, position))
+        world.view.put(document, Tracking(world.app.store.name, position))
     assert world.runner.catch_up() == 0
     assert world.view.summary(TENANT, "once")["publishedVersion"] == 1

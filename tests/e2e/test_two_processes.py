@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from application.repository import ModuleRepository
+from application.store import Store
 from tests.e2e.conftest import Server
 from tests.helpers import ADMIN_TOKEN
 
@@ -41,9 +41,9 @@ def servers(postgres_store: dict[str, str], tmp_path: Path) -> Iterator[tuple[Se
 
 
 @pytest.fixture
-def event_store(postgres_store: dict[str, str]) -> Iterator[ModuleRepository]:
+def event_store(postgres_store: dict[str, str]) -> Iterator[Store]:
     """The event store itself, read without a cache, to see exactly what the servers wrote."""
-    app = ModuleRepository(postgres_store, sandbox=lambda: pytest.fail("no code runs here"))
+    app = Store(postgres_store)
     yield app
     app.close()
 
@@ -63,7 +63,7 @@ def _at_once(requests: list[tuple[Server, str, str, dict[str, Any] | None]]) -> 
 
 
 def test_concurrent_edits_of_one_module_one_succeeds_the_other_writes_nothing(
-    servers: tuple[Server, Server], event_store: ModuleRepository
+    servers: tuple[Server, Server], event_store: Store
 ) -> None:
     one, two = servers
     with one.client() as http:

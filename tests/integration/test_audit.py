@@ -15,14 +15,14 @@ from typing import Any
 import orjson
 import pytest
 
-from application.repository import ModuleRepository
+from application.history import History
+from application.store import Store
 from domain import history
 from domain.callers import PROFILE
 from domain.chain import OWN_HASH, event_hash
 from domain.model import graph_aggregate_id, module_aggregate_id
 from domain.ports import ExecutionResult, Sandbox
-from application.records import CallerRecords
-from application.toolbox import Toolbox
+from entrypoints.compose import build_application
 from infrastructure import audit
 from infrastructure.settings import Settings
 from tests import engines
@@ -45,18 +45,18 @@ class PassingSandbox(Sandbox):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], ModuleRepository]]:
+def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
     """Makes empty stores of the parameter's engine, opened with `serve`'s settings."""
-    made: list[ModuleRepository] = []
+    made: list[Store] = []
     with ExitStack() as stack:
-        def make() -> ModuleRepository:
+        def make() -> Store:
             if request.param == "sqlite":
                 env = Settings(data_dir=tmp_path / f"store{len(made)}").event_store_env()
                 Path(env["SQLITE_DBNAME"]).parent.mkdir(parents=True)
             else:
                 schema = stack.enter_context(engines.postgres_schema(request.getfixturevalue("postgres")))
                 env = {**Settings(persistence_module="eventsourcing.postgres").event_store_env(), **schema}
-            made.append(ModuleRepository(env, sandbox=PassingSandbox))
+            made.append(Store(env))
             return made[-1]
 
         yield make
@@ -65,46 +65,46 @@ def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callab
 
 
 @pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[tuple[ModuleRepository, Path]]:
+def sqlite_store(tmp_path: Path) -> Iterator[tuple[Store, Path]]:
     env = Settings(data_dir=tmp_path / "data").event_store_env()
     Path(env["SQLITE_DBNAME"]).parent.mkdir(parents=True)
-    app = ModuleRepository(env, sandbox=PassingSandbox)
+    app = Store(env)
     fill(app)
     yield app, Path(env["SQLITE_DBNAME"])
     app.close()
 
 
-def fill(app: ModuleRepository, tenant: str = TENANT) -> None:
+def fill(app: Store, tenant: str = TENANT) -> None:
     """A history with every kind of module event, the import graph, a usage profile and a token."""
+    services = build_application(app, sandbox=PassingSandbox)
     def create(module_id: str, imports: list[str] | None = None, tool: dict[str, Any] | None = None) -> None:
-        app.create(tenant, module_id, description=f"The {module_id} module", content=SOURCE, imports=imports or [], tool=tool, by="ada")
+        services.modules.create(tenant, module_id, description=f"The {module_id} module", content=SOURCE, imports=imports or [], tool=tool, by="ada")
 
     # dates: created, changed twice, published, changed, discarded, changed, published, reverted to 1
     create("dates", tool=TOOL)
-    app.update(tenant, "dates", description="Dates, changed", by="ada")
-    app.update(tenant, "dates", description="Dates, changed again", by="grace")
-    app.publish(tenant, "dates", by="grace")
-    app.update(tenant, "dates", content="exports.run = function () { return 2; };", by="ada")
-    app.discard_draft(tenant, "dates", by="grace")
-    app.update(tenant, "dates", content="exports.run = function () { return 3; };", by="ada")
-    app.publish(tenant, "dates", by="ada")
-    app.revert(tenant, "dates", 1, by="grace")
+    services.modules.update(tenant, "dates", description="Dates, changed", by="ada")
+    services.modules.update(tenant, "dates", description="Dates, changed again", by="grace")
+    services.modules.publish(tenant, "dates", by="grace")
+    services.modules.update(tenant, "dates", content="exports.run = function () { return 2; };", by="ada")
+    services.modules.discard_draft(tenant, "dates", by="grace")
+    services.modules.update(tenant, "dates", content="exports.run = function () { return 3; };", by="ada")
+    services.modules.publish(tenant, "dates", by="ada")
+    services.modules.revert(tenant, "dates", 1, by="grace")
     # a library, and a module that imports it (the graph records both)
     create("lib")
-    app.publish(tenant, "lib", by="ada")
+    services.modules.publish(tenant, "lib", by="ada")
     create("report", imports=["lib"])
-    app.publish(tenant, "report", by="ada")
+    services.modules.publish(tenant, "report", by="ada")
     # a module deleted, then created again on the same aggregate
     create("scratch")
-    app.delete(tenant, "scratch", by="ada")
+    services.modules.delete(tenant, "scratch", by="ada")
     create("scratch")
-    app.update(tenant, "scratch", description="Scratch, second life", by="grace")
-    records = CallerRecords(app, Toolbox(app))
-    records.save(tenant, PROFILE, {"id": "support", "description": "", "allowedTools": ["dates"], "allowedTags": []}, by="ada", create=True)
-    records.issue_token(tenant, "auditor", "auditor", None, by="ada")
+    services.modules.update(tenant, "scratch", description="Scratch, second life", by="grace")
+    services.records.save(tenant, PROFILE, {"id": "support", "description": "", "allowedTools": ["dates"], "allowedTags": []}, by="ada", create=True)
+    services.tokens.issue_token(tenant, "auditor", "auditor", None, by="ada")
 
 
-def stored_events(app: ModuleRepository) -> list[tuple[Any, int, str, bytes]]:
+def stored_events(app: Store) -> list[tuple[Any, int, str, bytes]]:
     every = app.recorder.select_notifications(1, 1_000_000)
     return [(e.originator_id, e.originator_version, e.topic, e.state) for e in every]
 
@@ -131,7 +131,7 @@ def one_byte(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
     return lambda state: state.replace(old, new, 1)
 
 
-def export_of(app: ModuleRepository, **kwargs: Any) -> bytes:
+def export_of(app: Store, **kwargs: Any) -> bytes:
     out = io.BytesIO()
     audit.export(app, out, **kwargs)
     return out.getvalue()
@@ -139,7 +139,7 @@ def export_of(app: ModuleRepository, **kwargs: Any) -> bytes:
 
 # -- verify ----------------------------------------------------------------------------------------
 
-def test_an_intact_store_verifies_clean(new_store: Callable[[], ModuleRepository]) -> None:
+def test_an_intact_store_verifies_clean(new_store: Callable[[], Store]) -> None:
     app = new_store()
     fill(app)
     report = audit.verify(app)
@@ -150,7 +150,7 @@ def test_an_intact_store_verifies_clean(new_store: Callable[[], ModuleRepository
     assert audit.verify(app).heads_digest == report.heads_digest
 
 
-def test_a_byte_changed_inside_a_string_names_the_module_and_version_that_changed(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_byte_changed_inside_a_string_names_the_module_and_version_that_changed(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     # version 2 of dates now says "Dates, chbnged": still valid JSON, and version 3 holds its old hash
     change_state(db, "dates", 2, one_byte(b"Dates, changed", b"Dates, chbnged"))
@@ -162,10 +162,10 @@ def test_a_byte_changed_inside_a_string_names_the_module_and_version_that_change
     assert len(report.broken) == 1
 
 
-def test_a_changed_event_whose_own_hash_was_recomputed_breaks_the_next_link(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_changed_event_whose_own_hash_was_recomputed_breaks_the_next_link(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     # someone changes version 2 of dates and writes the matching own hash: version 3 still holds the old one
-    events = app.module_events(TENANT, "dates")
+    events = History(app).module_events(TENANT, "dates")
     forged = dataclasses.replace(events[1], definition={**events[1].definition, "description": "Dates, forged"})
     object.__setattr__(forged, OWN_HASH, event_hash(forged))
     stored = app.mapper.to_stored_event(forged)
@@ -175,7 +175,7 @@ def test_a_changed_event_whose_own_hash_was_recomputed_breaks_the_next_link(sqli
     assert "version 3 recorded another hash" in str(link)
 
 
-def test_a_byte_that_breaks_the_json_names_the_event_and_does_not_crash(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_byte_that_breaks_the_json_names_the_event_and_does_not_crash(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     change_state(db, "lib", 1, one_byte(b'"by":', b'"by"!'))
     link = audit.verify(app).first_broken
@@ -184,7 +184,7 @@ def test_a_byte_that_breaks_the_json_names_the_event_and_does_not_crash(sqlite_s
     assert "cannot be decoded" in link.reason
 
 
-def test_the_first_broken_link_in_log_order_is_named(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_the_first_broken_link_in_log_order_is_named(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     # scratch's break comes later in the log than dates's, however they are changed
     change_state(db, "scratch", 1, one_byte(b'"by":"ada"', b'"by":"adb"'))
@@ -193,14 +193,14 @@ def test_the_first_broken_link_in_log_order_is_named(sqlite_store: tuple[ModuleR
     assert [(b.aggregate, b.version) for b in report.broken] == [("module default/dates", 4), ("module default/scratch", 1)]
 
 
-def test_a_changed_import_graph_event_names_the_tenants_graph(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_changed_import_graph_event_names_the_tenants_graph(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     change_row(db, graph_aggregate_id(TENANT).hex, 2, one_byte(b'"module_id":"dates"', b'"module_id":"datez"'))
     link = audit.verify(app).first_broken
     assert link is not None and (link.aggregate, link.version) == ("import graph of tenant default", 2)
 
 
-def test_a_deleted_event_is_a_missing_version(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_deleted_event_is_a_missing_version(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     with sqlite3.connect(db) as connection:
         connection.execute("DELETE FROM stored_events WHERE originator_id = ? AND originator_version = 3",
@@ -210,7 +210,7 @@ def test_a_deleted_event_is_a_missing_version(sqlite_store: tuple[ModuleReposito
     assert "version 3 missing" in link.reason
 
 
-def test_a_changed_newest_event_is_named_by_its_own_hash(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_changed_newest_event_is_named_by_its_own_hash(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     # scratch's newest event (version 4) has no successor to hold its hash, but holds its own
     change_state(db, "scratch", 4, one_byte(b'"by":"grace"', b'"by":"gracf"'))
@@ -218,10 +218,10 @@ def test_a_changed_newest_event_is_named_by_its_own_hash(sqlite_store: tuple[Mod
     assert link is not None and (link.aggregate, link.version) == ("module default/scratch", 4)
 
 
-def test_a_newest_event_rewritten_with_its_own_hash_shows_in_the_heads_digest(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_newest_event_rewritten_with_its_own_hash_shows_in_the_heads_digest(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     before = audit.verify(app)
-    newest = app.module_events(TENANT, "scratch")[-1]
+    newest = History(app).module_events(TENANT, "scratch")[-1]
     forged = dataclasses.replace(newest, definition={**newest.definition, "description": "Scratch, forged"})
     object.__setattr__(forged, OWN_HASH, event_hash(forged))
     change_state(db, "scratch", newest.originator_version, lambda _: app.mapper.to_stored_event(forged).state, same_length=False)
@@ -232,7 +232,7 @@ def test_a_newest_event_rewritten_with_its_own_hash_shows_in_the_heads_digest(sq
 
 # -- export and import -----------------------------------------------------------------------------
 
-def test_export_then_import_restores_every_event_byte_for_byte(new_store: Callable[[], ModuleRepository]) -> None:
+def test_export_then_import_restores_every_event_byte_for_byte(new_store: Callable[[], Store]) -> None:
     original = new_store()
     fill(original)
     exported = export_of(original)
@@ -247,9 +247,9 @@ def test_export_then_import_restores_every_event_byte_for_byte(new_store: Callab
             assert _state(imported.repository.get(aggregate_id, version=version)) == _state(original.repository.get(aggregate_id, version=version))
     # and so do the queries of B2: a module's history, its published versions, the module at an instant
     for module_id in ("dates", "lib", "report", "scratch"):
-        events = original.module_events(TENANT, module_id)
-        assert [history.entry(e) for e in imported.module_events(TENANT, module_id)] == [history.entry(e) for e in events]
-        assert imported.published_versions(TENANT, module_id) == original.published_versions(TENANT, module_id)
+        events = History(original).module_events(TENANT, module_id)
+        assert [history.entry(e) for e in History(imported).module_events(TENANT, module_id)] == [history.entry(e) for e in events]
+        assert History(imported).published_versions(TENANT, module_id) == History(original).published_versions(TENANT, module_id)
         for event in events:
             assert _as_of(imported, module_id, event.timestamp) == _as_of(original, module_id, event.timestamp)
     assert imported.module(TENANT, "dates").published_view() == original.module(TENANT, "dates").published_view()
@@ -264,12 +264,12 @@ def _state(aggregate: Any) -> dict[str, Any]:
     return {k: v for k, v in vars(aggregate).items() if k != "_pending_events"}
 
 
-def _as_of(app: ModuleRepository, module_id: str, at: Any) -> dict[str, Any] | None:
-    module = history.module_as_of(app.module_events(TENANT, module_id), at)
+def _as_of(app: Store, module_id: str, at: Any) -> dict[str, Any] | None:
+    module = history.module_as_of(History(app).module_events(TENANT, module_id), at)
     return None if module is None else _state(module)
 
 
-def test_the_export_is_a_header_one_line_per_event_and_an_end_line(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_the_export_is_a_header_one_line_per_event_and_an_end_line(sqlite_store: tuple[Store, Path]) -> None:
     app, _ = sqlite_store
     lines = [orjson.loads(line) for line in export_of(app).splitlines()]
     header, *events, end = lines
@@ -281,12 +281,12 @@ def test_the_export_is_a_header_one_line_per_event_and_an_end_line(sqlite_store:
     assert first["state"]["module_id"] == "dates" and first["state"]["by"] == "ada"
 
 
-def test_a_state_that_is_not_json_is_exported_in_base64_and_restored(sqlite_store: tuple[ModuleRepository, Path], tmp_path: Path) -> None:
+def test_a_state_that_is_not_json_is_exported_in_base64_and_restored(sqlite_store: tuple[Store, Path], tmp_path: Path) -> None:
     app, db = sqlite_store
     change_state(db, "lib", 1, one_byte(b"{", b"\x00"))
     exported = export_of(app)
     assert b'"stateBase64":' in exported
-    imported = ModuleRepository(Settings(data_dir=tmp_path).event_store_env(), sandbox=PassingSandbox)
+    imported = Store(Settings(data_dir=tmp_path).event_store_env())
     try:
         audit.import_events(imported, io.BytesIO(exported))
         assert stored_events(imported) == stored_events(app)
@@ -294,7 +294,7 @@ def test_a_state_that_is_not_json_is_exported_in_base64_and_restored(sqlite_stor
         imported.close()
 
 
-def test_import_into_a_store_that_holds_events_is_refused(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_import_into_a_store_that_holds_events_is_refused(sqlite_store: tuple[Store, Path]) -> None:
     app, _ = sqlite_store
     before = app.position()
     with pytest.raises(audit.ImportRefused, match="not empty"):
@@ -332,11 +332,11 @@ def _miscounted(lines: list[bytes]) -> list[bytes]:
     pytest.param(_cut, None, "cut short", id="no-end-line"),
 ])
 def test_a_malformed_file_is_refused_with_its_line_number_and_nothing_is_written(
-    sqlite_store: tuple[ModuleRepository, Path], tmp_path: Path, spoil: Callable[[list[bytes]], list[bytes]], line: int | None, says: str
+    sqlite_store: tuple[Store, Path], tmp_path: Path, spoil: Callable[[list[bytes]], list[bytes]], line: int | None, says: str
 ) -> None:
     app, _ = sqlite_store
     lines = spoil(export_of(app).splitlines())
-    empty = ModuleRepository(Settings(data_dir=tmp_path).event_store_env(), sandbox=PassingSandbox)
+    empty = Store(Settings(data_dir=tmp_path).event_store_env())
     try:
         with pytest.raises(audit.ImportRefused, match=says) as refused:
             audit.import_events(empty, lines)
@@ -348,7 +348,7 @@ def test_a_malformed_file_is_refused_with_its_line_number_and_nothing_is_written
         empty.close()
 
 
-def test_a_tenant_export_holds_that_tenants_aggregates_only(new_store: Callable[[], ModuleRepository]) -> None:
+def test_a_tenant_export_holds_that_tenants_aggregates_only(new_store: Callable[[], Store]) -> None:
     app = new_store()
     fill(app)
     fill(app, tenant="other")
@@ -365,7 +365,7 @@ def test_a_tenant_export_holds_that_tenants_aggregates_only(new_store: Callable[
     assert report.intact and report.aggregates == 6
 
 
-def test_an_event_that_claims_another_module_is_named_by_its_own_aggregate(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_an_event_that_claims_another_module_is_named_by_its_own_aggregate(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     # version 1 of dates now says it belongs to "datez": the report still names dates
     change_state(db, "dates", 1, one_byte(b'"module_id":"dates"', b'"module_id":"datez"'))
@@ -373,7 +373,7 @@ def test_an_event_that_claims_another_module_is_named_by_its_own_aggregate(sqlit
     assert link is not None and (link.aggregate, link.version) == ("module default/dates", 1)
 
 
-def test_a_tenant_export_keeps_an_altered_event_of_its_module(sqlite_store: tuple[ModuleRepository, Path]) -> None:
+def test_a_tenant_export_keeps_an_altered_event_of_its_module(sqlite_store: tuple[Store, Path]) -> None:
     app, db = sqlite_store
     before = export_of(app, tenant=TENANT).splitlines()[1:]
     # the first event of dates now claims another module: it is evidence, and stays in the export

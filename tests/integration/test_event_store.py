@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from application.repository import ModuleRepository, ThreadGraphLock
+from application.commands import ThreadGraphLock
+from application.store import Store
 from domain.errors import CheckFailed, ConcurrentChange, ImportCycle, InvalidDefinition
 from domain.model import CodeModule
-from entrypoints.compose import bootstrap
+from entrypoints.compose import ApplicationServices, bootstrap, build_application
 from infrastructure.settings import Settings
 from projections.interface import ListQuery
 from sandbox.embedded import EmbeddedSandbox
@@ -35,30 +36,30 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
 
 
 @pytest.fixture
-def repository(store: dict[str, str]) -> Iterator[Callable[[], ModuleRepository]]:
+def repository(store: dict[str, str]) -> Iterator[Callable[[], ApplicationServices]]:
     """Makes repositories of their own (no cache, own publish lock), as other processes would have."""
-    made: list[ModuleRepository] = []
+    made: list[ApplicationServices] = []
     sandbox = EmbeddedSandbox(workers=1)
 
-    def make() -> ModuleRepository:
-        made.append(ModuleRepository(store, sandbox=lambda: sandbox, graph_lock=ThreadGraphLock()))
+    def make() -> ApplicationServices:
+        made.append(build_application(Store(store), sandbox=lambda: sandbox, graph_lock=ThreadGraphLock()))
         return made[-1]
 
     yield make
     for app in made:
-        app.close()
+        app.store.close()
     sandbox.close()
 
 
-def test_every_event_records_who_and_when(repository: Callable[[], ModuleRepository]) -> None:
+def test_every_event_records_who_and_when(repository: Callable[[], ApplicationServices]) -> None:
     app = repository()
-    app.create(TENANT, "dates", description="d", content="exports.x = 1;", imports=[], tool=None, by="ada")
-    app.publish(TENANT, "dates", by="grace")
-    app.update(TENANT, "dates", description="changed", by="ada")
-    app.discard_draft(TENANT, "dates", by="grace")
-    app.delete(TENANT, "dates", by="ada")
-    app.create(TENANT, "dates", description="again", content="exports.x = 2;", imports=[], tool=None, by="grace")
-    events = [app.mapper.to_domain_event(n) for n in app.recorder.select_notifications(start=1, limit=100)]
+    app.modules.create(TENANT, "dates", description="d", content="exports.x = 1;", imports=[], tool=None, by="ada")
+    app.modules.publish(TENANT, "dates", by="grace")
+    app.modules.update(TENANT, "dates", description="changed", by="ada")
+    app.modules.discard_draft(TENANT, "dates", by="grace")
+    app.modules.delete(TENANT, "dates", by="ada")
+    app.modules.create(TENANT, "dates", description="again", content="exports.x = 2;", imports=[], tool=None, by="grace")
+    events = [app.store.mapper.to_domain_event(n) for n in app.store.recorder.select_notifications(start=1, limit=100)]
     module_events = [e for e in events if isinstance(e, CodeModule.Event)]
     assert [type(e).__name__ for e in module_events] == ["Created", "Published", "DraftChanged", "DraftDiscarded", "Deleted", "Recreated"]
     assert [e.by for e in module_events] == ["ada", "grace", "ada", "grace", "ada", "grace"]
@@ -66,26 +67,26 @@ def test_every_event_records_who_and_when(repository: Callable[[], ModuleReposit
     assert all(e.module_id == "dates" and e.tenant == TENANT for e in module_events)
 
 
-def test_a_refused_command_writes_nothing(repository: Callable[[], ModuleRepository]) -> None:
+def test_a_refused_command_writes_nothing(repository: Callable[[], ApplicationServices]) -> None:
     app = repository()
-    app.create(TENANT, "lib", description="d", content="exports.f = function () {};", imports=[], tool=None, by="t")
-    app.publish(TENANT, "lib", by="t")
-    app.create(TENANT, "user", description="d", content="exports.g = lib.f;", imports=["lib"], tool=None, by="t")
-    app.publish(TENANT, "user", by="t")
-    before = app.position()
+    app.modules.create(TENANT, "lib", description="d", content="exports.f = function () {};", imports=[], tool=None, by="t")
+    app.modules.publish(TENANT, "lib", by="t")
+    app.modules.create(TENANT, "user", description="d", content="exports.g = lib.f;", imports=["lib"], tool=None, by="t")
+    app.modules.publish(TENANT, "user", by="t")
+    before = app.store.position()
     with pytest.raises(InvalidDefinition):
-        app.update(TENANT, "lib", description="", by="t")
+        app.modules.update(TENANT, "lib", description="", by="t")
     with pytest.raises(ImportCycle):
-        app.update(TENANT, "lib", imports=["user"], by="t")
-    app.update(TENANT, "lib", content="exports.h = 1;", by="t")
+        app.modules.update(TENANT, "lib", imports=["user"], by="t")
+    app.modules.update(TENANT, "lib", content="exports.h = 1;", by="t")
     with pytest.raises(CheckFailed) as refused:
-        app.publish(TENANT, "lib", by="t")
+        app.modules.publish(TENANT, "lib", by="t")
     assert refused.value.failing_module == "user"
-    assert app.position() == before + 1  # only the accepted draft change
-    assert app.module(TENANT, "lib").published_version == 1
+    assert app.store.position() == before + 1  # only the accepted draft change
+    assert app.store.module(TENANT, "lib").published_version == 1
 
 
-def test_concurrent_publishes_from_two_processes_never_close_a_cycle(repository: Callable[[], ModuleRepository]) -> None:
+def test_concurrent_publishes_from_two_processes_never_close_a_cycle(repository: Callable[[], ApplicationServices]) -> None:
     # two repositories share one event store but no lock: only the graph's version keeps them apart
     first, second = repository(), repository()
     outcomes = []
@@ -93,16 +94,16 @@ def test_concurrent_publishes_from_two_processes_never_close_a_cycle(repository:
         for race in range(50):
             a, b = f"a{race}", f"b{race}"
             for name in (a, b):
-                first.create(TENANT, name, description=name, content=f"exports.{name} = 1;", imports=[], tool=None, by="t")
-                first.publish(TENANT, name, by="t")
-            first.update(TENANT, a, imports=[b], by="t")
-            first.update(TENANT, b, imports=[a], by="t")
+                first.modules.create(TENANT, name, description=name, content=f"exports.{name} = 1;", imports=[], tool=None, by="t")
+                first.modules.publish(TENANT, name, by="t")
+            first.modules.update(TENANT, a, imports=[b], by="t")
+            first.modules.update(TENANT, b, imports=[a], by="t")
             barrier = Barrier(2)
 
-            def publish(app: ModuleRepository, name: str) -> str:
+            def publish(app: ApplicationServices, name: str) -> str:
                 barrier.wait()
                 try:
-                    app.publish(TENANT, name, by="t")
+                    app.modules.publish(TENANT, name, by="t")
                 except ImportCycle:
                     return "refused"
                 return "published"
@@ -110,14 +111,14 @@ def test_concurrent_publishes_from_two_processes_never_close_a_cycle(repository:
             results = sorted(pool.map(publish, (first, second), (a, b)))
             outcomes.append(results)
             assert results == ["published", "refused"], f"race {race}: {results}"
-            graph = first.graph(TENANT).published_imports()
+            graph = first.store.graph(TENANT).published_imports()
             assert not (b in graph[a] and a in graph[b])
     assert len(outcomes) == 50
 
 
-def _just_before_its_save(app: ModuleRepository, monkeypatch: pytest.MonkeyPatch, other_write: Callable[[], Any]) -> None:
+def _just_before_its_save(app: ApplicationServices, monkeypatch: pytest.MonkeyPatch, other_write: Callable[[], Any]) -> None:
     """Makes `other_write` happen once, after `app` loaded what it changes and before it saves."""
-    save = app._save
+    save = app.store.save_or_conflict
     pending = [other_write]
 
     def save_after_the_other_write(*aggregates: Any) -> int | None:
@@ -125,47 +126,47 @@ def _just_before_its_save(app: ModuleRepository, monkeypatch: pytest.MonkeyPatch
             pending.pop()()
         return save(*aggregates)
 
-    monkeypatch.setattr(app, "_save", save_after_the_other_write)
+    monkeypatch.setattr(app.store, "save_or_conflict", save_after_the_other_write)
 
 
 def test_an_edit_raced_by_another_edit_of_the_module_is_refused_and_writes_nothing(
-    repository: Callable[[], ModuleRepository], monkeypatch: pytest.MonkeyPatch
+    repository: Callable[[], ApplicationServices], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, second = repository(), repository()
-    first.create(TENANT, "m", description="d", content="exports.x = 1;", imports=[], tool=None, by="t")
-    _just_before_its_save(first, monkeypatch, lambda: second.update(TENANT, "m", description="second", by="t"))
+    first.modules.create(TENANT, "m", description="d", content="exports.x = 1;", imports=[], tool=None, by="t")
+    _just_before_its_save(first, monkeypatch, lambda: second.modules.update(TENANT, "m", description="second", by="t"))
     with pytest.raises(ConcurrentChange):
-        first.update(TENANT, "m", content="exports.x = 2;", by="t")
+        first.modules.update(TENANT, "m", content="exports.x = 2;", by="t")
     # the other edit stands, and nothing of the refused one was written
-    module = second.module(TENANT, "m")
+    module = second.store.module(TENANT, "m")
     assert module.version == 2
     assert (module.current["description"], module.current["content"]) == ("second", "exports.x = 1;")
 
 
 def test_a_publish_raced_by_an_edit_of_the_module_is_refused(
-    repository: Callable[[], ModuleRepository], monkeypatch: pytest.MonkeyPatch
+    repository: Callable[[], ApplicationServices], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, second = repository(), repository()
-    first.create(TENANT, "m", description="d", content="exports.x = 1;", imports=[], tool=None, by="t")
-    _just_before_its_save(first, monkeypatch, lambda: second.update(TENANT, "m", content="exports.x = 2;", by="t"))
+    first.modules.create(TENANT, "m", description="d", content="exports.x = 1;", imports=[], tool=None, by="t")
+    _just_before_its_save(first, monkeypatch, lambda: second.modules.update(TENANT, "m", content="exports.x = 2;", by="t"))
     with pytest.raises(ConcurrentChange):
-        first.publish(TENANT, "m", by="t")
+        first.modules.publish(TENANT, "m", by="t")
     # the draft it checked is no longer the draft: nothing was published
-    assert second.module(TENANT, "m").published is None
+    assert second.store.module(TENANT, "m").published is None
 
 
 def test_a_save_raced_only_on_the_import_graph_is_retried(
-    repository: Callable[[], ModuleRepository], monkeypatch: pytest.MonkeyPatch
+    repository: Callable[[], ApplicationServices], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, second = repository(), repository()
     for name in ("lib", "m", "other"):
-        first.create(TENANT, name, description=name, content=f"exports.{name} = 1;", imports=[], tool=None, by="t")
-    first.publish(TENANT, "lib", by="t")
+        first.modules.create(TENANT, name, description=name, content=f"exports.{name} = 1;", imports=[], tool=None, by="t")
+    first.modules.publish(TENANT, "lib", by="t")
     # another module's import change moves the graph between this save's load and its write
-    _just_before_its_save(first, monkeypatch, lambda: second.update(TENANT, "other", imports=["lib"], by="t"))
-    first.update(TENANT, "m", imports=["lib"], by="t")
-    assert second.module(TENANT, "m").current["imports"] == ["lib"]
-    nodes = second.graph(TENANT).nodes
+    _just_before_its_save(first, monkeypatch, lambda: second.modules.update(TENANT, "other", imports=["lib"], by="t"))
+    first.modules.update(TENANT, "m", imports=["lib"], by="t")
+    assert second.store.module(TENANT, "m").current["imports"] == ["lib"]
+    nodes = second.store.graph(TENANT).nodes
     assert (nodes["m"]["draft"], nodes["other"]["draft"]) == (["lib"], ["lib"])
 
 
@@ -177,7 +178,7 @@ def test_the_read_model_is_rebuilt_from_the_event_store_at_start(store: dict[str
     modules.create(TENANT, "lib", description="Library", content="exports.x = 1;", imports=[], tool=None, by="t")
     modules.publish(TENANT, "lib", by="t")
     modules.create(TENANT, "tool", description="Tool", content="exports.run = () => lib.x;", imports=["lib"], tool={"tags": ["a"]}, by="t")
-    services.runner.wait(modules.position(), 5)
+    services.runner.wait(services.store.position(), 5)
     before = services.read_model.list(TENANT, ListQuery())
     services.close()
 

@@ -18,7 +18,8 @@ from eventsourcing.persistence import Tracking
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import RequestError
 
-from application.repository import ModuleRepository
+from application.store import Store
+from entrypoints.compose import ApplicationServices, build_application
 from projections.interface import ListQuery, ReadModelUnavailable
 from projections.modules import ModuleSummaries
 from projections.opensearch import MAPPINGS, OpenSearchModuleReadModel
@@ -32,33 +33,33 @@ TOOLSMITH = Path(sys.executable).parent / "toolsmith"
 
 
 @pytest.fixture
-def sqlite_app(tmp_path: Path, shared_sandbox: EmbeddedSandbox) -> Iterator[ModuleRepository]:
+def sqlite_app(tmp_path: Path, shared_sandbox: EmbeddedSandbox) -> Iterator[ApplicationServices]:
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "events.sqlite")}
-    app = ModuleRepository(env, sandbox=lambda: shared_sandbox)
+    app = build_application(Store(env), sandbox=lambda: shared_sandbox)
     yield app
-    app.close()
+    app.store.close()
 
 
 def _view(client: OpenSearch, alias: str, **options: Any) -> OpenSearchModuleReadModel:
     return OpenSearchModuleReadModel(client, index=alias, replicas=0, **options)
 
 
-def _history(app: ModuleRepository) -> None:
+def _history(app: ApplicationServices) -> None:
     """Creates, publishes, drafts, discards, deletes and recreates: every kind of module event."""
     source = "exports.run = function () { return 1; }; exports.f = 1;"
-    app.create(TENANT, "lib", description="A library", content=source, imports=[], tool=None, by="ada")
-    app.publish(TENANT, "lib", by="ada")
+    app.modules.create(TENANT, "lib", description="A library", content=source, imports=[], tool=None, by="ada")
+    app.modules.publish(TENANT, "lib", by="ada")
     for n in range(6):
-        app.create(TENANT, f"tool{n}", description=f"Tool number {n}", content=source, imports=["lib"],
+        app.modules.create(TENANT, f"tool{n}", description=f"Tool number {n}", content=source, imports=["lib"],
                    tool={"tags": [f"t{n % 3}", "all"]}, by="grace")
         if n % 2 == 0:
-            app.publish(TENANT, f"tool{n}", by="grace")
-    app.update(TENANT, "tool0", description="Tool zero, changed", by="ada")
-    app.update(TENANT, "tool2", description="Tool two, changed", by="ada")
-    app.discard_draft(TENANT, "tool2", by="ada")
-    app.delete(TENANT, "tool5", by="ada")
-    app.delete(TENANT, "tool3", by="ada")
-    app.create(TENANT, "tool3", description="Tool three again", content=source, imports=[], tool={"tags": ["again"]}, by="ada")
+            app.modules.publish(TENANT, f"tool{n}", by="grace")
+    app.modules.update(TENANT, "tool0", description="Tool zero, changed", by="ada")
+    app.modules.update(TENANT, "tool2", description="Tool two, changed", by="ada")
+    app.modules.discard_draft(TENANT, "tool2", by="ada")
+    app.modules.delete(TENANT, "tool5", by="ada")
+    app.modules.delete(TENANT, "tool3", by="ada")
+    app.modules.create(TENANT, "tool3", description="Tool three again", content=source, imports=[], tool={"tags": ["again"]}, by="ada")
 
 
 def _documents(client: OpenSearch, index: str) -> dict[str, dict[str, Any]]:
@@ -67,14 +68,14 @@ def _documents(client: OpenSearch, index: str) -> dict[str, dict[str, Any]]:
     return {hit["_id"]: hit["_source"] for hit in found["hits"]["hits"]}
 
 
-def test_the_mapping_is_strict_and_user_data_adds_no_field(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+def test_the_mapping_is_strict_and_user_data_adds_no_field(sqlite_app: ApplicationServices, opensearch: OpenSearch,
                                                            opensearch_index: str) -> None:
     view = _view(opensearch, opensearch_index)
-    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view))
+    runner = PullingProjectionRunner(sqlite_app.store, ModuleSummaries(view=view))
     source = "exports.run = function (input) { return input; };"
     tool = {"tags": ["weird.tag", "x" * 64, "_source", "properties"],
             "parameters": [{"name": "nested_param", "type": "object", "required": False}]}
-    sqlite_app.create(TENANT, "odd", description="Odd tags", content=source, imports=[], tool=tool, by="t")
+    sqlite_app.modules.create(TENANT, "odd", description="Odd tags", content=source, imports=[], tool=tool, by="t")
     runner.catch_up()
     mapping = next(iter(opensearch.indices.get_mapping(index=opensearch_index).values()))["mappings"]
     assert mapping["dynamic"] == "strict"
@@ -85,10 +86,10 @@ def test_the_mapping_is_strict_and_user_data_adds_no_field(sqlite_app: ModuleRep
     assert "strict_dynamic_mapping_exception" in str(refused.value)
 
 
-def test_repeated_and_older_writes_change_nothing(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+def test_repeated_and_older_writes_change_nothing(sqlite_app: ApplicationServices, opensearch: OpenSearch,
                                                   opensearch_index: str) -> None:
     view = _view(opensearch, opensearch_index)
-    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view))
+    runner = PullingProjectionRunner(sqlite_app.store, ModuleSummaries(view=view))
     _history(sqlite_app)
     runner.catch_up()
     before = _documents(opensearch, opensearch_index)
@@ -96,8 +97,8 @@ def test_repeated_and_older_writes_change_nothing(sqlite_app: ModuleRepository, 
     # The whole log applied again, as a runner that lost its position would: every write is an
     # older or equal version, so OpenSearch keeps each document as it is.
     replay = OpenSearchModuleReadModel(opensearch, index=opensearch_index, replicas=0)
-    for notification in sqlite_app.recorder.select_notifications(start=1, limit=1000):
-        event = sqlite_app.mapper.to_domain_event(notification)
+    for notification in sqlite_app.store.recorder.select_notifications(start=1, limit=1000):
+        event = sqlite_app.store.mapper.to_domain_event(notification)
         ModuleSummaries(view=replay).process_event(event, Tracking("replay", notification.id))
         replay.flush()
     after = _documents(opensearch, opensearch_index)
@@ -140,37 +141,37 @@ class RejectingClient:
         return {"errors": True, "items": items, "took": answer["took"]}
 
 
-def test_a_bulk_retries_only_the_items_rejected_with_429(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+def test_a_bulk_retries_only_the_items_rejected_with_429(sqlite_app: ApplicationServices, opensearch: OpenSearch,
                                                          opensearch_index: str) -> None:
     source = "exports.f = 1;"
     for n in range(5):
-        sqlite_app.create(TENANT, f"m{n}", description=f"m{n}", content=source, imports=[], tool=None, by="t")
+        sqlite_app.modules.create(TENANT, f"m{n}", description=f"m{n}", content=source, imports=[], tool=None, by="t")
     client = RejectingClient(opensearch, rejected={"default/m1", "default/m3"})
     view = OpenSearchModuleReadModel(client, index=opensearch_index, replicas=0, retry_base_seconds=0.01)  # type: ignore[arg-type]
     view.open()
-    PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view)).catch_up()
+    PullingProjectionRunner(sqlite_app.store, ModuleSummaries(view=view)).catch_up()
     assert client.bulks[0] == [f"default/m{n}" for n in range(5)]
     assert client.bulks[1] == ["default/m1", "default/m3"]  # only those, then the tracking write
     assert client.bulks[2] == ["tracking/toolsmith"]
     assert view.list(TENANT, ListQuery()).total == 5
 
 
-def test_rebuild_swaps_the_alias_to_an_equal_index(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+def test_rebuild_swaps_the_alias_to_an_equal_index(sqlite_app: ApplicationServices, opensearch: OpenSearch,
                                                    opensearch_index: str) -> None:
     view = _view(opensearch, opensearch_index)
-    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view), batch=3)
+    runner = PullingProjectionRunner(sqlite_app.store, ModuleSummaries(view=view), batch=3)
     _history(sqlite_app)
     runner.catch_up()
     first = next(iter(opensearch.indices.get_alias(name=opensearch_index)))
     live = _documents(opensearch, opensearch_index)
     seen: list[tuple[int, int]] = []
-    done = rebuild(sqlite_app, opensearch, opensearch_index, replicas=0, progress=lambda p, h: seen.append((p, h)))
+    done = rebuild(sqlite_app.store, opensearch, opensearch_index, replicas=0, progress=lambda p, h: seen.append((p, h)))
     assert done.replaced == [first] and not opensearch.indices.exists(index=first)
     assert list(opensearch.indices.get_alias(name=opensearch_index)) == [done.index]
     assert _documents(opensearch, opensearch_index) == live
-    assert seen[-1] == (sqlite_app.position(), sqlite_app.position())
+    assert seen[-1] == (sqlite_app.store.position(), sqlite_app.store.position())
     # The live runner keeps going on the new index.
-    sqlite_app.create(TENANT, "late", description="After the rebuild", content="exports.f = 1;", imports=[], tool=None, by="t")
+    sqlite_app.modules.create(TENANT, "late", description="After the rebuild", content="exports.f = 1;", imports=[], tool=None, by="t")
     runner.catch_up()
     assert view.summary(TENANT, "late")["description"] == "After the rebuild"
 
@@ -192,7 +193,7 @@ def _projections_run(tmp_path: Path, url: str, alias: str, **extra: str) -> subp
 
 
 def test_a_runner_killed_between_documents_and_tracking_resumes_to_what_a_rebuild_gives(
-    sqlite_app: ModuleRepository, opensearch: OpenSearch, opensearch_index: str, opensearch_url: str, tmp_path: Path
+    sqlite_app: ApplicationServices, opensearch: OpenSearch, opensearch_index: str, opensearch_url: str, tmp_path: Path
 ) -> None:
     _history(sqlite_app)
     killed = _projections_run(tmp_path, opensearch_url, opensearch_index, TOOLSMITH_FAILPOINT="kill-after-documents")
@@ -205,13 +206,13 @@ def test_a_runner_killed_between_documents_and_tracking_resumes_to_what_a_rebuil
     try:
         view = _view(opensearch, opensearch_index)
         deadline = time.monotonic() + 60
-        while (view.max_tracking_id("toolsmith") or 0) < sqlite_app.position():
+        while (view.max_tracking_id("toolsmith") or 0) < sqlite_app.store.position():
             assert time.monotonic() < deadline and resumed.poll() is None, "the restarted runner did not catch up"
             time.sleep(0.1)
     finally:
         resumed.terminate()
         assert resumed.wait(timeout=30) == 0
-    fresh = rebuild(sqlite_app, opensearch, f"{opensearch_index}-fresh", replicas=0)
+    fresh = rebuild(sqlite_app.store, opensearch, f"{opensearch_index}-fresh", replicas=0)
     assert _documents(opensearch, opensearch_index) == _documents(opensearch, fresh.index)
 
 
@@ -220,7 +221,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(TOOLSMITH), *args], env={**clean, **env}, capture_output=True, text=True, timeout=120)
 
 
-def test_the_rebuild_command_swaps_the_alias_and_shows_progress(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+def test_the_rebuild_command_swaps_the_alias_and_shows_progress(sqlite_app: ApplicationServices, opensearch: OpenSearch,
                                                                 opensearch_index: str, opensearch_url: str,
                                                                 tmp_path: Path) -> None:
     _history(sqlite_app)
@@ -229,7 +230,7 @@ def test_the_rebuild_command_swaps_the_alias_and_shows_progress(sqlite_app: Modu
            "TOOLSMITH_DATA_DIR": str(tmp_path)}
     first = _cli("projections", "rebuild", env=env)
     assert first.returncode == 0, first.stderr
-    assert f"{sqlite_app.position()}/{sqlite_app.position()} events" in first.stderr  # the progress bar's end
+    assert f"{sqlite_app.store.position()}/{sqlite_app.store.position()} events" in first.stderr  # the progress bar's end
     assert "replacing nothing" in first.stdout
     index = next(iter(opensearch.indices.get_alias(name=opensearch_index)))
     second = _cli("projections", "rebuild", "--keep-old", env=env)
@@ -255,7 +256,7 @@ def test_commands_refuse_settings_they_cannot_use(tmp_path: Path) -> None:
     assert no_store.returncode == 2 and "needs POSTGRES_DBNAME, POSTGRES_HOST, POSTGRES_USER" in no_store.stderr
 
 
-def test_a_bulk_rejected_as_a_whole_with_429_is_sent_again(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+def test_a_bulk_rejected_as_a_whole_with_429_is_sent_again(sqlite_app: ApplicationServices, opensearch: OpenSearch,
                                                            opensearch_index: str) -> None:
     from opensearchpy.exceptions import TransportError
 
@@ -266,27 +267,27 @@ def test_a_bulk_rejected_as_a_whole_with_429_is_sent_again(sqlite_app: ModuleRep
                 raise TransportError(429, "circuit_breaking_exception", {"error": {"type": "circuit_breaking_exception"}})
             return self._client.bulk(body=body, **params)
 
-    sqlite_app.create(TENANT, "m", description="m", content="exports.f = 1;", imports=[], tool=None, by="t")
+    sqlite_app.modules.create(TENANT, "m", description="m", content="exports.f = 1;", imports=[], tool=None, by="t")
     client = Overloaded(opensearch, rejected=set())
     view = OpenSearchModuleReadModel(client, index=opensearch_index, replicas=0, retry_base_seconds=0.01)  # type: ignore[arg-type]
     view.open()
-    PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view)).catch_up()
+    PullingProjectionRunner(sqlite_app.store, ModuleSummaries(view=view)).catch_up()
     assert client.bulks == [["default/m"], ["default/m"], ["tracking/toolsmith"]]
     assert view.summary(TENANT, "m") is not None
 
 
-def test_a_runner_whose_index_was_deleted_builds_it_again(sqlite_app: ModuleRepository, opensearch: OpenSearch,
+def test_a_runner_whose_index_was_deleted_builds_it_again(sqlite_app: ApplicationServices, opensearch: OpenSearch,
                                                           opensearch_index: str) -> None:
     view = _view(opensearch, opensearch_index)
-    runner = PullingProjectionRunner(sqlite_app, ModuleSummaries(view=view), poll_seconds=0.05)
+    runner = PullingProjectionRunner(sqlite_app.store, ModuleSummaries(view=view), poll_seconds=0.05)
     _history(sqlite_app)
     runner.start()
     try:
-        assert runner.wait(sqlite_app.position(), timeout=30)
+        assert runner.wait(sqlite_app.store.position(), timeout=30)
         opensearch.indices.delete(index=f"{opensearch_index}-*")
         with pytest.raises(ReadModelUnavailable, match="does not exist"):
             view.list(TENANT, ListQuery())
-        sqlite_app.create(TENANT, "after", description="After the loss", content="exports.f = 1;", imports=[], tool=None, by="t")
+        sqlite_app.modules.create(TENANT, "after", description="After the loss", content="exports.f = 1;", imports=[], tool=None, by="t")
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from application.repository import ModuleRepository
+from application.store import Store
+from entrypoints.compose import ApplicationServices, build_application
 from domain.catalog import EVERYTHING
 from domain.ports import Execution, ExecutionResult, Sandbox
-from application.toolbox import Toolbox
 from infrastructure.settings import Settings
 
 TENANT = "default"
@@ -45,7 +45,7 @@ class InstantSandbox(Sandbox):
 
 
 @pytest.fixture
-def repository(postgres_store: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleRepository]:
+def repository(postgres_store: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApplicationServices]:
     """The repository as `toolsmith serve` wires it on PostgreSQL: the aggregate cache on, and
     fast-forwarding (several processes write one store)."""
     for name, value in postgres_store.items():
@@ -53,22 +53,22 @@ def repository(postgres_store: dict[str, str], tmp_path: Path, monkeypatch: pyte
     env = Settings(data_dir=tmp_path).event_store_env()
     assert env["AGGREGATE_CACHE_FASTFORWARD"] == "y" and int(env["AGGREGATE_CACHE_MAXSIZE"]) > 0
     sandbox = InstantSandbox()
-    app = ModuleRepository(env, sandbox=lambda: sandbox)
+    app = build_application(Store(env), sandbox=lambda: sandbox)
     yield app
-    app.close()
+    app.store.close()
 
 
 def _source(name: str, n: int) -> str:
     return f"exports.run = () => '{name} {n}';"
 
 
-def test_threads_reading_and_writing_the_same_modules_never_fail(repository: ModuleRepository) -> None:
+def test_threads_reading_and_writing_the_same_modules_never_fail(repository: ApplicationServices) -> None:
     app = repository
-    toolbox = Toolbox(app)
+    toolbox = app.toolbox
     tool = {"inputParameters": [{"name": "x", "type": "string"}], "tags": ["t"]}
     for name in MODULES:
-        app.create(TENANT, name, description=name, content=_source(name, 0), imports=[], tool=tool, by="t")
-        app.publish(TENANT, name, by="t")
+        app.modules.create(TENANT, name, description=name, content=_source(name, 0), imports=[], tool=tool, by="t")
+        app.modules.publish(TENANT, name, by="t")
 
     calls = itertools.count()
     stop = threading.Event()
@@ -93,10 +93,10 @@ def test_threads_reading_and_writing_the_same_modules_never_fail(repository: Mod
                     assert {e.name for e in entries} >= set(MODULES)
                 else:
                     # the object a reader holds is its own: it stays as it was read
-                    module = app.module(TENANT, name)
+                    module = app.store.module(TENANT, name)
                     version, published, draft = module.version, module.published, module.current
                     time.sleep(0.0005)
-                    app.module(TENANT, name)  # a later read of the same module, another thread's too
+                    app.store.module(TENANT, name)  # a later read of the same module, another thread's too
                     assert (module.version, module.published, module.current) == (version, published, draft), (
                         f"{name} changed under its reader: version {version} became {module.version}"
                     )
@@ -112,9 +112,9 @@ def test_threads_reading_and_writing_the_same_modules_never_fail(repository: Mod
             time.sleep(0.05)
             try:
                 n = next(writes) + 1
-                app.update(TENANT, name, content=_source(name, n), description=f"{name} {n}", by="w")
+                app.modules.update(TENANT, name, content=_source(name, n), description=f"{name} {n}", by="w")
                 if chance.random() < 0.5:
-                    app.publish(TENANT, name, by="w")
+                    app.modules.publish(TENANT, name, by="w")
             except BaseException as error:  # noqa: BLE001 - every failure is the finding
                 if type(error).__name__ == "ConcurrentChange":
                     continue  # two writers changed one module at once: a 409, the expected answer

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from opensearchpy import OpenSearch
 
-from application.repository import ModuleRepository
+from application.store import Store
 from infrastructure.audit import export, import_events
-from entrypoints.compose import Services, build_runner
+from entrypoints.compose import Services, build_application, build_runner
 from infrastructure.settings import Settings
 from projections.interface import ListQuery, ReadModelUnavailable
 from projections.opensearch import OpenSearchModuleReadModel
@@ -51,33 +51,30 @@ def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[s
 
 
 def test_a_store_keeps_its_identity_and_another_store_has_another(store_env: dict[str, str], tmp_path: Path) -> None:
-    first = ModuleRepository(store_env, sandbox=_no_sandbox)
+    first = Store(store_env)
     identity = store_identity(first)
     assert len(identity) == 32 and store_identity(first) == identity
     first.close()
     # reopened (another process, a restart): the same store, the same identity
-    again = ModuleRepository(store_env, sandbox=_no_sandbox)
+    again = Store(store_env)
     assert store_identity(again) == identity
     # a restored store is a new store
     assert renew_store_identity(again) != identity
     assert store_identity(again) != identity
     again.close()
-    other = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "other.sqlite")},
-                             sandbox=_no_sandbox)
-    assert store_identity(other) not in (identity, store_identity(ModuleRepository(store_env, sandbox=_no_sandbox)))
+    other = Store({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "other.sqlite")})
+    assert store_identity(other) not in (identity, store_identity(Store(store_env)))
     other.close()
 
 
 def test_audit_export_does_not_carry_the_identity_and_import_makes_a_new_one(tmp_path: Path) -> None:
-    original = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "a.sqlite")},
-                                sandbox=_no_sandbox)
+    original = Store({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "a.sqlite")})
     identity = store_identity(original)
-    original.create(TENANT, "m", description="d", content=SOURCE, imports=[], tool=None, by="t")
+    build_application(original, sandbox=_no_sandbox).modules.create(TENANT, "m", description="d", content=SOURCE, imports=[], tool=None, by="t")
     exported = io.BytesIO()
     export(original, exported)
     assert identity.encode() not in exported.getvalue()
-    restored = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "b.sqlite")},
-                                sandbox=_no_sandbox)
+    restored = Store({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "b.sqlite")})
     before = store_identity(restored)  # opened (and identified) before the import, as `serve` may have
     import_events(restored, io.BytesIO(exported.getvalue()))
     assert store_identity(restored) not in (identity, before)
@@ -150,13 +147,13 @@ def test_a_store_restored_by_audit_import_lists_its_own_modules_not_the_original
     exported = io.BytesIO()
     with Deployment(tmp_path / "a", opensearch_url, opensearch_index, shared_sandbox) as a:
         _create(a, "m0", "m1", "m2")
-        export(a.modules, exported)
+        export(a.store, exported)
         # the original goes on after the export: its index is ahead of what the export holds
         _create(a, "later0", "later1", "later2")
         assert _listed(a) == ["later0", "later1", "later2", "m0", "m1", "m2"]
     (tmp_path / "b").mkdir()
-    restored = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                                 "SQLITE_DBNAME": str(tmp_path / "b" / "events.sqlite")}, sandbox=_no_sandbox)
+    restored = Store({"PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                                 "SQLITE_DBNAME": str(tmp_path / "b" / "events.sqlite")})
     import_events(restored, io.BytesIO(exported.getvalue()))
     restored.close()
     with Deployment(tmp_path / "b", opensearch_url, opensearch_index, shared_sandbox) as b:
@@ -172,8 +169,8 @@ def test_the_projections_runner_process_rebuilds_an_index_of_another_store_too(
     # another store, followed by `toolsmith projections run` instead of an API's own runner
     (tmp_path / "b").mkdir()
     store_b = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "b" / "events.sqlite")}
-    b = ModuleRepository(store_b, sandbox=_no_sandbox)
-    b.create(TENANT, "b0", description="b0", content=SOURCE, imports=[], tool=None, by="t")
+    b = Store(store_b)
+    build_application(b, sandbox=_no_sandbox).modules.create(TENANT, "b0", description="b0", content=SOURCE, imports=[], tool=None, by="t")
     view = OpenSearchModuleReadModel(opensearch, index=opensearch_index, store=store_identity(b))
     env = {**environment_without_settings(), "OPENSEARCH_URL": opensearch_url, "TOOLSMITH_OPENSEARCH_INDEX": opensearch_index,
            "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "TOOLSMITH_DATA_DIR": str(tmp_path / "b")}
@@ -197,9 +194,8 @@ def test_two_stores_writing_one_index_are_reported_not_rebuilt_back_and_forth(
 ) -> None:
     stores = []
     for name in ("a", "b"):
-        app = ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / f"{name}.sqlite")},
-                               sandbox=_no_sandbox)
-        app.create(TENANT, f"{name}0", description=name, content=SOURCE, imports=[], tool=None, by="t")
+        app = Store({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / f"{name}.sqlite")})
+        build_application(app, sandbox=_no_sandbox).modules.create(TENANT, f"{name}0", description=name, content=SOURCE, imports=[], tool=None, by="t")
         view = OpenSearchModuleReadModel(opensearch, index=opensearch_index, replicas=0, store=store_identity(app))
         stores.append((app, view, build_runner(app, view)))
     (a, view_a, runner_a), (b, view_b, runner_b) = stores

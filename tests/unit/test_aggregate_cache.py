@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.repository import ModuleRepository, NewestAggregateCache
+from application.store import NewestAggregateCache, Store
+from entrypoints.compose import ApplicationServices, build_application
 
 TENANT = "default"
 
@@ -18,28 +19,28 @@ def _no_sandbox() -> Any:
     raise AssertionError("no code runs here")
 
 
-def _repository(fastforward: str) -> ModuleRepository:
-    return ModuleRepository({"PERSISTENCE_MODULE": "eventsourcing.popo", "AGGREGATE_CACHE_MAXSIZE": "100",
-                             "AGGREGATE_CACHE_FASTFORWARD": fastforward}, sandbox=_no_sandbox)
+def _repository(fastforward: str) -> ApplicationServices:
+    return build_application(Store({"PERSISTENCE_MODULE": "eventsourcing.popo", "AGGREGATE_CACHE_MAXSIZE": "100",
+                                    "AGGREGATE_CACHE_FASTFORWARD": fastforward}), sandbox=_no_sandbox)
 
 
 def test_a_fast_forward_makes_a_new_aggregate_and_leaves_the_one_a_reader_holds() -> None:
     app = _repository("y")  # as on PostgreSQL: a save does not refresh the cache, the next read fast-forwards
-    app.create(TENANT, "m", description="first", content="exports.x = 1;", imports=[], tool=None, by="t")
-    held = app.module(TENANT, "m")
-    app.update(TENANT, "m", description="second", by="t")
-    again = app.module(TENANT, "m")
+    app.modules.create(TENANT, "m", description="first", content="exports.x = 1;", imports=[], tool=None, by="t")
+    held = app.store.module(TENANT, "m")
+    app.modules.update(TENANT, "m", description="second", by="t")
+    again = app.store.module(TENANT, "m")
     assert (again.version, again.current["description"]) == (2, "second")
     assert (held.version, held.current["description"]) == (1, "first")
-    assert app.module(TENANT, "m") is again  # the new object is what the cache shares now
-    for_update = app.module(TENANT, "m", for_update=True)
+    assert app.store.module(TENANT, "m") is again  # the new object is what the cache shares now
+    for_update = app.store.module(TENANT, "m", for_update=True)
     assert for_update is not again and for_update.version == 2
 
 
 def test_reads_without_newer_events_share_one_object() -> None:
     app = _repository("n")  # as on SQLite: a save puts the saved aggregate in the cache
-    app.create(TENANT, "m", description="first", content="exports.x = 1;", imports=[], tool=None, by="t")
-    assert app.module(TENANT, "m") is app.module(TENANT, "m")
+    app.modules.create(TENANT, "m", description="first", content="exports.x = 1;", imports=[], tool=None, by="t")
+    assert app.store.module(TENANT, "m") is app.store.module(TENANT, "m")
 
 
 class _Versioned:

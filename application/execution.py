@@ -1,0 +1,150 @@
+"""Running code (DESIGN §2 R6, R10; §6): a draft as the editor holds it, a published tool, and the
+checks a publish makes of a module and of every module that imports it. Each run is one bundle
+(`Execution`): the target and its published dependencies, in import order, for the sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from application.imports import check_draft_imports, check_imports
+from application.store import Store
+from domain.errors import InvalidDefinition, ToolNotCallable, UnknownModule
+from domain.graph import bundle_order, transitive_importers, with_edges
+from domain.model import CodeModule, Definition, ImportGraph
+from domain.ports import Execution as Bundle
+from domain.ports import ExecutionResult, Sandbox, SourceUnit
+from domain.rules import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT,
+    id_violations,
+    imports_violations,
+    normalise_tool,
+    source_violations,
+    tool_violations,
+    validate_input,
+)
+
+
+class Execution:
+    def __init__(self, store: Store, sandbox: Callable[[], Sandbox]) -> None:
+        self._store = store
+        self._sandbox = sandbox
+
+    def sandbox(self) -> Sandbox:
+        """The sandbox, or `SandboxUnavailable` when code execution is off."""
+        return self._sandbox()
+
+    def test(
+        self,
+        tenant: str,
+        *,
+        content: Any,
+        imports: Any,
+        tool: dict[str, Any] | None,
+        input: Any,
+        module_id: str | None,
+        context: dict[str, Any],
+    ) -> ExecutionResult:
+        """POST /test: runs a definition as the editor holds it; nothing is saved."""
+        found = source_violations(content) + imports_violations(imports)
+        tool = normalise_tool(tool)
+        if tool is not None:
+            found += tool_violations(tool)
+        if module_id is not None:
+            found += id_violations(module_id)
+        if found:
+            raise InvalidDefinition(found)
+        if tool is not None:
+            input = arguments(tool, input)
+        sandbox = self._sandbox()
+        name = module_id or "(draft)"  # not an identifier, so it cannot stand for a real module
+        graph = self._store.graph(tenant)
+        edges = check_draft_imports(self._store, graph, name, imports)
+        definition = {"description": "", "content": content, "imports": imports, "tool": tool}
+        bundle = self._bundle(tenant, name, edges, {name: definition}, input=input, context=context)
+        return sandbox.run(bundle)
+
+    def call_tool(self, tenant: str, name: str, input: Any, *, context: dict[str, Any]) -> ExecutionResult:
+        """POST /api/v1/tools/{name}/call: runs the published version of a tool module."""
+        module = self._store.find(tenant, name)
+        if module is None or module.deleted:
+            raise ToolNotCallable(name, "no such tool")
+        if module.published is None:
+            raise ToolNotCallable(name, "the module is not published")
+        tool = module.published["tool"]
+        if tool is None:
+            raise ToolNotCallable(name, "the module is a library, not a tool")
+        if not tool["enabled"]:
+            raise ToolNotCallable(name, "the tool is disabled")
+        given = arguments(tool, input)
+        sandbox = self._sandbox()
+        edges = self._store.graph(tenant).published_edges()
+        bundle = self._bundle(tenant, name, edges, {name: module.published}, input=given, context=context)
+        return sandbox.run(bundle)
+
+    def publish_checks(
+        self, sandbox: Sandbox, tenant: str, module: CodeModule, graph: ImportGraph, *, first_failure_only: bool,
+        context: dict[str, Any] | None = None,
+    ) -> tuple[Definition, list[tuple[str, ExecutionResult]]]:
+        """R5 again, then the sandbox's check of the module and of every module that imports it,
+        transitively, with the draft in place (R10)."""
+        module._check_can_publish()
+        module_id = module.module_id
+        draft = module.draft
+        assert draft is not None
+        edges = with_edges(graph.published_imports(), module_id, draft["imports"])
+        check_imports(self._store, graph, module_id, draft["imports"], edges, at_publish=True)
+        definitions = {module_id: draft}  # filled with each published definition loaded
+        checks = []
+        for target in [module_id, *transitive_importers(edges, module_id)]:
+            result = sandbox.check(self._bundle(tenant, target, edges, definitions, context=context))
+            checks.append((target, result))
+            if result.error is not None and first_failure_only:
+                break
+        return draft, checks
+
+    def _bundle(
+        self,
+        tenant: str,
+        target: str,
+        edges: Mapping[str, list[str]],
+        definitions: dict[str, Definition],
+        *,
+        input: Any = None,
+        context: dict[str, Any] | None = None,
+    ) -> Bundle:
+        """The bundle for `target` (R6): published dependencies first, `definitions` overriding.
+
+        Published definitions loaded on the way are added to `definitions`, so a caller that builds
+        many bundles (a publish) loads each module once.
+        """
+        units = []
+        for name in bundle_order(edges, target):
+            if name not in definitions:
+                definitions[name] = self._published_definition(tenant, name)
+            definition = definitions[name]
+            units.append(SourceUnit(name, definition["content"], tuple(definition["imports"])))
+        tool = definitions[target]["tool"]
+        style = tool["style"] if tool else "module"
+        return Bundle(
+            units=tuple(units),
+            input=input,
+            timeout_millis=tool["timeoutMillis"] if tool else DEFAULT_TIMEOUT["module"],
+            memory_limit_mb=tool["memoryLimitMb"] if tool else DEFAULT_MEMORY_MB,
+            style=style,
+            is_tool=tool is not None,
+            context=context or {},
+            date_parameters=tuple(p["name"] for p in (tool or {}).get("inputParameters", []) if p["type"] == "date"),
+        )
+
+    def _published_definition(self, tenant: str, module_id: str) -> Definition:
+        module = self._store.find(tenant, module_id)
+        if module is None or module.published is None:
+            raise UnknownModule(module_id)
+        return module.published
+
+
+def arguments(tool: dict[str, Any], input: Any) -> Any:
+    """V1 before any JavaScript runs; in script style every declared parameter is a variable."""
+    return validate_input(tool["inputParameters"], input, omitted_as_null=tool["style"] == "script")

@@ -1,0 +1,42 @@
+"""R5, the import rules, checked where a draft is saved, run or published: imports name published
+modules, never the module itself, and close no cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from application.store import Store
+from domain.errors import ImportCycle, ImportRefused, Violation
+from domain.graph import find_cycle, with_edges
+from domain.model import ImportGraph
+
+
+def check_draft_imports(store: Store, graph: ImportGraph, module_id: str, imports: list[str]) -> dict[str, list[str]]:
+    """R5 at save, against the published graph plus this draft; answers that graph."""
+    edges = with_edges(graph.published_imports(), module_id, imports)
+    check_imports(store, graph, module_id, imports, edges, at_publish=False)
+    return edges
+
+
+def check_imports(
+    store: Store, graph: ImportGraph, module_id: str, imports: list[str], edges: Mapping[str, list[str]], *, at_publish: bool
+) -> None:
+    """R5: imports name published modules, not the module itself, and close no cycle in `edges`."""
+    found = [
+        Violation(f"draftImports[{i}]", "R5", _import_problem(store, graph.tenant, module_id, name))
+        for i, name in enumerate(imports)
+        if name == module_id or not graph.is_published(name)
+    ]
+    if found:
+        raise ImportRefused(found, at_publish=at_publish)
+    cycle = find_cycle(edges, through=module_id)
+    if cycle:
+        raise ImportCycle(cycle, at_publish=at_publish)
+
+
+def _import_problem(store: Store, tenant: str, module_id: str, name: str) -> str:
+    if name == module_id:
+        return f"a module cannot import itself ({name!r})"
+    if not store.is_module(tenant, name):
+        return f"no module {name!r} to import"
+    return f"{name!r} is not published; only published modules can be imported"

@@ -1,0 +1,197 @@
+"""The event store, as an `eventsourcing` application: the aggregates, loaded and saved, and the
+queries that must be exact (a module, the import graph, the registries) read here.
+
+The commands that change the aggregates are the application services' (`modules.py`,
+`records.py`, `tokens.py`), each run by the one `CommandRunner` (`commands.py`); a save that
+raced another writer answers None here and the runner decides what that means. Aggregates are
+cached and shared between request threads, which only ever read them (see
+`SharedAggregateRepository`); a command changes a copy (`for_update=True`).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from copy import deepcopy
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, Repository, project_aggregate
+from eventsourcing.persistence import IntegrityError
+
+from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
+from domain.errors import UnknownModule
+from domain.model import CodeModule, ImportGraph, graph_aggregate_id, module_aggregate_id
+from domain.ports import NoOtherTools, ToolNames
+from domain.rules import id_violations
+
+
+class NewestAggregateCache(LRUCache):
+    """An LRU cache of aggregates that never goes back: a put of an older version than the one
+    held is dropped (a thread that read an aggregate before another thread's save must not put
+    its stale copy over the saved one)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self._putting = threading.Lock()
+
+    def put(self, key: Any, value: Any) -> Any:
+        with self._putting:
+            link = self.cache.get(key)
+            held = link[self.RESULT] if link is not None else None
+            if held is not None and value is not None and held.version >= value.version:
+                return None, None
+            return super().put(key, value)
+
+
+class SharedAggregateRepository(Repository):
+    """eventsourcing's repository, with cached aggregates that no thread ever changes.
+
+    Request threads share what the cache holds (a read takes no copy). eventsourcing's own
+    fast-forward applies newer events to the cached object in place, under a lock that only other
+    fast-forwards take: a thread reading that object meanwhile saw it change under it (issue 12,
+    11a). Here a fast-forward applies the new events to a copy, and the copy replaces the cached
+    object; the object a reader holds stays as it was read. Only a cache hit with newer events
+    pays for the copy; a hit with none (nearly every read) costs what it did.
+    """
+
+    def get(
+        self,
+        aggregate_id: Any,
+        *,
+        version: int | None = None,
+        projector_func: Any = project_aggregate,
+        fastforward_skipping: bool = False,
+        deepcopy_from_cache: bool = True,
+    ) -> Any:
+        if not self.cache or version is not None:
+            return super().get(aggregate_id, version=version, projector_func=projector_func)
+        try:
+            aggregate = self.cache.get(aggregate_id)
+        except KeyError:
+            aggregate = self._reconstruct_aggregate(aggregate_id, None, projector_func)
+            self.cache.put(aggregate_id, aggregate)
+        else:
+            if self.fastforward:
+                new_events = list(self.event_store.get(originator_id=aggregate_id, gt=aggregate.version))
+                if new_events:
+                    aggregate = projector_func(deepcopy(aggregate), new_events)
+                    if aggregate is None:
+                        raise AggregateNotFoundError(aggregate_id)
+                    self.cache.put(aggregate_id, aggregate)
+        if deepcopy_from_cache and self.deepcopy_from_cache:
+            # A command changes its own copy; the cached object changes only by being replaced.
+            aggregate = deepcopy(aggregate)
+        return aggregate
+
+
+class Store(Application):
+    """The aggregates of every tenant; queries that must be exact (the graph, a module) read here."""
+
+    name = "toolsmith"
+
+    def __init__(self, env: dict[str, str] | None = None, *, tool_names: ToolNames | None = None) -> None:
+        super().__init__(env)
+        self._tool_names = tool_names or NoOtherTools()
+
+    def construct_repository(self) -> Repository:
+        """eventsourcing's settings, with a cache whose aggregates threads may share (see
+        `SharedAggregateRepository`)."""
+        made = super().construct_repository()
+        repository = SharedAggregateRepository(
+            event_store=made.event_store,
+            snapshot_store=made.snapshot_store,
+            fastforward=made.fastforward,
+            fastforward_skipping=made.fastforward_skipping,
+            deepcopy_from_cache=made.deepcopy_from_cache,
+        )
+        if made.cache is not None:
+            # eventsourcing makes an unbounded cache for a size of 0: so does a huge bound.
+            repository.cache = NewestAggregateCache(made.cache.maxsize if isinstance(made.cache, LRUCache) else sys.maxsize)
+        return repository
+
+    # -- aggregates ------------------------------------------------------------------------------
+
+    def find(self, tenant: str, module_id: str, *, for_update: bool = False) -> CodeModule | None:
+        """The module aggregate with this id, deleted or not; None when it never existed."""
+        if not isinstance(module_id, str) or id_violations(module_id):
+            return None
+        try:
+            return self.repository.get(module_aggregate_id(tenant, module_id), deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return None
+
+    def module(self, tenant: str, module_id: str, *, for_update: bool = False) -> CodeModule:
+        """A live module. Without `for_update` the object is shared with the cache and other threads:
+        only read it (no thread ever changes it, see `SharedAggregateRepository`)."""
+        module = self.find(tenant, module_id, for_update=for_update)
+        if module is None or module.deleted:
+            raise UnknownModule(module_id)
+        return module
+
+    def graph(self, tenant: str, *, for_update: bool = False) -> ImportGraph:
+        try:
+            return self.repository.get(graph_aggregate_id(tenant), deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return ImportGraph(tenant=tenant)
+
+    def registry(self, tenant: str, *, for_update: bool = False) -> CallerRegistry:
+        """The tenant's plans, agents, MCP servers and usage profiles."""
+        try:
+            return self.repository.get(registry_id(tenant), deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return CallerRegistry(tenant=tenant)
+
+    def tokens(self, *, for_update: bool = False) -> TokenRegistry:
+        try:
+            return self.repository.get(TOKENS_ID, deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return TokenRegistry()
+
+    def stored_events(self, aggregate_id: UUID) -> list[Any]:
+        """Every stored event of one aggregate, in order."""
+        return list(self.repository.event_store.get(aggregate_id))
+
+    # -- names -----------------------------------------------------------------------------------
+
+    def tool_holding(self, tenant: str, name: str) -> str | None:
+        """The kind of non-module tool that holds `name` (R2): a declared tool, or a plan exposed
+        as a tool; None when none does."""
+        holder = self._tool_names.holder_of(tenant, name)
+        if holder is None and self.registry(tenant).exposed_plan(name) is not None:
+            holder = "plan"
+        return holder
+
+    def is_module(self, tenant: str, name: str) -> bool:
+        """Whether a (non-deleted) module holds `name`, from the event store."""
+        module = self.find(tenant, name)
+        return module is not None and not module.deleted
+
+    def published_tools(self, tenant: str) -> list[CodeModule]:
+        """Every module whose published version is a tool, from the import graph's published nodes."""
+        graph = self.graph(tenant)
+        found = []
+        for name in list(graph.published_edges()):
+            module = self.find(tenant, name)
+            if module is not None and module.published is not None and module.published["tool"] is not None:
+                found.append(module)
+        return found
+
+    # -- saving ----------------------------------------------------------------------------------
+
+    def save_or_conflict(self, *aggregates: Any) -> int | None:
+        """Saves atomically; None when another writer got there first (nothing was written)."""
+        try:
+            recordings = self.save(*aggregates)
+        except IntegrityError:
+            return None
+        return recordings[-1].notification.id if recordings else self.position()
+
+    def moved_since(self, aggregate_id: UUID, version: int) -> bool:
+        """Whether the aggregate has an event after `version`. It asks the event store, not the
+        aggregate cache: the cache may not have another writer's event yet (another process's, or
+        this process's before its save returns)."""
+        return bool(self.recorder.select_events(aggregate_id, gt=version, limit=1))
+
+    def position(self) -> int:
+        return self.recorder.max_notification_id() or 0

@@ -1,0 +1,78 @@
+"""Bearer tokens (DESIGN §8): issued, listed, revoked, and found by their secret.
+
+Every token of every tenant is an entry of the one `TokenRegistry`, changed by the
+`CommandRunner`; only a token's SHA-256 is ever recorded, and its secret is answered once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from application.commands import Change, CommandRunner
+from application.store import Store
+from domain.callers import PROFILE, Record
+from domain.errors import InvalidRecord, UnknownRecord, Violation
+
+ROLES = ("admin", "auditor", "caller")
+TOKEN = "token"
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Tokens:
+    def __init__(self, store: Store, commands: CommandRunner) -> None:
+        self._store = store
+        self._commands = commands
+
+    def tokens(self, tenant: str) -> list[Record]:
+        tokens = self._store.tokens().tokens.values()
+        return sorted((_public(t) for t in tokens if t["tenant"] == tenant), key=lambda t: t["createdAt"] or "")
+
+    def issue_token(self, tenant: str, name: str, role: str, usage_profile: str | None, *, by: str) -> tuple[Record, str]:
+        """A new bearer token: answered once with its secret; only its SHA-256 is recorded."""
+        found = []
+        if role not in ROLES:
+            found.append(Violation("role", "DESIGN §8", f"must be one of {', '.join(ROLES)}"))
+        if not name or len(name) > 200:
+            found.append(Violation("name", "DESIGN §8", "a token has a name of 1 to 200 characters"))
+        if usage_profile is not None:
+            if role != "caller":
+                found.append(Violation("usageProfile", "R14", "only caller tokens have a usage profile"))
+            elif self._store.registry(tenant).get(PROFILE, usage_profile) is None:
+                found.append(Violation("usageProfile", "R14", f"no usage profile {usage_profile!r}"))
+        if found:
+            raise InvalidRecord(found)
+        secret = "tsk_" + secrets.token_urlsafe(32)
+        token_id = secrets.token_hex(8)
+
+        def attempt() -> Change[Record]:
+            registry = self._store.tokens(for_update=True)
+            registry.issue(token_id, token_digest(secret), name, role, tenant, usage_profile, by)
+            return Change(_public(registry.tokens[token_id]), save=(registry,))
+
+        token, _ = self._commands.run(attempt, name=token_id)
+        return token, secret
+
+    def revoke_token(self, tenant: str, token_id: str, *, by: str) -> None:
+        def attempt() -> Change[None]:
+            registry = self._store.tokens(for_update=True)
+            token = registry.tokens.get(token_id)
+            if token is None or token["tenant"] != tenant:
+                raise UnknownRecord(TOKEN, token_id)
+            registry.revoke(token_id, by)
+            return Change(None, save=(registry,))
+
+        self._commands.run(attempt, name=token_id)
+
+    def find_token(self, token: str) -> Record | None:
+        """The issued token with this secret, or None (revoked tokens are gone)."""
+        registry = self._store.tokens()
+        token_id = registry.by_digest.get(token_digest(token))
+        return registry.tokens.get(token_id) if token_id is not None else None
+
+
+def _public(token: Record) -> Record:
+    return {k: v for k, v in token.items() if k not in ("digest", "tenant")}
