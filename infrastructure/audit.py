@@ -45,7 +45,7 @@ from uuid import UUID
 import orjson
 from eventsourcing.application import Application
 from eventsourcing.persistence import StoredEvent, find_id_convertor
-from eventsourcing.utils import resolve_topic
+from eventsourcing.utils import get_topic, resolve_topic
 
 from domain.callers import TOKENS_ID, registry_id
 from domain.chain import GENESIS, OWN_HASH, state_hash
@@ -467,6 +467,11 @@ def import_events(app: Application, lines: Iterable[bytes], *, progress: Progres
         raise ImportRefused(f"the event store is not empty (it holds events up to position {held}); "
                             "import only into an empty store")
     events = read_export(lines)
+    stale = _snapshotted(app, events)
+    if stale is not None:
+        # A snapshot of an earlier store would stand in for the first events of the imported log.
+        raise ImportRefused(f"the event store holds no events but snapshots (of aggregate {stale}, at least): "
+                            "import only into an empty store, its snapshots table empty too")
     for start in range(0, len(events), INSERT_BATCH):
         app.recorder.insert_events(events[start:start + INSERT_BATCH])
         if progress is not None:
@@ -475,4 +480,14 @@ def import_events(app: Application, lines: Iterable[bytes], *, progress: Progres
     # before the import) must not be taken for its own (issue 12, 10).
     renew_store_identity(app)
     return len(events)
+
+
+def _snapshotted(app: Application, events: list[StoredEvent]) -> UUID | None:
+    """An aggregate of the export that the store already holds a snapshot of, if any."""
+    if app.snapshots is None:
+        return None
+    kinds = {get_topic(cls) for cls in type(app).snapshotting_intervals}
+    # An aggregate's event topics are its class's topic and the event's name: `module:Class.Event`.
+    ids = {e.originator_id for e in events if e.topic.rpartition(".")[0] in kinds}
+    return next((i for i in ids if app.snapshots.recorder.select_events(i, limit=1)), None)
 
