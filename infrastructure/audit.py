@@ -3,7 +3,10 @@ event as JSON lines, and import such an export into an empty store.
 
 **Verify** reads the log in order, decodes each event as the application would, and checks, per
 aggregate, that each event records the hash of the one before it (`domain/chain.py`), that
-versions follow one another, and that every event can be decoded at all. It names the first
+versions follow one another, and that every event can be decoded at all. Hashes are computed from
+the stored state as it was recorded, before any upcaster runs (`domain/versions.py`): an event an
+older release stored verifies the same after its class gained a version. Snapshots are not events:
+they live in a table of their own, outside the log, and neither verify, export nor import reads them. It names the first
 broken link in log order: an event whose content no longer matches the hash it was recorded with,
 or whose successor recorded another hash for it. It also prints a digest of every chain's head,
 for an auditor to keep: whoever rewrites the newest event of a chain together with its own hash
@@ -41,10 +44,11 @@ from uuid import UUID
 
 import orjson
 from eventsourcing.application import Application
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import StoredEvent, find_id_convertor
+from eventsourcing.utils import get_topic, resolve_topic
 
 from domain.callers import TOKENS_ID, registry_id
-from domain.chain import GENESIS, OWN_HASH, event_hash
+from domain.chain import GENESIS, OWN_HASH, state_hash
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
 from projections.store_identity import renew_store_identity
 
@@ -139,7 +143,7 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
     report = VerifyReport(through=head_position(app))
     chains: dict[UUID, _Chain] = {}
     tenants: set[str] = set()
-    to_domain_event = app.mapper.to_domain_event
+    mapper = app.mapper
     broken = report.broken
     for batch in read_log(app, report.through, progress):
         report.events += len(batch)
@@ -149,8 +153,8 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
                 chain = chains[stored.originator_id] = _Chain()
             version = stored.originator_version
             try:
-                domain_event = to_domain_event(stored)
-                digest = event_hash(domain_event)
+                event_class, state = _as_stored(mapper, stored)
+                digest = state_hash(event_class, state)
             except Exception as error:  # noqa: BLE001 - a corrupted event is a finding, never a crash
                 broken.append(BrokenLink(stored.id, stored.originator_id, version, f"cannot be decoded ({_short(error)})"))
                 chain.version, chain.hash = version, None
@@ -161,11 +165,11 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
                           else f"recorded after version {chain.version}, out of order")
                 broken.append(BrokenLink(stored.id, stored.originator_id, version, reason))
             else:
-                own = domain_event.__dict__.get(OWN_HASH)
+                own = state.get(OWN_HASH)
                 if own is not None and own != digest:
                     # The event's content no longer matches the hash it was recorded with.
                     broken.append(BrokenLink(stored.id, stored.originator_id, version, "its content no longer matches its own hash"))
-                recorded = getattr(domain_event, "previous_hash", None)
+                recorded = state.get("previous_hash")
                 if recorded is None:
                     broken.append(BrokenLink(stored.id, stored.originator_id, version, "records no previous hash"))
                 elif chain.hash is not None and recorded != chain.hash and not _already_named(broken, stored.originator_id, chain.version):
@@ -178,7 +182,7 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
                                                  f"its content no longer matches: version {version} recorded another hash"))
             chain.version, chain.hash = version, digest
             if chain.label is None:
-                chain.label = _label(domain_event, tenants)
+                chain.label = _label(event_class, state, tenants)
     report.aggregates = len(chains)
     names = _names(chains, tenants)
     report.broken[:] = [_named(link, names) for link in broken]
@@ -188,22 +192,44 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
     return report
 
 
+def _as_stored(mapper: Any, stored: StoredEvent) -> tuple[type, dict[str, Any]]:
+    """An event's class and its attributes as they were stored (what its hash covers): what the
+    application's mapper decodes, before its upcasters run. An event that the application reads
+    through upcasters is also read so, for an upcaster that fails on it is an event that cannot be
+    decoded."""
+    event_class = resolve_topic(stored.topic)
+    data = stored.state
+    if mapper.cipher:
+        data = mapper.cipher.decrypt(data)
+    if mapper.compressor:
+        data = mapper.compressor.decompress(data)
+    state = mapper.transcoder.decode(data)
+    if type(state) is not dict:
+        raise TypeError(f"the state is a {type(state).__name__}, not an object")
+    state["originator_id"] = find_id_convertor(event_class, type(stored.originator_id))(stored.originator_id)
+    state["originator_version"] = stored.originator_version
+    stored_version = state.pop("class_version", 1)
+    if stored_version < getattr(event_class, "class_version", 1):
+        mapper.to_domain_event(stored)
+    return event_class, state
+
+
 def _already_named(broken: list[BrokenLink], aggregate_id: UUID, version: int) -> bool:
     """Whether the event at `version` was found changed already (by its own hash): the next
     event's link to it then says nothing new."""
     return bool(broken) and broken[-1].aggregate_id == aggregate_id and broken[-1].version == version
 
 
-def _label(domain_event: Any, tenants: set[str]) -> str | None:
+def _label(event_class: type, state: dict[str, Any], tenants: set[str]) -> str | None:
     """What a human calls an event's aggregate, when the event says so credibly: the ids derive
     from the tenant and the module's name, so an altered event cannot lend its aggregate another
     name (None then, and a later event of the aggregate names it)."""
-    aggregate_id = domain_event.originator_id
-    tenant = getattr(domain_event, "tenant", None)
+    aggregate_id = state["originator_id"]
+    tenant = state.get("tenant")
     if not isinstance(tenant, str):
         return None  # a graph's or a registry's later events, the token registry: `_names` knows their ids
-    if isinstance(domain_event, CodeModule.Event):
-        module_id = getattr(domain_event, "module_id", None)
+    if issubclass(event_class, CodeModule.Event):
+        module_id = state.get("module_id")
         if isinstance(module_id, str) and module_aggregate_id(tenant, module_id) == aggregate_id:
             tenants.add(tenant)
             return f"module {tenant}/{module_id}"
@@ -441,6 +467,11 @@ def import_events(app: Application, lines: Iterable[bytes], *, progress: Progres
         raise ImportRefused(f"the event store is not empty (it holds events up to position {held}); "
                             "import only into an empty store")
     events = read_export(lines)
+    stale = _snapshotted(app, events)
+    if stale is not None:
+        # A snapshot of an earlier store would stand in for the first events of the imported log.
+        raise ImportRefused(f"the event store holds no events but snapshots (of aggregate {stale}, at least): "
+                            "import only into an empty store, its snapshots table empty too")
     for start in range(0, len(events), INSERT_BATCH):
         app.recorder.insert_events(events[start:start + INSERT_BATCH])
         if progress is not None:
@@ -449,4 +480,14 @@ def import_events(app: Application, lines: Iterable[bytes], *, progress: Progres
     # before the import) must not be taken for its own (issue 12, 10).
     renew_store_identity(app)
     return len(events)
+
+
+def _snapshotted(app: Application, events: list[StoredEvent]) -> UUID | None:
+    """An aggregate of the export that the store already holds a snapshot of, if any."""
+    if app.snapshots is None:
+        return None
+    kinds = {get_topic(cls) for cls in type(app).snapshotting_intervals}
+    # An aggregate's event topics are its class's topic and the event's name: `module:Class.Event`.
+    ids = {e.originator_id for e in events if e.topic.rpartition(".")[0] in kinds}
+    return next((i for i in ids if app.snapshots.recorder.select_events(i, limit=1)), None)
 
