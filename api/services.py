@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from api.kinds import KindPlugin
 from application.records import CallerRecords
 from application.repository import ModuleRepository
 from application.toolbox import Toolbox
@@ -30,6 +31,8 @@ class Services:
     new_admin_token: str | None = field(default=None, repr=False)
     # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
     owns_sandbox: bool = True
+    # The kinds of tool with their routes, as the registry (`entrypoints/kinds.py`) lists them.
+    plugins: tuple[KindPlugin, ...] = ()
 
     def start(self) -> None:
         self.runner.start()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from eventsourcing.application import Application
 from opensearchpy import OpenSearch
@@ -11,8 +11,12 @@ from opensearchpy import OpenSearch
 from application.repository import ModuleRepository, ThreadGraphLock
 from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Sandbox, ToolNames
+from api.kinds import KindPlugin
+from application.kinds.base import KindDeps, ToolKinds
 from application.records import CallerRecords
-from application.toolbox import DeclaredNames, Toolbox
+from application.toolbox import Toolbox
+from domain.catalog import DeclaredTool
+from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
@@ -108,12 +112,31 @@ def open_event_store(settings: Settings, *, purpose: str, sandbox: Callable[[], 
                             tool_names=tool_names)
 
 
+def build_kinds(modules: ModuleRepository, names: ToolKinds | None = None, *, declared: Sequence[DeclaredTool] = (),
+                sandbox: Sandbox | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> ToolKinds:
+    """Each kind of `kinds`, built on `modules`, installed in `names` (a new registry by default)
+    in their order; a CLI command needs them without a sandbox or a tools file (the audit export
+    asks them whose events are whose)."""
+    installed = names if names is not None else ToolKinds()
+    deps = KindDeps(modules=modules, names=installed, declared=tuple(declared), sandbox=sandbox)
+    installed.install(plugin.kind(deps) for plugin in kinds)
+    return installed
+
+
+def build_toolbox(modules: ModuleRepository, *, declared: Sequence[DeclaredTool] = (), sandbox: Sandbox | None = None,
+                  kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> Toolbox:
+    """The toolbox over `modules` with `kinds` (for a test, or a command that calls tools)."""
+    return Toolbox(modules, build_kinds(modules, declared=declared, sandbox=sandbox, kinds=kinds))
+
+
 _BUILD = object()
 
 
-def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) -> Services:
+def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
+              kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> Services:
     """Wires every adapter from `settings`; a `sandbox` handed in (tests share one pool of worker
-    processes across many apps) is used instead of building one, and is not closed with them."""
+    processes across many apps) is used instead of building one, and is not closed with them.
+    `kinds` are the kinds of tool the service offers (a test adds its own)."""
     data_dir.prepare(settings)  # 0700, and the SQLite store's file 0600
     # First: a bad tools file refuses the start before any store or pool is opened.
     declared = load_declared_tools(settings.tools_file)
@@ -128,9 +151,11 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
 
     event_store_env = settings.event_store_env()
     graph_lock = build_graph_lock(settings, event_store_env)
+    # R2 asks every kind, and the kinds are built on the store: the registry is filled once they are.
+    names = ToolKinds()
     modules = open_event_store(settings, purpose="the service", sandbox=sandbox_or_refuse, graph_lock=graph_lock,
-                               tool_names=DeclaredNames(declared))
-    toolbox = Toolbox(modules, declared, code_enabled=sandbox is not None)
+                               tool_names=names)
+    toolbox = Toolbox(modules, build_kinds(modules, names, declared=declared, sandbox=sandbox, kinds=kinds))  # type: ignore[arg-type]
     records = CallerRecords(modules, toolbox)
     read_model = build_read_model(settings, store_identity(modules))
     runner: PullingProjectionRunner | TrackingWatcher
@@ -155,4 +180,5 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
         records=records,
         owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
+        plugins=tuple(kinds),
     )

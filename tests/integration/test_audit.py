@@ -22,7 +22,7 @@ from domain.chain import OWN_HASH, event_hash
 from domain.model import graph_aggregate_id, module_aggregate_id
 from domain.ports import ExecutionResult, Sandbox
 from application.records import CallerRecords
-from application.toolbox import Toolbox
+from entrypoints.compose import build_kinds, build_toolbox
 from infrastructure import audit
 from infrastructure.settings import Settings
 from tests import engines
@@ -99,7 +99,7 @@ def fill(app: ModuleRepository, tenant: str = TENANT) -> None:
     app.delete(tenant, "scratch", by="ada")
     create("scratch")
     app.update(tenant, "scratch", description="Scratch, second life", by="grace")
-    records = CallerRecords(app, Toolbox(app))
+    records = CallerRecords(app, build_toolbox(app))
     records.save(tenant, PROFILE, {"id": "support", "description": "", "allowedTools": ["dates"], "allowedTags": []}, by="ada", create=True)
     records.issue_token(tenant, "auditor", "auditor", None, by="ada")
 
@@ -133,7 +133,7 @@ def one_byte(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
 
 def export_of(app: ModuleRepository, **kwargs: Any) -> bytes:
     out = io.BytesIO()
-    audit.export(app, out, **kwargs)
+    audit.export(app, out, kinds=build_kinds(app), **kwargs)
     return out.getvalue()
 
 

@@ -23,7 +23,7 @@ import pytest
 from application.repository import ModuleRepository
 from domain.catalog import EVERYTHING
 from domain.ports import Execution, ExecutionResult, Sandbox
-from application.toolbox import Toolbox
+from entrypoints.compose import build_toolbox
 from infrastructure.settings import Settings
 
 TENANT = "default"
@@ -64,7 +64,7 @@ def _source(name: str, n: int) -> str:
 
 def test_threads_reading_and_writing_the_same_modules_never_fail(repository: ModuleRepository) -> None:
     app = repository
-    toolbox = Toolbox(app)
+    toolbox = build_toolbox(app)
     tool = {"inputParameters": [{"name": "x", "type": "string"}], "tags": ["t"]}
     for name in MODULES:
         app.create(TENANT, name, description=name, content=_source(name, 0), imports=[], tool=tool, by="t")
