@@ -83,9 +83,10 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     problems.install(app)
-    # Each kind of tool's own routes (a module's, a plan's), then the routes every kind shares.
+    # Each kind of tool's own routes (a module's, a plan's; its console pages once the console
+    # exists), then the routes every kind shares.
     for plugin in services.plugins:
-        for router in plugin.routers:
+        for router in (*plugin.routers, *plugin.console):
             app.include_router(router)
     app.include_router(tools.router)
     app.include_router(catalog.router_for(services.toolbox.call_types))

@@ -93,7 +93,7 @@ class KindDeps:
     """What the composition root hands every kind it builds."""
 
     modules: ModuleRepository  # the event store (and the code modules' application)
-    names: ToolNames  # R2 over every kind, for a kind's own commands
+    names: ToolKinds  # R2 over every kind, for a kind's own commands
     declared: Sequence[DeclaredTool] = ()  # the tools file's native and external MCP tools
     sandbox: Sandbox | None = None  # None: code execution is switched off
 
