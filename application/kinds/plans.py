@@ -31,13 +31,17 @@ class PlanKind(ToolKind):
     label = callers.PLAN  # the caller registry's own word for the record
     derived = True
 
+    def _registry(self, tenant: str) -> callers.CallerRegistry:
+        """The tenant's plans (the one call of this kind into the module repository)."""
+        return self.deps.modules.registry(tenant)
+
     def _exposed(self, tenant: str, name: str) -> dict[str, Any] | None:
-        return self.deps.modules.registry(tenant).exposed_plan(name)
+        return self._registry(tenant).exposed_plan(name)
 
     # -- the catalog and R2 --------------------------------------------------------------------
 
     def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
-        plans = {p["id"]: p for p in self.deps.modules.registry(tenant).all(callers.PLAN) if p["exposeAsTool"]}
+        plans = {p["id"]: p for p in self._registry(tenant).all(callers.PLAN) if p["exposeAsTool"]}
         schemas: dict[str, dict[str, Any]] = {}
 
         def schema_of(plan_id: str, seen: frozenset[str]) -> dict[str, Any]:
@@ -112,7 +116,7 @@ class PlanKind(ToolKind):
 
     def run(self, tenant: str, plan_id: str, arguments: Any, *, context: dict[str, Any], tools: Tools) -> ExecutionResult:
         """POST /api/v1/admin/plans/{id}/run: any plan, exposed as a tool or not (an admin's call)."""
-        plan = self.deps.modules.registry(tenant).get(callers.PLAN, plan_id)
+        plan = self._registry(tenant).get(callers.PLAN, plan_id)
         if plan is None:
             raise UnknownRecord(callers.PLAN, plan_id)
         return tools.answer(self._run(tenant, plan, arguments, context, tools, depth=0))

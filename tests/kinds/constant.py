@@ -24,7 +24,7 @@ from api.kinds import KindPlugin
 from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
 from domain.catalog import ToolEntry
 from domain.chain import Chained
-from domain.errors import ConcurrentChange, IdTaken, InvalidDefinition, UnknownRecord, Violation
+from domain.errors import ConcurrentChange, IdTaken, InvalidDefinition, UnknownRecord
 from domain.ports import ExecutionResult
 from domain.rules import description_violations, id_violations
 from entrypoints.kinds import DEFAULT_KINDS
