@@ -1,7 +1,7 @@
 """MCP's `tools/list` and `tools/call` (DESIGN §4): the toolbox's offer and calls, as MCP types.
 
 Every refusal of a call (an argument missing or of the wrong type, a tool this server does not
-offer to this caller, a busy or absent sandbox) and every failure of the code itself is a tool
+offer to this caller, a tool whose kind has no capacity left, an absent sandbox) and every failure of the code itself is a tool
 result with `isError`, which the model can read and act on, never a JSON-RPC error.
 """
 
@@ -19,7 +19,7 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 from api.mcp_watch import offer_of
 from api.routes.modules import call_context
 from domain.catalog import ToolEntry
-from domain.errors import ModuleError, SandboxBusy
+from domain.errors import ModuleError
 from domain.ports import ExecutionResult
 from api.services import Services
 
@@ -66,11 +66,9 @@ class ToolHandlers:
             where = f"the MCP server {offer.server_id!r}" if offer.server_id else "this MCP server"
             text = f"tool-not-found: {where} offers no tool {params.name!r} to this caller"
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
-        sandbox = self._services.sandbox
         try:
-            # As on the REST path: when every session is taken, say so at once rather than queue.
-            if sandbox is not None and sandbox.busy():
-                raise SandboxBusy(sandbox.max_active_sessions)
+            # As on the REST path: when the tool's kind has no capacity left, say so at once rather than queue.
+            self._services.toolbox.admit(offer.principal.tenant, params.name)
             call = partial(
                 self._services.toolbox.call,
                 offer.principal.tenant,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from application.execution import Execution
 from application.history import History
 from application.modules import Modules
+from api.kinds import KindPlugin
 from application.records import CallerRecords
 from application.store import Store
 from application.tokens import Tokens
@@ -38,6 +39,8 @@ class Services:
     new_admin_token: str | None = field(default=None, repr=False)
     # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
     owns_sandbox: bool = True
+    # The kinds of tool with their routes, as the registry (`entrypoints/kinds.py`) lists them.
+    plugins: tuple[KindPlugin, ...] = ()
 
     def start(self) -> None:
         self.runner.start()

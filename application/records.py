@@ -11,7 +11,6 @@ from __future__ import annotations
 from application.commands import Change, CommandRunner
 from application.store import Store
 from application.toolbox import Toolbox
-from domain import catalog
 from domain.callers import AGENT, PLAN, SERVER, CallerRegistry, Record, record_violations, tool_names
 from domain.errors import InUse, InvalidRecord, RecordTaken, UnknownRecord, Violation
 from domain.graph import find_cycle
@@ -114,11 +113,9 @@ class CallerRecords:
         no plan reaches itself through the plans its nodes call."""
         # R2 first: a name another tool holds is refused whatever the nodes say.
         if kind == PLAN and body["exposeAsTool"]:
-            holder = self._store.tool_holding(tenant, body["id"])
-            if holder is not None and holder != "plan":
+            holder = self._toolbox.holder_of(tenant, body["id"], besides=PLAN)
+            if holder is not None:
                 raise RecordTaken(PLAN, body["id"], taken_by=holder)
-            if self._store.is_module(tenant, body["id"]):
-                raise RecordTaken(PLAN, body["id"], taken_by=catalog.KIND_NAMES[catalog.CODE])
         found: list[Violation] = []
         field = {PLAN: "nodes[{}].toolName", AGENT: "allowedTools[{}]", SERVER: "tools[{}]"}.get(kind)
         if field is not None:
@@ -142,7 +139,7 @@ class CallerRecords:
 
     def _toolbox_names_elsewhere(self, tenant: str, name: str) -> bool:
         """Whether the name stays a tool without the plan (a module or a declared tool holds it too)."""
-        return any(e.name == name and e.call_type != catalog.PLAN for e in self._toolbox.entries(tenant))
+        return self._toolbox.listed_besides(tenant, name, besides=PLAN)
 
 
 def _same(existing: Record, body: Record) -> bool:

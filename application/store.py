@@ -168,12 +168,8 @@ class Store(Application):
     # -- names -----------------------------------------------------------------------------------
 
     def tool_holding(self, tenant: str, name: str) -> str | None:
-        """The kind of non-module tool that holds `name` (R2): a declared tool, or a plan exposed
-        as a tool; None when none does."""
-        holder = self._tool_names.holder_of(tenant, name)
-        if holder is None and self.registry(tenant).exposed_plan(name) is not None:
-            holder = "plan"
-        return holder
+        """The kind of tool that holds `name` (R2), as the kinds say; None when none does."""
+        return self._tool_names.holder_of(tenant, name)
 
     def is_module(self, tenant: str, name: str) -> bool:
         """Whether a (non-deleted) module holds `name`, from the event store."""

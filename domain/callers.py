@@ -11,7 +11,7 @@ store, since a bearer token must be found before its tenant is known; only their
 The shape of each record (types, unknown fields) is the API's to check; the rules here name the
 field and the rule they break, like the module rules of `domain/rules.py`.
 
-Both registries are snapshotted (`ModuleRepository.snapshotting_intervals`) and every event type is
+Both registries are snapshotted (`Store.snapshotting_intervals`) and every event type is
 version 1: a change of shape bumps the event's `class_version`, and the registry's for its
 snapshot's state, each with an upcaster (`domain/versions.py`).
 """

@@ -1,9 +1,9 @@
 """The tool catalog's vocabulary (DESIGN §2 R2, R14, R15; §3 catalog; §4 registration).
 
-Four kinds of tool share one name space: code modules (CODE), native tools (LOCAL) and external MCP
-tools (MCP) declared in the tools file, and plans exposed as tools (PLAN). A `ToolEntry` describes
-one of them the same way for the catalog, MCP's `tools/list`, plans and agents. When two tools share
-a name, R15 decides which one a call reaches; the others stay listed with `shadowed_by`.
+Every kind of tool (`application/kinds/`) shares one name space. A `ToolEntry` describes a tool of
+any kind the same way for the catalog, MCP's `tools/list`, plans and agents; its `call_type` names
+its kind. When two tools share a name, R15 decides which one a call reaches (the kinds' order, which
+the registry of kinds gives); the others stay listed with `shadowed_by`.
 
 `Permissions` are what a caller may use (R14): everything for an admin, else the tools and tags of
 the caller's usage profile. A caller whose token resolves no profile, or a profile that names
@@ -13,22 +13,11 @@ nothing, gets no tool at all.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from domain.ports import ExecutionResult
-
-MCP = "MCP"
-LOCAL = "LOCAL"
-PLAN = "PLAN"
-CODE = "CODE"
-CALL_TYPES = (MCP, LOCAL, PLAN, CODE)
-# R15: when two tools share a name, the first kind in this order is the one called.
-RESOLUTION_ORDER = (MCP, LOCAL, PLAN, CODE)
-# What R2's 409 and `availability` call each kind.
-KIND_NAMES = {MCP: "MCP tool", LOCAL: "native tool", PLAN: "plan", CODE: "module"}
-CODE_TAG = "code"
 
 
 @dataclass(frozen=True)
@@ -46,6 +35,8 @@ class ToolEntry:
     configured: bool = True
     # The call type that wins R15 over this entry, when another tool holds the same name.
     shadowed_by: str | None = None
+    # Whose permissions a call of it runs with beyond its own: `caller` for a plan (R14).
+    runs_with: str | None = None
 
     @property
     def offered_in_chat(self) -> bool:
@@ -76,7 +67,7 @@ NOTHING = Permissions()
 
 
 class DeclaredTool(ABC):
-    """A native (LOCAL) or external MCP tool declared in the tools file, not in the event store."""
+    """A native or external MCP tool declared in the tools file, not in the event store."""
 
     entry: ToolEntry
 
@@ -88,14 +79,15 @@ class DeclaredTool(ABC):
         """Releases what the tool keeps open."""
 
 
-def resolve(entries: Iterable[ToolEntry]) -> list[ToolEntry]:
-    """Every entry, sorted by name, each one that loses R15 to another marked `shadowed_by`."""
+def resolve(entries: Iterable[ToolEntry], order: Sequence[str]) -> list[ToolEntry]:
+    """Every entry, sorted by name, each one that loses R15 to another marked `shadowed_by`: when
+    two tools share a name, the one whose call type comes first in `order` is the one called."""
     by_name: dict[str, list[ToolEntry]] = {}
     for entry in entries:
         by_name.setdefault(entry.name, []).append(entry)
     resolved: list[ToolEntry] = []
     for name in sorted(by_name):
-        holders = sorted(by_name[name], key=lambda e: RESOLUTION_ORDER.index(e.call_type))
+        holders = sorted(by_name[name], key=lambda e: order.index(e.call_type))
         winner = holders[0]
         resolved.append(winner)
         resolved.extend(_shadowed(e, winner.call_type) for e in holders[1:])

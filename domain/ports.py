@@ -1,4 +1,4 @@
-"""The boundaries the application drives: the code sandbox, and the names other tool kinds hold.
+"""The boundaries the application drives: the code sandbox, and the names the tool kinds hold.
 
 The embedded QuickJS runner (`sandbox/`) implements `Sandbox` today; the remote sandbox service
 implements the same port later and is held to the same contract tests.
@@ -82,15 +82,16 @@ class Sandbox(ABC):
 
 
 class ToolNames(ABC):
-    """Names held by other kinds of tool (native, MCP, plans), for R2. Modules are the application's own."""
+    """R2: the names every kind of tool holds (the registry of kinds answers, `application/kinds/`)."""
 
     @abstractmethod
     def holder_of(self, tenant: str, name: str) -> str | None:
-        """The kind of tool that holds `name` (`native tool`, `MCP tool`, `plan`), or None."""
+        """What R2 calls the kind of tool that holds `name` (`MCP tool`, `native tool`, `plan`,
+        `module`, …), or None when the name is free."""
 
 
 class NoOtherTools(ToolNames):
-    """Until the catalog arrives, modules are the only tools."""
+    """An event store opened without the kinds (a CLI command): no name is held."""
 
     def holder_of(self, tenant: str, name: str) -> str | None:
         return None

@@ -22,7 +22,7 @@ stored for it is what eventsourcing always stored: no `class_version` key.
        def _definition_gains_notes(state: dict[str, Any]) -> None:
            state["definition"] = {**state["definition"], "notes": ""}
 
-3. If the aggregate is snapshotted (`ModuleRepository.snapshotting_intervals`), bump the aggregate
+3. If the aggregate is snapshotted (`Store.snapshotting_intervals`), bump the aggregate
    class too, with an upcaster of its state (`vars(aggregate)`, as a snapshot stores it):
 
        @upcast(CodeModule, to=2)

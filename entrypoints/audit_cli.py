@@ -81,13 +81,17 @@ def _verify(app: Any) -> int:
 
 
 def _export(app: Any, output: Path | None, tenant: str | None, prog: str) -> int:
+    from entrypoints.compose import build_kinds
     from infrastructure import audit
+
+    # The kinds of tool say whose events are whose (no sandbox or tools file needed for that).
+    kinds = build_kinds(app) if tenant is not None else None
 
     try:
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(output.open("wb")) if output else sys.stdout.buffer
             with _progress("exporting") as progress:
-                events = audit.export(app, out, tenant=tenant, progress=progress)
+                events = audit.export(app, out, tenant=tenant, kinds=kinds, progress=progress)
             out.flush()
     except BrokenPipeError:
         # The reader went away (`| head`): what it read was whole lines, the rest is not written.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eventsourcing.application import Application
@@ -16,11 +16,13 @@ from application.modules import Modules
 from application.records import CallerRecords
 from application.store import Store
 from application.tokens import Tokens
-from application.toolbox import DeclaredNames, Toolbox
-from application.toolbox_sources import ToolboxSources
+from application.toolbox import Toolbox
 from domain.catalog import DeclaredTool
 from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Sandbox, ToolNames
+from api.kinds import KindPlugin
+from application.kinds.base import KindDeps, ToolKinds
+from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
@@ -132,13 +134,17 @@ class ApplicationServices:
 
 
 def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_lock: GraphLock | None = None,
-                      declared: Iterable[DeclaredTool] = (), code_enabled: bool = True) -> ApplicationServices:
+                      declared: Sequence[DeclaredTool] = (), code_sandbox: Sandbox | None = None,
+                      names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
-    refuses, when code execution is off), `graph_lock` serializes each tenant's graph changes."""
+    refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
+    `graph_lock` serializes each tenant's graph changes, and `kinds` are the kinds of tool
+    installed in `names` (the registry `store` asks for R2; a new one by default)."""
     commands = CommandRunner(store, graph_lock)
     execution = Execution(store, sandbox)
     history = History(store)
-    toolbox = Toolbox(ToolboxSources(store, execution), declared, code_enabled=code_enabled)
+    toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
+                                         sandbox=code_sandbox, kinds=kinds))
     return ApplicationServices(
         store=store,
         commands=commands,
@@ -151,12 +157,33 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     )
 
 
+def build_kinds(store: Store, execution: Execution | None = None, names: ToolKinds | None = None, *,
+                commands: CommandRunner | None = None, declared: Sequence[DeclaredTool] = (),
+                sandbox: Sandbox | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> ToolKinds:
+    """Each kind of `kinds`, built on `store`, installed in `names` (a new registry by default)
+    in their order; a CLI command needs them without a sandbox or a tools file (the audit export
+    asks them whose events are whose), and then runs nothing."""
+    if execution is None:
+        execution = Execution(store, _runs_no_code)
+    installed = names if names is not None else ToolKinds()
+    deps = KindDeps(store=store, execution=execution, commands=commands or CommandRunner(store), names=installed,
+                    declared=tuple(declared), sandbox=sandbox)
+    installed.install(plugin.kind(deps) for plugin in kinds)
+    return installed
+
+
+def _runs_no_code() -> Sandbox:
+    raise SandboxUnavailable("this command runs no code")
+
+
 _BUILD = object()
 
 
-def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) -> Services:
+def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
+              kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> Services:
     """Wires every adapter from `settings`; a `sandbox` handed in (tests share one pool of worker
-    processes across many apps) is used instead of building one, and is not closed with them."""
+    processes across many apps) is used instead of building one, and is not closed with them.
+    `kinds` are the kinds of tool the service offers (a test adds its own)."""
     data_dir.prepare(settings)  # 0700, and the SQLite store's file 0600
     # First: a bad tools file refuses the start before any store or pool is opened.
     declared = load_declared_tools(settings.tools_file)
@@ -171,9 +198,11 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
 
     event_store_env = settings.event_store_env()
     graph_lock = build_graph_lock(settings, event_store_env)
-    store = open_event_store(settings, tool_names=DeclaredNames(declared))
+    # R2 asks every kind, and the kinds are built on the store: the registry is filled once they are.
+    names = ToolKinds()
+    store = open_event_store(settings, tool_names=names)
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
-                            code_enabled=sandbox is not None)
+                            code_sandbox=sandbox, names=names, kinds=kinds)  # type: ignore[arg-type]
     read_model = build_read_model(settings, store_identity(store))
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
@@ -201,4 +230,5 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD) 
         records=app.records,
         owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
+        plugins=tuple(kinds),
     )

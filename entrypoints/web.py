@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks
-from api.routes import audit, callers, catalog, module_history, modules, tokens, tools
+from api.routes import audit, callers, catalog, tokens, tools
 from entrypoints.compose import Services
 from projections.runner import health
 
@@ -83,11 +83,14 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     problems.install(app)
-    app.include_router(modules.router)
-    app.include_router(module_history.router)
+    # Each kind of tool's own routes (a module's, a plan's; its console pages once the console
+    # exists), then the routes every kind shares.
+    for plugin in services.plugins:
+        for router in (*plugin.routers, *plugin.console):
+            app.include_router(router)
     app.include_router(tools.router)
-    app.include_router(catalog.router)
-    for router in (callers.plans, callers.agents, callers.servers, callers.profiles):
+    app.include_router(catalog.router_for(services.toolbox.call_types))
+    for router in (callers.agents, callers.servers, callers.profiles):
         app.include_router(router)
     app.include_router(tokens.router)
     app.include_router(audit.router)

@@ -36,10 +36,10 @@ import base64
 import contextlib
 import gc
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 from uuid import UUID
 
 import orjson
@@ -262,13 +262,22 @@ def _short(error: Exception) -> str:
 
 # -- export ----------------------------------------------------------------------------------------
 
-class _TenantScope:
-    """Which events belong to one tenant: its modules, its import graph and its caller registry.
-    The token registry is store-wide, so a tenant's export leaves it out."""
+class EventOwner(Protocol):
+    """Says which tenant an event belongs to: each kind of tool for its own aggregates
+    (`ToolKind.tenant_of`)."""
 
-    def __init__(self, tenant: str, recorder: Any) -> None:
+    def tenant_of(self, state: Mapping[str, Any], aggregate_id: UUID) -> str | None: ...
+
+
+class _TenantScope:
+    """Which events belong to one tenant: those its kinds of tool say are its (its modules, and any
+    other kind's aggregates), and the aggregates of its own that are no tool: its import graph and
+    its caller registry. The token registry is store-wide, so a tenant's export leaves it out."""
+
+    def __init__(self, tenant: str, recorder: Any, kinds: Iterable[EventOwner]) -> None:
         self.tenant = tenant
         self.recorder = recorder
+        self.kinds = tuple(kinds)
         self.own = {graph_aggregate_id(tenant), registry_id(tenant)}
         self.decided: dict[UUID, bool] = {}
 
@@ -281,36 +290,40 @@ class _TenantScope:
         decided = self.decided.get(aggregate_id)
         if decided is not None:
             return decided
-        owner = _owner(stored)
+        owner = self.owner(stored)
         if owner is None:
             # An altered or undecodable event: its aggregate's other events say whose it is.
-            owner = next(filter(None, map(_owner, self.recorder.select_events(aggregate_id))), None)
+            owner = next(filter(None, map(self.owner, self.recorder.select_events(aggregate_id))), None)
         self.decided[aggregate_id] = owner == self.tenant
         return owner == self.tenant
 
-
-def _owner(stored: Any) -> str | None:
-    """The tenant an event says it belongs to, if its aggregate's id confirms it (the ids derive
-    from the tenant, so an altered event cannot move its aggregate to another tenant)."""
-    try:
-        state = orjson.loads(stored.state)
-    except orjson.JSONDecodeError:
+    def owner(self, stored: Any) -> str | None:
+        """The tenant an event says it belongs to, if its aggregate's id confirms it (the ids derive
+        from the tenant, so an altered event cannot move its aggregate to another tenant)."""
+        try:
+            state = orjson.loads(stored.state)
+        except orjson.JSONDecodeError:
+            return None
+        tenant = state.get("tenant") if type(state) is dict else None
+        if not isinstance(tenant, str):
+            return None
+        if stored.originator_id in (graph_aggregate_id(tenant), registry_id(tenant)):
+            return tenant
+        for kind in self.kinds:
+            owner = kind.tenant_of(state, stored.originator_id)
+            if owner is not None:
+                return owner
         return None
-    tenant = state.get("tenant") if type(state) is dict else None
-    if not isinstance(tenant, str):
-        return None
-    module_id = state.get("module_id")
-    if isinstance(module_id, str) and module_aggregate_id(tenant, module_id) == stored.originator_id:
-        return tenant
-    if stored.originator_id in (graph_aggregate_id(tenant), registry_id(tenant)):
-        return tenant
-    return None
 
 
-def export_chunks(app: Application, *, tenant: str | None = None, progress: Progress | None = None) -> Iterator[bytes]:
-    """The export, as chunks of whole lines (one chunk per read batch): for a file, or a stream."""
+def export_chunks(app: Application, *, tenant: str | None = None, kinds: Iterable[EventOwner] | None = None,
+                  progress: Progress | None = None) -> Iterator[bytes]:
+    """The export, as chunks of whole lines (one chunk per read batch): for a file, or a stream.
+    A tenant's export needs the service's `kinds` of tool: each says which of its events are whose."""
+    if tenant is not None and kinds is None:
+        raise ValueError("a tenant's export needs the kinds of tool, which say whose events are whose")
     through = head_position(app)
-    scope = _TenantScope(tenant, app.recorder) if tenant is not None else None
+    scope = _TenantScope(tenant, app.recorder, kinds or ()) if tenant is not None else None
     yield orjson.dumps({
         "format": FORMAT,
         "formatVersion": FORMAT_VERSION,
@@ -328,10 +341,11 @@ def export_chunks(app: Application, *, tenant: str | None = None, progress: Prog
     yield orjson.dumps({"end": True, "events": events}) + b"\n"
 
 
-def export(app: Application, out: BinaryIO, *, tenant: str | None = None, progress: Progress | None = None) -> int:
+def export(app: Application, out: BinaryIO, *, tenant: str | None = None, kinds: Iterable[EventOwner] | None = None,
+           progress: Progress | None = None) -> int:
     """Writes the export to `out`; answers how many events it holds."""
     chunk = b""
-    for chunk in export_chunks(app, tenant=tenant, progress=progress):
+    for chunk in export_chunks(app, tenant=tenant, kinds=kinds, progress=progress):
         out.write(chunk)
     return orjson.loads(chunk)["events"]  # the last chunk is the end line, which counts them
 

@@ -24,9 +24,9 @@ _EXPORT = {
 @router.get("/export", response_class=StreamingResponse, responses={**_EXPORT, **documented()})
 def audit_export(services: ServicesDep, principal: Reader) -> StreamingResponse:
     """Every stored event of the caller's tenant, as JSON lines that `toolsmith audit import` restores."""
-    # A tenant sees only its own (DESIGN §8): its modules, import graph and caller registry. The
-    # chunks come from a plain generator, which Starlette iterates in its thread pool: reading the
-    # store never blocks the event loop.
-    chunks = export_chunks(services.store, tenant=principal.tenant)
+    # A tenant sees only its own (DESIGN §8): what its kinds of tool say is its (modules, …), its
+    # import graph and caller registry. The chunks come from a plain generator, which Starlette
+    # iterates in its thread pool: reading the store never blocks the event loop.
+    chunks = export_chunks(services.store, tenant=principal.tenant, kinds=services.toolbox.kinds)
     return StreamingResponse(chunks, media_type="application/x-ndjson",
                              headers={"Content-Disposition": 'attachment; filename="toolsmith-audit.ndjson"'})

@@ -28,6 +28,7 @@ from api.schemas import (
     UsageProfileIn,
     UsageProfilePublic,
 )
+from application.kinds.plans import PlanKind
 from domain.callers import AGENT, PLAN, PROFILE, SERVER
 from domain.catalog import Permissions
 from api.services import Services
@@ -82,7 +83,7 @@ profiles = _records_router(PROFILE, "/api/v1/admin/usage-profiles", "usage profi
 async def run_plan(id: str, body: RunRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Run a plan's DIRECT_TOOL nodes in order, each output the next input; no LLM."""
     result = await run_in_threadpool(
-        services.toolbox.run_plan, principal.tenant, id, body.input, context=call_context(principal)
+        services.toolbox.kind(PlanKind).run, principal.tenant, id, body.input, context=call_context(principal), tools=services.toolbox
     )
     return execution_out(result)
 

@@ -1,7 +1,8 @@
 """The tool catalog (DESIGN §3): every kind of tool in one list, with R15's resolution shown."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the route's `callType` annotation names this call's
+# `call_types`, which FastAPI could not resolve from a string.
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -9,9 +10,7 @@ from fastapi import APIRouter, Query
 from api.deps import Reader, ServicesDep
 from api.problems import documented
 from api.schemas import ToolOut
-from domain.catalog import CALL_TYPES, PLAN, ToolEntry
-
-router = APIRouter(prefix="/api/v1/admin/tools", tags=["tool catalog"])
+from domain.catalog import ToolEntry
 
 
 def tool_out(entry: ToolEntry) -> dict[str, Any]:
@@ -24,21 +23,27 @@ def tool_out(entry: ToolEntry) -> dict[str, Any]:
         "exposeInChat": entry.expose_in_chat,
         "enabled": entry.enabled,
         "shadowedBy": entry.shadowed_by,
-        # Invoker's rights: a plan reaches only the tools its caller may use (application.toolbox).
-        "runsWith": "caller" if entry.call_type == PLAN else None,
+        # Invoker's rights: a plan reaches only the tools its caller may use (application.kinds.plans).
+        "runsWith": entry.runs_with,
     }
 
 
-@router.get("", response_model=list[ToolOut], responses=documented(400))
-def list_tools(
-    services: ServicesDep,
-    principal: Reader,
-    callType: Annotated[str | None, Query(pattern="^(" + "|".join(CALL_TYPES) + ")$")] = None,
-    tag: str | None = None,
-) -> list[dict[str, Any]]:
-    """Every tool: native (LOCAL), code (CODE), external MCP (MCP) and plans (PLAN), by name."""
-    return [
-        tool_out(entry)
-        for entry in services.toolbox.entries(principal.tenant)
-        if (callType is None or entry.call_type == callType) and (tag is None or tag in entry.tags)
-    ]
+def router_for(call_types: Sequence[str]) -> APIRouter:
+    """The catalog's router; `callType` accepts the call types of the service's kinds."""
+    router = APIRouter(prefix="/api/v1/admin/tools", tags=["tool catalog"])
+
+    @router.get("", response_model=list[ToolOut], responses=documented(400))
+    def list_tools(
+        services: ServicesDep,
+        principal: Reader,
+        callType: Annotated[str | None, Query(pattern="^(" + "|".join(call_types) + ")$")] = None,
+        tag: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every tool of every kind (code modules, plans, native and external MCP tools, …), by name."""
+        return [
+            tool_out(entry)
+            for entry in services.toolbox.entries(principal.tenant)
+            if (callType is None or entry.call_type == callType) and (tag is None or tag in entry.tags)
+        ]
+
+    return router

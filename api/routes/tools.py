@@ -12,7 +12,7 @@ from api.problems import documented
 from api.presenters import execution_out
 from api.routes.modules import call_context
 from api.schemas import ExecutionOut
-from domain.errors import InvalidInput, SandboxBusy, Violation
+from domain.errors import InvalidInput, Violation
 
 router = APIRouter(prefix="/api/v1/tools", tags=["tools"])
 
@@ -29,11 +29,10 @@ async def call_tool(
         # Every tool's inputSchema is an object, as MCP's arguments are; only a plan's later nodes
         # take another node's output, whatever it is, as their input.
         raise InvalidInput([Violation("input", "V1", "the arguments must be a JSON object of the tool's parameters")])
-    # When every session is taken the answer is 429 at once, without a trip to a thread: a burst
-    # beyond the cap must not queue behind itself. The sandbox itself still has the last word.
-    sandbox = services.sandbox
-    if sandbox is not None and sandbox.busy():
-        raise SandboxBusy(sandbox.max_active_sessions)
+    # When the tool's kind has no capacity left (code, with every session of the JavaScript pool
+    # taken) the answer is 429 at once, without a trip to a thread: a burst beyond the cap must not
+    # queue behind itself. Tools of other kinds never wait on the pool. The kind has the last word.
+    services.toolbox.admit(principal.tenant, name)
     result = await run_in_threadpool(
         services.toolbox.call,
         principal.tenant,

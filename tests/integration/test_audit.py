@@ -22,7 +22,7 @@ from domain.callers import PROFILE
 from domain.chain import OWN_HASH, event_hash
 from domain.model import graph_aggregate_id, module_aggregate_id
 from domain.ports import ExecutionResult, Sandbox
-from entrypoints.compose import build_application
+from entrypoints.compose import build_application, build_kinds
 from infrastructure import audit
 from infrastructure.settings import Settings
 from tests import engines
@@ -133,7 +133,7 @@ def one_byte(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
 
 def export_of(app: Store, **kwargs: Any) -> bytes:
     out = io.BytesIO()
-    audit.export(app, out, **kwargs)
+    audit.export(app, out, kinds=build_kinds(app), **kwargs)
     return out.getvalue()
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from domain.catalog import CODE, EVERYTHING, LOCAL, MCP, NOTHING, PLAN, Permissions, ToolEntry, resolve
+from application.kinds.code import CODE
+from application.kinds.declared import LOCAL, MCP
+from application.kinds.plans import PLAN
+from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry, resolve
+from entrypoints.kinds import DEFAULT_KINDS
+
+ORDER = tuple(plugin.call_type for plugin in DEFAULT_KINDS)
 
 
 def entry(name: str, call_type: str, tags: tuple[str, ...] = (), **kw: object) -> ToolEntry:
@@ -10,7 +16,7 @@ def entry(name: str, call_type: str, tags: tuple[str, ...] = (), **kw: object) -
 
 
 def test_r15_mcp_then_native_then_plan_then_code() -> None:
-    resolved = resolve([entry("x", CODE), entry("x", PLAN), entry("x", LOCAL), entry("x", MCP), entry("y", CODE), entry("z", PLAN), entry("z", CODE)])
+    resolved = resolve([entry("x", CODE), entry("x", PLAN), entry("x", LOCAL), entry("x", MCP), entry("y", CODE), entry("z", PLAN), entry("z", CODE)], ORDER)
     assert [(e.name, e.call_type, e.shadowed_by) for e in resolved] == [
         ("x", MCP, None), ("x", LOCAL, MCP), ("x", PLAN, MCP), ("x", CODE, MCP),
         ("y", CODE, None),

@@ -1,0 +1,26 @@
+"""A kind of tool as the service mounts it: its application half (`application/kinds/`) with its
+REST routes and its console routes, which the application layer may not hold (FastAPI is the API's).
+
+The web app includes every kind's routers (`entrypoints/web.py`); the registry of kinds is
+`entrypoints/kinds.py`. Console routes are the hook for the admin console (DESIGN §11, issue 14):
+routers like the REST ones, mounted the same way once the console exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import APIRouter
+
+from application.kinds.base import ToolKind
+
+
+@dataclass(frozen=True)
+class KindPlugin:
+    kind: type[ToolKind]
+    routers: tuple[APIRouter, ...] = ()
+    console: tuple[APIRouter, ...] = ()
+
+    @property
+    def call_type(self) -> str:
+        return self.kind.call_type

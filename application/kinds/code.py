@@ -1,0 +1,82 @@
+"""Code modules as tools (callType CODE; DESIGN §2–§5): published tool modules, run in the sandbox.
+
+The event store keeps the modules and the execution service runs them; this kind shows their
+published tools to the catalog and calls them, each call into either made in one place here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from application.kinds.base import Ranked, ToolKind, Tools, tagged
+from domain.catalog import ToolEntry
+from domain.errors import SandboxBusy
+from domain.model import CodeModule, module_aggregate_id
+from domain.ports import ExecutionResult
+from domain.rules import input_schema
+
+CODE = "CODE"
+CODE_TAG = "code"
+
+
+class CodeKind(ToolKind):
+    call_type = CODE
+    label = "module"
+
+    def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
+        return [code_entry(module) for module in self.deps.store.published_tools(tenant)]
+
+    def holds(self, tenant: str, name: str) -> bool:
+        """R2: any module that is not deleted, published or not, tool or library."""
+        return self.deps.store.is_module(tenant, name)
+
+    @property
+    def available(self) -> bool:
+        return self.deps.sandbox is not None
+
+    def saturated(self) -> bool:
+        sandbox = self.deps.sandbox
+        return sandbox is not None and sandbox.busy()
+
+    def admit(self, tenant: str, entry: ToolEntry, tools: Tools, depth: int) -> None:
+        # When every session is taken the answer is 429 at once: a burst beyond the cap must not
+        # queue behind itself. The sandbox itself still has the last word.
+        sandbox = self.deps.sandbox
+        if sandbox is not None and sandbox.busy():
+            raise SandboxBusy(sandbox.max_active_sessions)
+
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+        return self._run(tenant, entry.name, arguments, context)
+
+    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult | None:
+        # The module's own reason: not published, a library, disabled.
+        return self._run(tenant, name, arguments, context) if self.holds(tenant, name) else None
+
+    def _run(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult:
+        # V1 is the module's own check (`validate_input`), made by the execution service before any JavaScript
+        # runs; a module that is not a callable tool is refused there with its reason.
+        return self.deps.execution.call_tool(tenant, name, arguments, context=context)
+
+    def tenant_of(self, state: Mapping[str, Any], aggregate_id: UUID) -> str | None:
+        tenant, module_id = state.get("tenant"), state.get("module_id")
+        if isinstance(tenant, str) and isinstance(module_id, str) and module_aggregate_id(tenant, module_id) == aggregate_id:
+            return tenant
+        return None
+
+
+def code_entry(module: CodeModule) -> ToolEntry:
+    published = module.published
+    assert published is not None and published["tool"] is not None
+    tool = published["tool"]
+    return ToolEntry(
+        name=module.module_id,
+        description=published["description"],
+        call_type=CODE,
+        input_schema=input_schema(tool["inputParameters"]),
+        tags=tagged(tool["tags"], CODE_TAG),
+        expose_in_chat=tool["exposeInChat"],
+        enabled=tool["enabled"],
+        configured=bool(published["content"].strip()),
+    )

@@ -1,0 +1,20 @@
+"""THE registry of the kinds of tool (DESIGN §10; issue 13): one line per kind, in R15's order
+(when two tools share a name, the kind listed first is the one called). Nothing else names them: the
+catalog, R2, MCP registration, admission, plans and the audit export ask the kinds listed here, and
+the web app mounts their routes. A new kind is its own files plus one line here.
+"""
+
+from __future__ import annotations
+
+from api.kinds import KindPlugin
+from api.routes import callers, module_history, modules
+from application.kinds.code import CodeKind
+from application.kinds.declared import ExternalMcpKind, NativeKind
+from application.kinds.plans import PlanKind
+
+DEFAULT_KINDS: tuple[KindPlugin, ...] = (
+    KindPlugin(ExternalMcpKind),
+    KindPlugin(NativeKind),
+    KindPlugin(PlanKind, routers=(callers.plans,)),
+    KindPlugin(CodeKind, routers=(modules.router, module_history.router)),
+)
