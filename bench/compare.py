@@ -230,7 +230,11 @@ def bench_args(args: argparse.Namespace, benchmark: str) -> list[str]:
 def compare(args: argparse.Namespace) -> int:
     repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
     scratch = Path(tempfile.mkdtemp(prefix="toolsmith-compare-"))
-    trees = [Tree(repo, args.old, "old", scratch), Tree(repo, args.new, "new", scratch)]
+    try:
+        trees = [Tree(repo, args.old, "old", scratch), Tree(repo, args.new, "new", scratch)]
+    except subprocess.CalledProcessError as failed:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise SystemExit(f"bench.compare: {shlex.join(failed.cmd)}: {failed.stderr.strip()}") from None
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     order: list[str] = []
     started = time.perf_counter()
@@ -249,13 +253,13 @@ def compare(args: argparse.Namespace) -> int:
                           f"({shlex.join(argv) or 'its defaults'})", file=sys.stderr, flush=True)
                     out = scratch / f"{benchmark}-{tree.label}-{run}.json"
                     results.setdefault((benchmark, tree.label), []).append(tree.run(benchmark, argv, out))
-                    order.append(f"{benchmark}:{tree.label}")
+                    order.append(f"{benchmark} {tree.label}")
     finally:
         for tree in trees:
             tree.remove()
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
-    text, failures = report(args, trees, results, time.perf_counter() - started)
+    text, failures = report(args, trees, results, order, time.perf_counter() - started)
     print(text)
     return 1 if failures else 0
 
@@ -315,7 +319,7 @@ def _short(subject: str, width: int = 90) -> str:
 
 
 def report(args: argparse.Namespace, trees: list[Tree], results: dict[tuple[str, str], list[dict[str, Any]]],
-           seconds: float) -> tuple[str, int]:
+           order: list[str], seconds: float) -> tuple[str, int]:
     headers = ("figure", "better", "old", "new", "change", "within 5 %")
     lines, judged, failures = compared(args.only, results)
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
@@ -328,7 +332,7 @@ def report(args: argparse.Namespace, trees: list[Tree], results: dict[tuple[str,
     out.append(f"{judged - failures} of {judged} judged figures within {LIMIT:g} %; "
                f"{'none falls' if not failures else f'{failures} fall by more or are missing'}; 'ref' figures are not ours (machine drift)")
     mode = "quick" if args.quick else "each benchmark's defaults" if args.full else "defaults, publish ×7 (DEFAULT_ARGS)"
-    out.append(f"{args.runs} run(s) per benchmark per commit, alternated old/new; {mode} parameters")
+    out.append(f"{args.runs} run(s) per benchmark per commit; {mode} parameters; in this order: {', '.join(order)}")
     for benchmark in args.only:
         for label in ("old", "new"):
             runs = results.get((benchmark, label), [])
