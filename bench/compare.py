@@ -23,6 +23,10 @@ by the machine's drift; the absolute figures are printed beside them and judged 
 
 Run: `python -m bench.compare 22bda80 HEAD [--only tool_call publish] [--runs 1] [--full|--quick]`.
 It exits 1 when a judged figure falls by more than 5 % (or is missing), else 0.
+
+Read the verdicts against the noise: an A/A run (`HEAD HEAD`, the same code twice) on the shared
+2-core machine at a load average of 2-3 moved single judged figures by up to 12 % and reference
+figures by up to 35 %. A 5 % verdict wants a quiet machine, or `--runs 3` and more.
 """
 
 from __future__ import annotations
