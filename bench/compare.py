@@ -22,7 +22,8 @@ one commit (ours against its baseline measured interleaved), so they are the fig
 by the machine's drift; the absolute figures are printed beside them and judged too.
 
 Run: `python -m bench.compare 22bda80 HEAD [--only tool_call publish] [--runs 1] [--full|--quick]`.
-It exits 1 when a judged figure falls by more than 5 % (or is missing), else 0.
+It exits 1 when a judged figure falls by more than 5 % (or is missing: a benchmark that fails on
+one commit is reported, and the others still run), else 0.
 
 Read the verdicts against the noise: an A/A run (`HEAD HEAD`, the same code twice) on the shared
 2-core machine at a load average of 2-3 moved single judged figures by up to 12 % and reference
@@ -207,12 +208,16 @@ class Tree:
             subprocess.run(["git", "-C", str(self.repo), "worktree", "remove", "--force", str(self.path)], capture_output=True)
             self.added = False
 
-    def run(self, benchmark: str, argv: Sequence[str], out: Path) -> dict[str, Any]:
+    def run(self, benchmark: str, argv: Sequence[str], out: Path) -> dict[str, Any] | None:
+        """The benchmark's result, or None when it failed (its traceback is on stderr): the
+        comparison goes on with the others, and the table shows the missing figures."""
         env = dict(os.environ, PYTHONPATH=str(self.path))
         command = [str(self.python), "-c", DRIVER, benchmark, str(out), *argv]
         finished = subprocess.run(command, cwd=self.path, env=env)
         if finished.returncode != 0:
-            raise SystemExit(f"bench.compare: {benchmark} failed on {self.label} ({self.subject}), exit code {finished.returncode}")
+            print(f"[compare] {benchmark} FAILED on {self.label} ({_short(self.subject, 60)}), exit code {finished.returncode}",
+                  file=sys.stderr, flush=True)
+            return None
         result = json.loads(out.read_text())
         expected = str(self.path)
         if not str(result["module"]).startswith(expected):
@@ -241,6 +246,7 @@ def compare(args: argparse.Namespace) -> int:
         raise SystemExit(f"bench.compare: {shlex.join(failed.cmd)}: {failed.stderr.strip()}") from None
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     order: list[str] = []
+    failed: list[str] = []
     started = time.perf_counter()
     try:
         for tree in trees:
@@ -256,7 +262,11 @@ def compare(args: argparse.Namespace) -> int:
                     print(f"[compare] run {run + 1}/{args.runs}: {benchmark} on {tree.label} "
                           f"({shlex.join(argv) or 'its defaults'})", file=sys.stderr, flush=True)
                     out = scratch / f"{benchmark}-{tree.label}-{run}.json"
-                    results.setdefault((benchmark, tree.label), []).append(tree.run(benchmark, argv, out))
+                    result = tree.run(benchmark, argv, out)
+                    if result is None:
+                        failed.append(f"{benchmark} on {tree.label}")
+                    else:
+                        results.setdefault((benchmark, tree.label), []).append(result)
                     order.append(f"{benchmark} {tree.label}")
     finally:
         for tree in trees:
@@ -265,6 +275,8 @@ def compare(args: argparse.Namespace) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     text, failures = report(args, trees, results, order, time.perf_counter() - started)
     print(text)
+    if failed:
+        print(f"FAILED runs (their tracebacks are above, on stderr): {', '.join(failed)}")
     return 1 if failures else 0
 
 
