@@ -2,6 +2,8 @@
 
 - `python -m bench.tool_call`: an in-process tool call against a bare QuickJS fresh context + eval.
 - `python -m bench.publish`: publishing a library with 200 transitive importers against 200 checks.
+- `python -m bench.compare OLD NEW`: the figures of a redesign step on two commits, each run by its
+  own benchmark code, with a 5 % verdict per figure.
 
 The machines these run on are shared and noisy, so every comparison interleaves its variants in
 many short rounds, reports medians, and computes each ratio from figures of the same run.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.helpers import ADMIN_TOKEN, unique_id
+from tests.helpers import ADMIN_TOKEN, expect, unique_id
 
 BASE = "/api/v1/admin/code-modules"
 
@@ -100,13 +100,13 @@ def test_test_route_refuses_bad_definitions_without_running_them(client: TestCli
 
 def test_calling_what_is_not_a_published_enabled_tool_is_404(client: TestClient) -> None:
     library = unique_id()
-    client.post(BASE, json={"id": library, "description": "d", "draftContent": "exports.x = 1;"})
+    expect(client.post(BASE, json={"id": library, "description": "d", "draftContent": "exports.x = 1;"}), 201)
     assert_problem(client.post(f"/api/v1/tools/{library}/call", json={}), 404, "tool-not-found")
-    client.post(f"{BASE}/{library}/publish")
+    expect(client.post(f"{BASE}/{library}/publish"), 200)
     assert_problem(client.post(f"/api/v1/tools/{library}/call", json={}), 404, "tool-not-found")
     disabled = unique_id()
-    client.post(BASE, json={"id": disabled, "description": "d", "draftContent": "exports.run = () => 1;", "tool": {"enabled": False}})
-    client.post(f"{BASE}/{disabled}/publish")
+    expect(client.post(BASE, json={"id": disabled, "description": "d", "draftContent": "exports.run = () => 1;", "tool": {"enabled": False}}), 201)
+    expect(client.post(f"{BASE}/{disabled}/publish"), 200)
     assert_problem(client.post(f"/api/v1/tools/{disabled}/call", json={}), 404, "tool-not-found")
     assert_problem(client.post("/api/v1/tools/nowhere/call", json={}), 404, "tool-not-found")
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.helpers import unique_id
+from tests.helpers import expect, unique_id
 
 MODULES = "/api/v1/admin/code-modules"
 TOOLS = "/api/v1/admin/tools"
@@ -25,9 +25,9 @@ def tool(client: TestClient, source: str, *, params: list[dict[str, Any]] | None
         "draftContent": source,
         "tool": {"inputParameters": params or [], **section},
     }
-    assert client.post(MODULES, json=body).status_code == 201, body
+    expect(client.post(MODULES, json=body), 201)
     if publish:
-        assert client.post(f"{MODULES}/{name}/publish").status_code == 200
+        expect(client.post(f"{MODULES}/{name}/publish"), 200)
     return name
 
 
@@ -55,8 +55,8 @@ def test_catalog_lists_published_code_tools_with_tag_and_schema(client: TestClie
     published = tool(client, "exports.run = function (i) { return i.n; };", params=[{"name": "n", "type": "integer", "required": True}], tags=["math"])
     unpublished = tool(client, "exports.run = function () { return 1; };", publish=False)
     library = unique_id("lib")
-    client.post(MODULES, json={"id": library, "description": "a library", "draftContent": "exports.x = 1;"})
-    client.post(f"{MODULES}/{library}/publish")
+    expect(client.post(MODULES, json={"id": library, "description": "a library", "draftContent": "exports.x = 1;"}), 201)
+    expect(client.post(f"{MODULES}/{library}/publish"), 200)
 
     catalog = {t["name"]: t for t in client.get(TOOLS).json()}
     assert published in catalog and unpublished not in catalog and library not in catalog
@@ -100,7 +100,7 @@ def test_a_failing_node_ends_the_run_and_is_named(client: TestClient) -> None:
     ok = tool(client, "exports.run = function (i) { return 'text'; };")
     boom = tool(client, "exports.run = function (i) { throw new Error('boom'); };")
     plan = unique_id("plan")
-    client.post(PLANS, json={"id": plan, "description": "fails", "nodes": [{"toolName": ok}, {"toolName": boom}, {"toolName": ok}]})
+    expect(client.post(PLANS, json={"id": plan, "description": "fails", "nodes": [{"toolName": ok}, {"toolName": boom}, {"toolName": ok}]}), 201)
     result = client.post(f"{PLANS}/{plan}/run", json={"input": {}}).json()
     assert result["error"]["type"] == "runtime"
     assert result["error"]["message"].startswith(f"node 2 ({boom}): ") and "boom" in result["error"]["message"]
@@ -134,7 +134,7 @@ def test_plans_and_agents_block_deleting_the_modules_they_name(client: TestClien
 def test_names_are_shared_by_every_kind_of_tool(client: TestClient) -> None:
     module = tool(client, "exports.run = function () { return 1; };")
     plan = unique_id("plan")
-    client.post(PLANS, json={"id": plan, "description": "p", "nodes": [{"toolName": module}], "exposeAsTool": True})
+    expect(client.post(PLANS, json={"id": plan, "description": "p", "nodes": [{"toolName": module}], "exposeAsTool": True}), 201)
 
     # R2: a module cannot take an exposed plan's name, nor a plan a module's
     taken = client.post(MODULES, json={"id": plan, "description": "d", "draftContent": ""})
@@ -174,8 +174,8 @@ def test_bad_plans_agents_and_servers_are_refused_naming_the_field(client: TestC
 def test_plans_cannot_call_each_other_in_a_cycle(client: TestClient) -> None:
     module = tool(client, "exports.run = function (i) { return i; };")
     first, second = unique_id("plan"), unique_id("plan")
-    client.post(PLANS, json={"id": first, "description": "p", "nodes": [{"toolName": module}], "exposeAsTool": True})
-    client.post(PLANS, json={"id": second, "description": "p", "nodes": [{"toolName": first}], "exposeAsTool": True})
+    expect(client.post(PLANS, json={"id": first, "description": "p", "nodes": [{"toolName": module}], "exposeAsTool": True}), 201)
+    expect(client.post(PLANS, json={"id": second, "description": "p", "nodes": [{"toolName": first}], "exposeAsTool": True}), 201)
     cycle = client.put(f"{PLANS}/{first}", json={"description": "p", "nodes": [{"toolName": second}], "exposeAsTool": True})
     assert cycle.status_code == 400 and "cycle" in cycle.json()["detail"]
     assert client.put(f"{PLANS}/{first}", json={"description": "p", "nodes": [{"toolName": first}]}).status_code == 400
@@ -198,7 +198,7 @@ def test_a_usage_profile_by_tag_allows_exactly_the_tagged_tools(client: TestClie
     # R14: a profile with no permissions, or a caller token without a profile, gets no tool at all
     nothing = caller(client)
     assert call(nothing, tagged).status_code == 404
-    bare = client.post(TOKENS, json={"name": "bare", "role": "caller"}).json()
+    bare = expect(client.post(TOKENS, json={"name": "bare", "role": "caller"}), 201).json()
     assert call(as_token(client, bare["token"]), tagged).status_code == 404
 
     # a caller cannot administer
@@ -225,7 +225,7 @@ def test_tokens_are_shown_once_stored_hashed_and_revocable(client: TestClient, s
 
 def test_disabling_a_tool_takes_effect_at_once_without_a_publish(client: TestClient) -> None:
     name = tool(client, "exports.run = function () { return 'on'; };", exposeInChat=True)
-    section = client.get(f"{MODULES}/{name}").json()["published"]["tool"]
+    section = expect(client.get(f"{MODULES}/{name}"), 200).json()["published"]["tool"]
 
     switched = client.put(f"{MODULES}/{name}", json={"tool": {**section, "enabled": False}})
     assert switched.status_code == 200
@@ -236,7 +236,7 @@ def test_disabling_a_tool_takes_effect_at_once_without_a_publish(client: TestCli
     assert refused.status_code == 404 and "disabled" in refused.json()["detail"]
     assert next(t for t in client.get(TOOLS).json() if t["name"] == name)["enabled"] is False
 
-    client.put(f"{MODULES}/{name}", json={"tool": {**section, "enabled": True}})
+    expect(client.put(f"{MODULES}/{name}", json={"tool": {**section, "enabled": True}}), 200)
     assert call(client, name).json()["output"] == "on"
 
 

@@ -18,7 +18,7 @@ from infrastructure.settings import Settings
 from tests.api.test_bad_input import assert_problem
 from tests.api.test_catalog import as_token, caller
 from tests.conftest import wire
-from tests.helpers import ADMIN_TOKEN, unique_id
+from tests.helpers import ADMIN_TOKEN, expect, unique_id
 
 MODULES = "/api/v1/admin/code-modules"
 PLANS = "/api/v1/admin/plans"
@@ -38,8 +38,8 @@ def module(client: TestClient, source: str, *, params: list[dict[str, Any]] = ()
     name = name or unique_id("edge")
     body = {"id": name, "description": "d", "draftContent": source,
             "tool": {"inputParameters": list(params), "tags": list(tags), "exposeInChat": True}}
-    assert client.post(MODULES, json=body).status_code == 201
-    assert client.post(f"{MODULES}/{name}/publish").status_code == 200
+    expect(client.post(MODULES, json=body), 201)
+    expect(client.post(f"{MODULES}/{name}/publish"), 200)
     return name
 
 
@@ -86,7 +86,7 @@ def test_a_deep_parameter_default_and_a_deep_argument_are_400_and_nothing_is_wri
 
 def test_a_lone_surrogate_in_any_field_is_400_naming_it_and_nothing_is_written(client: TestClient) -> None:
     name = module(client, "exports.run = function (i) { return 1; };")
-    before = client.get(f"{MODULES}/{name}")
+    before = expect(client.get(f"{MODULES}/{name}"), 200)
     bad = "a\ud800b"  # json.dumps writes it as the escape \ud800
     cases = [
         ("POST", MODULES, {"id": unique_id(), "description": bad, "draftContent": ""}, "description"),
@@ -143,7 +143,7 @@ def test_query_strings_and_paths_with_nul_or_bad_utf8_are_400(client: TestClient
 )
 def test_a_body_python_reads_but_rfc_8259_does_not_is_400_and_nothing_is_written(client: TestClient, body: bytes, code: str, words: str) -> None:
     name = module(client, "exports.run = function (i) { return i; };")
-    before = client.get(f"{MODULES}/{name}")
+    before = expect(client.get(f"{MODULES}/{name}"), 200)
     for method, path in (("PUT", f"{MODULES}/{name}"), ("POST", f"/api/v1/tools/{name}/call"), ("POST", PLANS)):
         response = client.request(method, path, content=body, headers={"Content-Type": "application/json"})
         problem = assert_problem(response, 400, code)

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from domain.chain import GENESIS
-from tests.helpers import unique_id
+from tests.helpers import expect, unique_id
 
 BASE = "/api/v1/admin/code-modules"
 
@@ -40,17 +40,17 @@ def test_as_of_answers_what_a_read_then_answered(client: TestClient) -> None:
     snapshot()  # before it exists
     create(client, lib, "exports.v = 1;")
     snapshot()
-    client.post(f"{BASE}/{lib}/publish")
+    expect(client.post(f"{BASE}/{lib}/publish"), 200)
     snapshot()
-    client.put(f"{BASE}/{lib}", json={"draftContent": "exports.v = 2;"})
+    expect(client.put(f"{BASE}/{lib}", json={"draftContent": "exports.v = 2;"}), 200)
     snapshot()
     create(client, user, "exports.run = function () { return 1; };", draftImports=[lib])  # used by someone now
     snapshot()
-    client.delete(f"{BASE}/{user}")
-    client.delete(f"{BASE}/{lib}/draft")  # discard
+    expect(client.delete(f"{BASE}/{user}"), 204)
+    expect(client.delete(f"{BASE}/{lib}/draft"), 200)  # discard
     snapshot()
-    client.put(f"{BASE}/{lib}", json={"description": "changed"})
-    client.post(f"{BASE}/{lib}/publish")
+    expect(client.put(f"{BASE}/{lib}", json={"description": "changed"}), 200)
+    expect(client.post(f"{BASE}/{lib}/publish"), 200)
     snapshot()
     assert client.delete(f"{BASE}/{lib}").status_code == 204
     snapshot()  # deleted
@@ -72,10 +72,10 @@ def test_as_of_answers_what_a_read_then_answered(client: TestClient) -> None:
 def test_history_lists_every_event_chained_by_hashes(client: TestClient) -> None:
     name = unique_id("mod")
     create(client, name, "exports.v = 1;")
-    client.post(f"{BASE}/{name}/publish")
-    client.put(f"{BASE}/{name}", json={"draftContent": "exports.v = 2;"})
-    client.delete(f"{BASE}/{name}/draft")
-    client.delete(f"{BASE}/{name}")
+    expect(client.post(f"{BASE}/{name}/publish"), 200)
+    expect(client.put(f"{BASE}/{name}", json={"draftContent": "exports.v = 2;"}), 200)
+    expect(client.delete(f"{BASE}/{name}/draft"), 200)
+    expect(client.delete(f"{BASE}/{name}"), 204)
 
     events = client.get(f"{BASE}/{name}/history").json()["events"]
     assert [(e["type"], e["version"], e["by"]) for e in events] == [
@@ -96,10 +96,10 @@ def test_revert_makes_an_old_version_the_draft_and_publishing_it_restores_it(cli
     name = unique_id("mod")
     tool = {"inputParameters": [{"name": "n", "type": "integer", "required": True}]}
     create(client, name, "exports.run = function (i) { return 1; };", tool=tool)
-    client.post(f"{BASE}/{name}/publish")
+    expect(client.post(f"{BASE}/{name}/publish"), 200)
     for n in (2, 3):
-        client.put(f"{BASE}/{name}", json={"description": f"version {n}", "draftContent": f"exports.run = function () {{ return {n}; }};"})
-        client.post(f"{BASE}/{name}/publish")
+        expect(client.put(f"{BASE}/{name}", json={"description": f"version {n}", "draftContent": f"exports.run = function () {{ return {n}; }};"}), 200)
+        expect(client.post(f"{BASE}/{name}/publish"), 200)
     versions = client.get(f"{BASE}/{name}/versions").json()
     assert [(v["version"], v["description"], v["publishedBy"]) for v in versions] == [
         (1, f"about {name}", "admin"), (2, "version 2", "admin"), (3, "version 3", "admin"),
@@ -124,12 +124,12 @@ def test_revert_makes_an_old_version_the_draft_and_publishing_it_restores_it(cli
 def test_publish_dry_run_reports_every_dependent_and_publishes_nothing(client: TestClient) -> None:
     lib, good, bad = unique_id("lib"), unique_id("good"), unique_id("bad")
     create(client, lib, "exports.one = function () { return 1; }; exports.two = function () { return 2; };")
-    client.post(f"{BASE}/{lib}/publish")
+    expect(client.post(f"{BASE}/{lib}/publish"), 200)
     create(client, good, f"exports.run = function () {{ return {lib}.one(); }};", draftImports=[lib])
-    client.post(f"{BASE}/{good}/publish")
+    expect(client.post(f"{BASE}/{good}/publish"), 200)
     create(client, bad, f"exports.run = function () {{ return {lib}.two(); }};", draftImports=[lib])
-    client.post(f"{BASE}/{bad}/publish")
-    client.put(f"{BASE}/{lib}", json={"draftContent": "exports.one = function () { return 1; };"})  # drops `two`
+    expect(client.post(f"{BASE}/{bad}/publish"), 200)
+    expect(client.put(f"{BASE}/{lib}", json={"draftContent": "exports.one = function () { return 1; };"}), 200)  # drops `two`
 
     preview = client.post(f"{BASE}/{lib}/publish", params={"dryRun": "true"})
     assert preview.status_code == 200
@@ -170,8 +170,8 @@ def test_if_match_refuses_a_write_based_on_a_stale_read(client: TestClient) -> N
 def test_an_auditor_reads_everything_and_every_write_is_403(client: TestClient) -> None:
     name = unique_id("mod")
     create(client, name, "exports.run = function () { return 1; };", tool={})
-    client.post(f"{BASE}/{name}/publish")
-    secret = client.post("/api/v1/admin/tokens", json={"name": "auditor", "role": "auditor"}).json()["token"]
+    expect(client.post(f"{BASE}/{name}/publish"), 200)
+    secret = expect(client.post("/api/v1/admin/tokens", json={"name": "auditor", "role": "auditor"}), 201).json()["token"]
     auditor = TestClient(client.app, headers={"Authorization": f"Bearer {secret}"})
 
     for path in (BASE, f"{BASE}/{name}", f"{BASE}/{name}/history", f"{BASE}/{name}/versions", f"{BASE}/{name}/versions/1",

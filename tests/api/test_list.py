@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from tests.helpers import expect
+
 BASE = "/api/v1/admin/code-modules"
 
 
@@ -11,9 +13,9 @@ def _make(client: TestClient, module_id: str, description: str, *, tool: dict | 
     body = {"id": module_id, "description": description, "draftContent": "exports.run = () => 1; exports.x = 1;", "draftImports": list(imports)}
     if tool is not None:
         body["tool"] = tool
-    assert client.post(BASE, json=body).status_code == 201
+    expect(client.post(BASE, json=body), 201)
     if publish:
-        assert client.post(f"{BASE}/{module_id}/publish").status_code == 200
+        expect(client.post(f"{BASE}/{module_id}/publish"), 200)
 
 
 def test_the_list_answers_with_each_write_at_once(client: TestClient) -> None:
@@ -26,7 +28,7 @@ def test_filters_facets_and_paging(client: TestClient) -> None:
     _make(client, "dates", "Date helpers", publish=True)
     _make(client, "report", "Yearly report", tool={"tags": ["text", "report"]}, imports=["dates"], publish=True)
     _make(client, "counter", "Counts lines", tool={"tags": ["text"]})
-    client.put(f"{BASE}/dates", json={"description": "Date helpers, improved"})
+    expect(client.put(f"{BASE}/dates", json={"description": "Date helpers, improved"}), 200)
 
     everything = client.get(BASE).json()
     assert [m["id"] for m in everything["collection"]] == ["counter", "dates", "report"]
@@ -56,5 +58,5 @@ def test_get_shows_who_uses_a_module(client: TestClient) -> None:
     _make(client, "dates", "Date helpers", publish=True)
     _make(client, "report", "Yearly report", imports=["dates"])
     assert client.get(f"{BASE}/dates").json()["usedBy"] == ["report"]
-    client.put(f"{BASE}/report", json={"draftImports": []})
+    expect(client.put(f"{BASE}/report", json={"draftImports": []}), 200)
     assert client.get(f"{BASE}/dates").json()["usedBy"] == []

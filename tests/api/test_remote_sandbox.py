@@ -14,7 +14,7 @@ from entrypoints.compose import bootstrap
 from infrastructure.settings import Settings
 from sandbox.remote import RemoteSandbox
 from tests.sandbox_service import SECRET, SandboxService, running_service, service_log_on_failure
-from tests.helpers import ADMIN_TOKEN, unique_id
+from tests.helpers import ADMIN_TOKEN, expect, unique_id
 
 BASE = "/api/v1/admin/code-modules"
 
@@ -41,7 +41,7 @@ def test_the_api_runs_tests_publishes_and_tool_calls_in_the_remote_sandbox(tmp_p
         assert isinstance(client.app.state.services.sandbox, RemoteSandbox)
         # publish a library and a tool that imports it: publish checks both in the sandbox
         lib, greet = unique_id("lib"), unique_id("greet")
-        client.post(BASE, json={"id": lib, "description": "d", "draftContent": "exports.hello = function (n) { return 'Hello ' + n; };"})
+        expect(client.post(BASE, json={"id": lib, "description": "d", "draftContent": "exports.hello = function (n) { return 'Hello ' + n; };"}), 201)
         assert client.post(f"{BASE}/{lib}/publish").status_code == 200
         source = f"exports.run = function (input) {{ log('greeting ' + input.name); return {lib}.hello(input.name); }};"
         tool = {"inputParameters": [{"name": "name", "required": True}]}
@@ -64,13 +64,13 @@ def test_the_api_runs_tests_publishes_and_tool_calls_in_the_remote_sandbox(tmp_p
 def test_a_publish_that_would_break_an_importer_is_refused_by_the_remote_check(tmp_path: Path, sandbox_service: SandboxService) -> None:
     with api_client(tmp_path, sandbox_service, SECRET) as client:
         lib, report = unique_id("dates"), unique_id("report")
-        client.post(BASE, json={"id": lib, "description": "d", "draftContent": "exports.year = function (d) { return d.slice(0, 4); };"})
-        client.post(f"{BASE}/{lib}/publish")
-        client.post(BASE, json={"id": report, "description": "d", "draftContent": f"exports.run = function (i) {{ return {lib}.year(i.day); }};",
-                                "draftImports": [lib], "tool": {}})
+        expect(client.post(BASE, json={"id": lib, "description": "d", "draftContent": "exports.year = function (d) { return d.slice(0, 4); };"}), 201)
+        expect(client.post(f"{BASE}/{lib}/publish"), 200)
+        expect(client.post(BASE, json={"id": report, "description": "d", "draftContent": f"exports.run = function (i) {{ return {lib}.year(i.day); }};",
+                                       "draftImports": [lib], "tool": {}}), 201)
         assert client.post(f"{BASE}/{report}/publish").status_code == 200
         # the library renames year: its importer would break
-        client.put(f"{BASE}/{lib}", json={"draftContent": "exports.yearOf = function (d) { return d.slice(0, 4); };"})
+        expect(client.put(f"{BASE}/{lib}", json={"draftContent": "exports.yearOf = function (d) { return d.slice(0, 4); };"}), 200)
         refused = client.post(f"{BASE}/{lib}/publish")
         assert refused.status_code == 422, refused.text
         assert refused.json()["failingModule"] == report and refused.json()["error"]["type"] == "link"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.helpers import unique_id
+from tests.helpers import expect, unique_id
 
 BASE = "/api/v1/admin/code-modules"
 TOOL_SOURCE = "exports.run = function (input) { return input; };"
@@ -167,9 +167,9 @@ def test_states_follow_draft_and_publish(client: TestClient) -> None:
 def test_an_importer_runs_against_the_published_version_of_its_dependency(client: TestClient) -> None:
     lib = published(client, draftContent="exports.word = function () { return 'one'; };")["id"]
     tool = published(client, draftContent=f"exports.run = function () {{ return {lib}.word(); }};", draftImports=[lib], tool={})["id"]
-    client.put(f"{BASE}/{lib}", json={"draftContent": "exports.word = function () { return 'two'; };"})
+    expect(client.put(f"{BASE}/{lib}", json={"draftContent": "exports.word = function () { return 'two'; };"}), 200)
     assert client.post(f"/api/v1/tools/{tool}/call", json={}).json()["output"] == "one"
-    client.post(f"{BASE}/{lib}/publish")
+    expect(client.post(f"{BASE}/{lib}/publish"), 200)
     assert client.post(f"/api/v1/tools/{tool}/call", json={}).json()["output"] == "two"
 
 
@@ -227,7 +227,7 @@ def test_discard_is_refused_without_draft_or_when_never_published(client: TestCl
     assert_problem(client.delete(f"{BASE}/{never['id']}/draft"), 409, "nothing-to-discard")
     module = published(client)
     assert_problem(client.delete(f"{BASE}/{module['id']}/draft"), 409, "nothing-to-discard")
-    client.put(f"{BASE}/{module['id']}", json={"description": "pending"})
+    expect(client.put(f"{BASE}/{module['id']}", json={"description": "pending"}), 200)
     discarded = client.delete(f"{BASE}/{module['id']}/draft")
     assert discarded.status_code == 200
     assert discarded.json()["state"] == "PUBLISHED" and discarded.json()["description"] == "a module"
@@ -240,7 +240,7 @@ def test_delete_is_refused_while_another_module_imports_it(client: TestClient) -
     lib = published(client, draftContent="exports.x = 1;")["id"]
     user = published(client, draftImports=[lib])["id"]
     drafter = published(client)["id"]
-    client.put(f"{BASE}/{drafter}", json={"draftImports": [lib]})  # a draft import counts too
+    expect(client.put(f"{BASE}/{drafter}", json={"draftImports": [lib]}), 200)  # a draft import counts too
     body = assert_problem(client.delete(f"{BASE}/{lib}"), 409, "in-use")
     assert body["usedBy"] == {"modules": sorted([user, drafter]), "plans": [], "agents": []}
     assert client.get(f"{BASE}/{lib}/usage").json() == {"modules": sorted([user, drafter]), "plans": [], "agents": []}
@@ -260,7 +260,7 @@ def test_a_deleted_module_frees_its_id(client: TestClient) -> None:
 
 def test_duplicate_copies_the_current_definition_under_a_new_id(client: TestClient) -> None:
     module = published(client, tool={"tags": ["x"]})
-    client.put(f"{BASE}/{module['id']}", json={"description": "the draft"})
+    expect(client.put(f"{BASE}/{module['id']}", json={"description": "the draft"}), 200)
     new_id = unique_id()
     response = client.post(f"{BASE}/{module['id']}/duplicate", json={"id": new_id})
     assert response.status_code == 201, response.text

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from entrypoints.compose import bootstrap
 from infrastructure.settings import Settings
 from entrypoints.web import create_app
-from tests.helpers import ADMIN_TOKEN, unique_id
+from tests.helpers import ADMIN_TOKEN, expect, unique_id
 
 BASE = "/api/v1/admin/code-modules"
 
@@ -25,8 +25,8 @@ def test_seed_verification_echo_returns_the_same_object(client: TestClient) -> N
 
 def test_test_runs_an_unsaved_draft_with_published_imports_and_shows_logs(client: TestClient) -> None:
     lib = unique_id("lib")
-    client.post(BASE, json={"id": lib, "description": "d", "draftContent": "exports.twice = function (x) { return 2 * x; };"})
-    client.post(f"{BASE}/{lib}/publish")
+    expect(client.post(BASE, json={"id": lib, "description": "d", "draftContent": "exports.twice = function (x) { return 2 * x; };"}), 201)
+    expect(client.post(f"{BASE}/{lib}/publish"), 200)
     source = f"exports.run = function (input) {{ log('doubling ' + input.n); return {lib}.twice(input.n); }};"
     result = client.post(f"{BASE}/test", json={"draftContent": source, "draftImports": [lib], "input": {"n": 21}}).json()
     assert result == {"output": 42, "error": None, "logs": ["doubling 21"], "durationMillis": result["durationMillis"]}
@@ -58,8 +58,8 @@ def test_a_tool_call_validates_arguments_and_applies_defaults(client: TestClient
     tool = unique_id("greet")
     params = [{"name": "name", "required": True}, {"name": "greeting", "default": "Hello"}, {"name": "times", "type": "integer", "default": 1}]
     source = "exports.run = function (i) { return (i.greeting + ' ' + i.name + '! ').repeat(i.times).trim(); };"
-    client.post(BASE, json={"id": tool, "description": "greets", "draftContent": source, "tool": {"inputParameters": params}})
-    client.post(f"{BASE}/{tool}/publish")
+    expect(client.post(BASE, json={"id": tool, "description": "greets", "draftContent": source, "tool": {"inputParameters": params}}), 201)
+    expect(client.post(f"{BASE}/{tool}/publish"), 200)
     assert client.post(f"/api/v1/tools/{tool}/call", json={"name": "Ada"}).json()["output"] == "Hello Ada!"
     assert client.post(f"/api/v1/tools/{tool}/call", json={"name": "Ada", "times": 2}).json()["output"] == "Hello Ada! Hello Ada!"
     missing = client.post(f"/api/v1/tools/{tool}/call", json={})
@@ -82,9 +82,9 @@ def test_with_the_sandbox_off_edits_work_but_test_and_publish_are_503(tmp_path) 
 
 def test_testing_an_unnamed_draft_works_beside_a_module_named_draft(client: TestClient) -> None:
     # a module may be called `draft`; an unnamed draft under test must not stand in for it
-    client.post(BASE, json={"id": "base", "description": "d", "draftContent": "exports.word = 'base';"})
-    client.post(f"{BASE}/base/publish")
-    client.post(BASE, json={"id": "draft", "description": "d", "draftContent": "exports.word = base.word + '+draft';", "draftImports": ["base"]})
-    client.post(f"{BASE}/draft/publish")
+    expect(client.post(BASE, json={"id": "base", "description": "d", "draftContent": "exports.word = 'base';"}), 201)
+    expect(client.post(f"{BASE}/base/publish"), 200)
+    expect(client.post(BASE, json={"id": "draft", "description": "d", "draftContent": "exports.word = base.word + '+draft';", "draftImports": ["base"]}), 201)
+    expect(client.post(f"{BASE}/draft/publish"), 200)
     result = client.post(f"{BASE}/test", json={"draftContent": "exports.run = () => draft.word;", "draftImports": ["draft"]}).json()
     assert result["output"] == "base+draft", result

@@ -12,7 +12,7 @@ import pytest
 
 from domain.model import module_aggregate_id
 from tests.e2e.conftest import TOOLSMITH, Server, printed_tokens
-from tests.helpers import environment_without_settings, free_port
+from tests.helpers import environment_without_settings, expect, free_port
 
 BASE = "/api/v1/admin/code-modules"
 EXPORT = "/api/v1/admin/audit/export"
@@ -30,10 +30,10 @@ def history(server: Server) -> Server:
     with server.client() as http:
         for module_id in ("dates", "lib"):
             body = {"id": module_id, "description": f"The {module_id} module", "draftContent": "exports.run = function (i) { return i; };"}
-            assert http.post(BASE, json=body).status_code == 201
-        assert http.put(f"{BASE}/dates", json={"description": "Dates, changed"}).status_code == 200
-        assert http.post(f"{BASE}/dates/publish").status_code == 200
-        assert http.post(f"{BASE}/lib/publish").status_code == 200
+            expect(http.post(BASE, json=body), 201)
+        expect(http.put(f"{BASE}/dates", json={"description": "Dates, changed"}), 200)
+        expect(http.post(f"{BASE}/dates/publish"), 200)
+        expect(http.post(f"{BASE}/lib/publish"), 200)
     return server
 
 
@@ -106,8 +106,8 @@ def test_bad_settings_exit_2_in_one_line_without_the_password(tmp_path: Path) ->
 
 def test_auditors_get_the_same_lines_over_http_and_callers_are_forbidden(history: Server) -> None:
     with history.client() as http:
-        auditor = http.post("/api/v1/admin/tokens", json={"name": "auditor", "role": "auditor"}).json()["token"]
-        caller = http.post("/api/v1/admin/tokens", json={"name": "a caller", "role": "caller"}).json()["token"]
+        auditor = expect(http.post("/api/v1/admin/tokens", json={"name": "auditor", "role": "auditor"}), 201).json()["token"]
+        caller = expect(http.post("/api/v1/admin/tokens", json={"name": "a caller", "role": "caller"}), 201).json()["token"]
     with history.client(auditor) as http:
         answer = http.get(EXPORT)
     assert answer.status_code == 200
@@ -125,15 +125,15 @@ def test_auditors_get_the_same_lines_over_http_and_callers_are_forbidden(history
 def test_an_imported_data_dir_answers_every_history_and_version_query_as_the_original(history: Server, tmp_path: Path) -> None:
     with history.client() as http:
         # more history: a second version, a revert to the first, a discard, a delete and a new life
-        assert http.put(f"{BASE}/dates", json={"description": "Dates, second"}).status_code == 200
-        assert http.post(f"{BASE}/dates/publish").status_code == 200
-        assert http.post(f"{BASE}/dates/revert", json={"version": 1}).status_code == 200
-        assert http.post(f"{BASE}/dates/publish").status_code == 200
-        assert http.put(f"{BASE}/lib", json={"description": "a draft"}).status_code == 200
-        assert http.delete(f"{BASE}/lib/draft").status_code == 200
-        assert http.post(BASE, json={"id": "gone", "description": "d", "draftContent": ""}).status_code == 201
-        assert http.delete(f"{BASE}/gone").status_code == 204
-        assert http.post(BASE, json={"id": "gone", "description": "again", "draftContent": ""}).status_code == 201
+        expect(http.put(f"{BASE}/dates", json={"description": "Dates, second"}), 200)
+        expect(http.post(f"{BASE}/dates/publish"), 200)
+        expect(http.post(f"{BASE}/dates/revert", json={"version": 1}), 200)
+        expect(http.post(f"{BASE}/dates/publish"), 200)
+        expect(http.put(f"{BASE}/lib", json={"description": "a draft"}), 200)
+        expect(http.delete(f"{BASE}/lib/draft"), 200)
+        expect(http.post(BASE, json={"id": "gone", "description": "d", "draftContent": ""}), 201)
+        expect(http.delete(f"{BASE}/gone"), 204)
+        expect(http.post(BASE, json={"id": "gone", "description": "again", "draftContent": ""}), 201)
     export_file = tmp_path / "export.ndjson"
     assert toolsmith("export", "--data-dir", str(history.data_dir), "--output", str(export_file)).returncode == 0
     restored_dir = tmp_path / "restored"

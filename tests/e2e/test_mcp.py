@@ -14,6 +14,7 @@ import pytest
 from mcp_types import CallToolResult, ToolListChangedNotification
 
 from tests.e2e.conftest import Server, mcp_client
+from tests.helpers import expect
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +99,7 @@ async def test_tools_list_offers_exactly_the_permitted_chat_tools_with_their_sch
         # not chat-exposed, never published: both absent
         put_tool(http, "hidden", "exports.run = function () { return 1; };", expose=False)
         put_tool(http, "unpublished", "exports.run = function () { return 1; };", publish=False)
-        price_schema = http.get(f"{BASE}/price").json()["inputSchema"]
+        price_schema = expect(http.get(f"{BASE}/price"), 200).json()["inputSchema"]
         money = token(http, "money", tags=["money"])
         by_name = token(http, "byname", tools=["shout"])
         nothing = token(http, "nothing")
