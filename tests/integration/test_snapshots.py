@@ -168,3 +168,102 @@ def test_an_import_is_refused_where_snapshots_of_an_earlier_store_remain(tmp_pat
     with pytest.raises(audit.ImportRefused, match="snapshots"):
         audit.import_events(apps(env), io.BytesIO(exported))
     assert apps(env).position() == 0  # nothing was written
+
+
+# -- the audit checks the snapshots ----------------------------------------------------------------
+
+GRAPH = "import graph of tenant default"
+
+
+def snapshot_table(env: dict[str, str]) -> tuple[Any, Callable[[str], Any], Callable[[UUID], Any]]:
+    """The store's snapshots table itself, as someone with the database could open it: a
+    connection, a query maker (`{table}` and `?` placeholders) and how the table spells an id."""
+    if "POSTGRES_SCHEMA" in env:
+        from psycopg import sql
+
+        table = sql.SQL("{}.{}").format(sql.Identifier(env["POSTGRES_SCHEMA"]), sql.Identifier("toolsmith_snapshots"))
+        return engines._connect(env), lambda query: sql.SQL(query.replace("?", "%s")).format(table=table), lambda i: i
+    return sqlite3.connect(env["SQLITE_DBNAME"]), lambda query: query.format(table="stored_snapshots"), lambda i: i.hex
+
+
+def change_snapshot(env: dict[str, str], aggregate_id: UUID, version: int, change: Callable[[bytes], bytes]) -> None:
+    connection, query, key = snapshot_table(env)
+    with connection:
+        (state,) = connection.execute(query("SELECT state FROM {table} WHERE originator_id = ? AND originator_version = ?"),
+                                      (key(aggregate_id), version)).fetchone()
+        changed = change(bytes(state))
+        assert changed != bytes(state) and len(changed) == len(state)
+        connection.execute(query("UPDATE {table} SET state = ? WHERE originator_id = ? AND originator_version = ?"),
+                           (changed, key(aggregate_id), version))
+    connection.close()
+
+
+def copy_snapshot(env: dict[str, str], aggregate_id: UUID, version: int, to_version: int) -> None:
+    connection, query, key = snapshot_table(env)
+    with connection:
+        connection.execute(query("INSERT INTO {table} (originator_id, originator_version, topic, state) "
+                                 "SELECT originator_id, ?, topic, state FROM {table} WHERE originator_id = ? AND originator_version = ?"),
+                           (to_version, key(aggregate_id), version))
+    connection.close()
+
+
+def test_verify_checks_every_snapshot_against_a_replay_of_its_events(
+    new_env: Callable[[], dict[str, str]], apps: Callable[..., Store],
+) -> None:
+    env = new_env()
+    grow(apps(env))
+    report = audit.verify(apps(env))
+    assert report.intact, report.first_broken
+    assert report.snapshots == 2 * len(GROWING)  # at 200 and 400, of each growing aggregate
+
+
+def test_a_changed_newest_snapshot_changes_what_loads_and_verify_reports_it(
+    new_env: Callable[[], dict[str, str]], apps: Callable[..., Store],
+) -> None:
+    env = new_env()
+    grow(apps(env))
+    # one byte of the graph's newest snapshot: its tenant, which no event after version 400 sets
+    change_snapshot(env, GROWING["graph"], 2 * SNAPSHOT_INTERVAL, lambda state: state.replace(b'"default"', b'"defaulx"', 1))
+    cold = apps(env)
+    assert cold.graph(TENANT).tenant == "defaulx"  # what a cold load now builds
+
+    report = audit.verify(cold)
+    assert not report.intact
+    assert [str(link) for link in report.broken] == [f"snapshot at version 400 of {GRAPH} does not match its events"]
+    assert report.events == 3 * EVENTS  # every chain of the log is intact: only the snapshot is named
+
+
+def test_a_snapshot_beyond_the_log_is_reported(new_env: Callable[[], dict[str, str]], apps: Callable[..., Store]) -> None:
+    env = new_env()
+    grow(apps(env))
+    # the newest snapshot again, as if the graph were at version 600: the log ends at 450
+    copy_snapshot(env, GROWING["graph"], 2 * SNAPSHOT_INTERVAL, 3 * SNAPSHOT_INTERVAL)
+    report = audit.verify(apps(env))
+    assert [str(link) for link in report.broken] == [
+        f"snapshot at version 600 of {GRAPH} is beyond its events: the log's newest is version {EVENTS}"]
+
+
+def test_a_snapshot_that_does_not_decode_is_reported_not_a_crash(tmp_path: Path, apps: Callable[..., Store]) -> None:
+    env = Settings(data_dir=tmp_path / "data").event_store_env()
+    Path(env["SQLITE_DBNAME"]).parent.mkdir(parents=True)
+    grow(apps(env))
+    change_snapshot(env, TOKENS_ID, SNAPSHOT_INTERVAL, lambda state: state.replace(b'"state":', b'"state"!', 1))
+    report = audit.verify(apps(env))
+    (link,) = report.broken
+    assert str(link).startswith("snapshot at version 200 of token registry cannot be decoded (")
+
+
+def test_a_snapshot_of_an_aggregate_without_events_is_reported(tmp_path: Path, apps: Callable[..., Store]) -> None:
+    env = Settings(data_dir=tmp_path / "data").event_store_env()
+    Path(env["SQLITE_DBNAME"]).parent.mkdir(parents=True)
+    grow(apps(env))
+    # the tenant's caller registry: only its snapshot remains, which a load would take as the registry
+    with sqlite3.connect(env["SQLITE_DBNAME"]) as connection:
+        connection.execute("DELETE FROM stored_events WHERE originator_id = ?", (GROWING["registry"].hex,))
+        connection.execute("DELETE FROM stored_snapshots WHERE originator_id = ? AND originator_version = ?",
+                           (GROWING["registry"].hex, SNAPSHOT_INTERVAL))
+    cold = apps(env)
+    assert cold.registry(TENANT).version == 2 * SNAPSHOT_INTERVAL
+    report = audit.verify(cold)
+    assert [str(link) for link in report.broken] == [
+        "snapshot at version 400 of caller registry of tenant default is beyond its events: the log holds none"]
