@@ -1,7 +1,8 @@
 """Snapshots of the aggregates that grow forever (issue 13, 5): the import graph, the caller
 registry and the token registry. A cold load starts from the newest snapshot and replays only the
 events after it; the result is the aggregate a full replay builds, and the next event links to
-its chain. Snapshots live outside the log: verify, export and import see only events. On SQLite
+its chain. Snapshots live outside the log: export and import carry only events, and verify checks
+each snapshot against a replay of the log, so a snapshot changed in its table is named. On SQLite
 and on PostgreSQL."""
 
 from __future__ import annotations
