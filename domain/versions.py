@@ -23,7 +23,9 @@ stored for it is what eventsourcing always stored: no `class_version` key.
            state["definition"] = {**state["definition"], "notes": ""}
 
 3. If the aggregate is snapshotted (`Store.snapshotting_intervals`), bump the aggregate
-   class too, with an upcaster of its state (`vars(aggregate)`, as a snapshot stores it):
+   class too, with an upcaster of its state (`vars(aggregate)`, as a snapshot stores it). It
+   must build what a replay of the events builds: `toolsmith audit verify` compares the two, and
+   names a snapshot that upcasts to anything else.
 
        @upcast(CodeModule, to=2)
        def _module_gains_notes(state: dict[str, Any]) -> None:

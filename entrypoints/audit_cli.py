@@ -4,8 +4,8 @@
 Each opens the event store alone, with `serve`'s settings (SQLite in the data dir, or PostgreSQL
 through PERSISTENCE_MODULE and POSTGRES_*): no sandbox, no read model. Progress goes to stderr,
 so that standard output holds only the report (verify) or the export. Exit codes: 0 done (verify:
-every chain intact), 1 a broken chain (verify) or a refusal (export, import), 2 settings that do
-not open a store.
+every chain intact, every snapshot true to its events), 1 a broken chain or a snapshot that does
+not match its events (verify) or a refusal (export, import), 2 settings that do not open a store.
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ def _verify(app: Any) -> int:
     with _progress("verifying") as progress:
         report = audit.verify(app, progress)
     counted = f"{report.events:,} events of {report.aggregates:,} aggregates checked through position {report.through:,}"
+    if report.snapshots:
+        counted += f", and {report.snapshots:,} snapshot(s) against their events"
     if report.intact:
         print(f"intact: {counted}")
     else:

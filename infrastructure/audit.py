@@ -5,13 +5,23 @@ event as JSON lines, and import such an export into an empty store.
 aggregate, that each event records the hash of the one before it (`domain/chain.py`), that
 versions follow one another, and that every event can be decoded at all. Hashes are computed from
 the stored state as it was recorded, before any upcaster runs (`domain/versions.py`): an event an
-older release stored verifies the same after its class gained a version. Snapshots are not events:
-they live in a table of their own, outside the log, and neither verify, export nor import reads them. It names the first
+older release stored verifies the same after its class gained a version. It names the first
 broken link in log order: an event whose content no longer matches the hash it was recorded with,
 or whose successor recorded another hash for it. It also prints a digest of every chain's head,
 for an auditor to keep: whoever rewrites the newest event of a chain together with its own hash
 leaves no broken link, but changes the digest (equal digests, with no writes in between, mean no
 head changed).
+
+Snapshots are not events: they live in a table of their own, outside the log and its chains. Yet
+a cold load starts from an aggregate's newest snapshot, so a snapshot changed in its table would
+change the live state with every chain intact. Verify therefore also replays, from the log alone,
+each aggregate that has snapshots, and checks every one of its snapshots against the state the
+replay reaches at that snapshot's version (both in today's shape, after any upcaster, and both
+through the transcoder, so that they compare as eventsourcing stores them). A snapshot that
+differs, that cannot be decoded, or whose version the log does not reach is a finding, after the
+log's. One replay per snapshotted aggregate checks all of its snapshots: the older ones (which
+loads as of an older version read, and from which the next snapshot was built) cost one decoding
+each.
 
 **Export** writes one header line, one line per stored event, and one trailer line that counts
 them (so a truncated file is refused on import):
@@ -27,13 +37,15 @@ encrypted, corrupted) is under `stateBase64` instead. `state` is always the last
 **Import** restores an export into an empty store, every stored event byte-identical and in the
 original order; log positions are renumbered from 1 if the original had gaps. The store's identity
 (`projections/store_identity.py`) is not an event and never travels: the import gives the
-restored store a new one.
+restored store a new one. Nor do snapshots: the restored store replays its aggregates until it
+takes snapshots of its own, and an import is refused where an earlier store's snapshots remain.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import gc
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -44,6 +56,7 @@ from uuid import UUID
 
 import orjson
 from eventsourcing.application import Application
+from eventsourcing.domain import CanSnapshotAggregate
 from eventsourcing.persistence import StoredEvent, find_id_convertor
 from eventsourcing.utils import get_topic, resolve_topic
 
@@ -100,14 +113,18 @@ def collection_paused() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class BrokenLink:
-    position: int
+    position: int  # 0 for a snapshot, which is not in the log
     aggregate_id: UUID
     version: int
     reason: str
     # What the aggregate is, for a human ("module default/dates"); filled in once the scan knows.
     aggregate: str = ""
+    # A snapshot that does not match its events: `version` is the snapshot's, `reason` a predicate.
+    snapshot: bool = False
 
     def __str__(self) -> str:
+        if self.snapshot:
+            return f"snapshot at version {self.version} of {self.aggregate} {self.reason}"
         return f"{self.aggregate}, version {self.version}: {self.reason} (log position {self.position})"
 
 
@@ -117,6 +134,9 @@ class VerifyReport:
     aggregates: int = 0
     through: int = 0
     heads_digest: str = ""
+    # The snapshots checked against a replay of their events (`_check_snapshots`).
+    snapshots: int = 0
+    # The log's broken links in log order, then the snapshots that do not match their events.
     broken: list[BrokenLink] = field(default_factory=list)
 
     @property
@@ -139,7 +159,7 @@ class _Chain:
 
 def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
     """Recomputes every aggregate's hash chain, in log order, up to the position the store had
-    when it started."""
+    when it started; then checks every snapshot against a replay of its aggregate's events."""
     report = VerifyReport(through=head_position(app))
     chains: dict[UUID, _Chain] = {}
     tenants: set[str] = set()
@@ -186,6 +206,7 @@ def verify(app: Application, progress: Progress | None = None) -> VerifyReport:
     report.aggregates = len(chains)
     names = _names(chains, tenants)
     report.broken[:] = [_named(link, names) for link in broken]
+    report.broken += _check_snapshots(app, names, report)
     lines = sorted(f"{aggregate_id}:{chain.hash if chain.hash is not None else 'undecodable'}"
                    for aggregate_id, chain in chains.items())
     report.heads_digest = hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()
@@ -252,12 +273,134 @@ def _names(chains: dict[UUID, _Chain], tenants: set[str]) -> dict[UUID, str]:
 
 
 def _named(link: BrokenLink, names: dict[UUID, str]) -> BrokenLink:
-    return BrokenLink(link.position, link.aggregate_id, link.version, link.reason, names[link.aggregate_id])
+    return dataclasses.replace(link, aggregate=names[link.aggregate_id])
 
 
 def _short(error: Exception) -> str:
     cause = error.__cause__ or error
     return f"{type(cause).__name__}: {str(cause)[:120]}"
+
+
+# -- verify: snapshots -----------------------------------------------------------------------------
+
+# Snapshot rows read at a time: a tenant's graph of 10,000 events holds 50, each the whole graph.
+SNAPSHOT_BATCH = 10
+
+
+def _check_snapshots(app: Application, names: dict[UUID, str], report: VerifyReport) -> list[BrokenLink]:
+    """Every snapshot of every aggregate that has one (an aggregate without a single event too: a
+    load would take its snapshot for the aggregate), against a replay of the log alone. An
+    application opened with snapshots off reads none, and checks none."""
+    if app.snapshots is None:
+        return []
+    found: list[BrokenLink] = []
+    for aggregate_id in _snapshotted_ids(app.snapshots.recorder):
+        found += _check_aggregate_snapshots(app, aggregate_id, names.get(aggregate_id), report)
+    found.sort(key=lambda link: (link.aggregate, link.version))
+    return found
+
+
+def _check_aggregate_snapshots(app: Application, aggregate_id: UUID, label: str | None,
+                               report: VerifyReport) -> list[BrokenLink]:
+    """One replay of the aggregate's events, stopping at each snapshot's version to compare."""
+    assert app.snapshots is not None
+    recorder = app.snapshots.recorder
+    # The newest snapshot first, then the log: a snapshot is taken after its events are recorded,
+    # so every snapshot up to this one has its events in the log, even while the service writes.
+    newest = recorder.select_events(aggregate_id, desc=True, limit=1)
+    if not newest:
+        return []
+    top = newest[0].originator_version
+    in_log = app.recorder.select_events(aggregate_id, desc=True, limit=1)
+    log_top = in_log[0].originator_version if in_log else 0
+    events = iter(app.events.get(aggregate_id, lte=min(top, log_top)))
+    replayed: Any = None
+    cannot_replay: str | None = None
+    found: list[tuple[int, str]] = []
+    after = 0
+    while rows := recorder.select_events(aggregate_id, gt=after, lte=top, limit=SNAPSHOT_BATCH):
+        for row in rows:
+            after = version = row.originator_version
+            report.snapshots += 1
+            try:
+                restored = _restored(app, row)
+            except Exception as error:  # noqa: BLE001 - a corrupted snapshot is a finding, never a crash
+                restored, undecodable = None, _short(error)
+            else:
+                label = label or _snapshot_label(restored)
+            if version > log_top:
+                found.append((version, f"is beyond its events: the log's newest is version {log_top}" if log_top
+                              else "is beyond its events: the log holds none"))
+                continue
+            if restored is None:
+                found.append((version, f"cannot be decoded ({undecodable})"))
+                continue
+            if cannot_replay is None:
+                try:
+                    while replayed is None or replayed.version < version:
+                        replayed = next(events).mutate(replayed)
+                except StopIteration:
+                    cannot_replay = f"the log ends at version {replayed.version if replayed is not None else 0}"
+                except Exception as error:  # noqa: BLE001 - an event that does not replay is a finding
+                    cannot_replay = _short(error)
+            if cannot_replay is not None:
+                found.append((version, f"cannot be checked: its events do not replay ({cannot_replay})"))
+            elif replayed.version != version or _comparable(app, replayed) != _comparable(app, restored):
+                found.append((version, "does not match its events"))
+    name = label or ("token registry" if aggregate_id == TOKENS_ID else f"aggregate {aggregate_id}")
+    return [BrokenLink(0, aggregate_id, version, reason, name, snapshot=True) for version, reason in found]
+
+
+def _restored(app: Application, stored: StoredEvent) -> Any:
+    """The aggregate a load builds from a stored snapshot: decoded by the application's mapper,
+    its state upcast to today's shape by the aggregate class (`domain/versions.py`)."""
+    snapshot = app.mapper.to_domain_event(stored)
+    if not isinstance(snapshot, CanSnapshotAggregate):
+        raise TypeError(f"a {type(snapshot).__qualname__}, not a snapshot")
+    return snapshot.mutate(None)
+
+
+def _comparable(app: Application, aggregate: Any) -> tuple[str, int, Any]:
+    """An aggregate as a snapshot of it stores it (its class, version and state), the state through
+    the transcoder and back: what two aggregates that would store alike compare equal in."""
+    taken = getattr(type(aggregate), "Snapshot", type(app).snapshot_class).take(aggregate)
+    transcoder = app.mapper.transcoder
+    return taken.topic, taken.originator_version, transcoder.decode(transcoder.encode(taken.state))
+
+
+def _snapshot_label(aggregate: Any) -> str | None:
+    """What a human calls a snapshotted aggregate that has no event in the log (a snapshot with
+    nothing behind it), when its state says so credibly (its id derives from its tenant)."""
+    tenant = getattr(aggregate, "tenant", None)
+    if isinstance(tenant, str) and aggregate.id == graph_aggregate_id(tenant):
+        return f"import graph of tenant {tenant}"
+    if isinstance(tenant, str) and aggregate.id == registry_id(tenant):
+        return f"caller registry of tenant {tenant}"
+    return None
+
+
+def _snapshotted_ids(recorder: Any) -> list[UUID]:
+    """The ids of every aggregate the snapshots table holds a row of. eventsourcing's recorders
+    select by aggregate only, so this asks the table itself, per engine."""
+    datastore = getattr(recorder, "datastore", None)
+    if datastore is None:  # eventsourcing's POPO store, in memory
+        return [UUID(key) for key, versions in recorder._stored_events_index.items() if versions]
+    table = recorder.events_table_name
+    if type(datastore).__module__.startswith("eventsourcing.postgres"):
+        from psycopg.sql import SQL, Identifier
+
+        with datastore.transaction(commit=False) as cursor:
+            cursor.execute(SQL("SELECT DISTINCT originator_id FROM {}.{}").format(Identifier(datastore.schema), Identifier(table)))
+            return [row["originator_id"] for row in cursor.fetchall()]
+    with datastore.transaction(commit=False) as cursor:
+        cursor.execute(f"SELECT DISTINCT originator_id FROM {table}")
+        ids = [row[0] for row in cursor.fetchall()]
+    found = []
+    for text in ids:
+        with contextlib.suppress(ValueError):
+            # A row whose id is no UUID's is one that no load selects: it changes nothing.
+            found.append(UUID(text))
+    return found
 
 
 # -- export ----------------------------------------------------------------------------------------

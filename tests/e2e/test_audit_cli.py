@@ -155,3 +155,32 @@ def test_an_imported_data_dir_answers_every_history_and_version_query_as_the_ori
                 assert imported.headers.get("ETag") == original.headers.get("ETag"), query
     finally:
         restored.stop()
+
+
+def test_verify_exits_1_when_a_snapshot_no_longer_matches_its_events(tmp_path: Path) -> None:
+    from application.store import Store
+    from domain.model import graph_aggregate_id
+    from infrastructure.settings import Settings
+
+    # a store as `serve` writes it, its import graph snapshotted at version 3
+    env = Settings(data_dir=tmp_path / "data").event_store_env()
+    Path(env["SQLITE_DBNAME"]).parent.mkdir(parents=True)
+    app = Store(env)
+    graph = app.graph("default", for_update=True)
+    graph.link("dates", published=["lib"], draft=None)
+    graph.link("lib", published=[], draft=None)
+    app.save(graph)
+    app.take_snapshot(graph_aggregate_id("default"))
+    app.close()
+    intact = toolsmith("verify", "--data-dir", str(tmp_path / "data"))
+    assert intact.returncode == 0, intact.stderr
+    assert intact.stdout.decode().startswith("intact: 3 events of 1 aggregates checked through position 3, and 1 snapshot(s) against their events")
+
+    with sqlite3.connect(env["SQLITE_DBNAME"]) as db:
+        (state,) = db.execute("SELECT state FROM stored_snapshots").fetchone()
+        db.execute("UPDATE stored_snapshots SET state = ?", (state.replace(b'"published":["lib"]', b'"published":["lix"]'),))
+    done = toolsmith("verify", "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert lines[0] == "broken: snapshot at version 3 of import graph of tenant default does not match its events"
+    assert lines[1].startswith("  1 broken link(s) in all; 3 events")
