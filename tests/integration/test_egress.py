@@ -30,29 +30,10 @@ from infrastructure.declared_tools import load_declared_tools
 from infrastructure.egress.policy import EgressError
 from infrastructure.egress.transport import declared_origin_client
 from sandbox.net import AllowList, Fetcher
+from tests.adversarial.conftest import Listener
 from tests.helpers import free_port
 from tests.integration.test_declared_mcp_tool import weather_server
 from tests.integration.test_fetch import Server, serving, tls_server  # noqa: F401 (a fixture)
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that records each connection and closes it (a proxy, a host
-    that must never be reached)."""
-
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.port = self.socket.getsockname()[1]
-        self.connections: list[Any] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, peer = self.socket.accept()
-            except OSError:
-                return
-            self.connections.append(peer)
-            connection.close()
 
 
 @pytest.fixture(scope="module")
