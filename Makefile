@@ -6,7 +6,7 @@ DATA_DIR ?= .data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test bench clean
+.PHONY: install run test test-browser bench clean
 
 $(BIN)/toolsmith: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is needed (set PYTHON=...)"; exit 1; }
@@ -15,21 +15,34 @@ $(BIN)/toolsmith: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $@
 
-install: $(BIN)/toolsmith
+# The console's browser assets (console/static/dist): htmx, the CodeMirror island and Swagger UI,
+# from the committed lockfile (npm ci), bundled with esbuild.
+CONSOLE_DIST := console/static/dist/sizes.json
+$(CONSOLE_DIST): console/package.json console/package-lock.json console/build.mjs $(wildcard console/assets/*.js)
+	@command -v npm >/dev/null || { echo "Node.js 20 and npm are needed to build the console"; exit 1; }
+	cd console && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+	@touch $@
+
+install: $(BIN)/toolsmith $(CONSOLE_DIST)
 
 run: install
 	$(BIN)/toolsmith serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 # The engines the tests need are started here unless the environment names them already.
+# Then the browser tests, in their own pytest invocation, against Debian's chromium.
 test: install
 	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); \
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
+
+test-browser: install
+	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info console/node_modules console/static/dist
 
 # -- PostgreSQL: the event store of several API processes (scripts/postgres.sh, data in .engines/) --
 .PHONY: postgres postgres-stop
@@ -64,4 +77,14 @@ WITH_OPENSEARCH = if [ -z "$$OPENSEARCH_URL" ] && ! docker info >/dev/null 2>&1;
 	  if opensearch_url=$$(scripts/opensearch.sh start | tail -n 1) && [ -n "$$opensearch_url" ]; then export OPENSEARCH_URL=$$opensearch_url; \
 	  elif [ "$$CI" = true ]; then echo "make: OpenSearch did not start" >&2; exit 1; \
 	  else echo "make: OpenSearch did not start; its tests will skip" >&2; fi; \
+	fi
+
+# -- Chromium: Debian's package for the console's browser tests (Playwright cannot download one here) --
+# Installed when missing and this is root; in CI a browser that cannot be had fails the run.
+WITH_CHROMIUM = if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || true; fi; \
+	  if ! command -v chromium >/dev/null 2>&1; then \
+	    if [ "$$CI" = true ]; then echo "make: chromium is missing (apt-get install -y chromium)" >&2; exit 1; \
+	    else echo "make: chromium is missing; the browser tests will skip (apt-get install -y chromium)" >&2; fi; \
+	  fi; \
 	fi

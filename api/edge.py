@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import problems
 from domain.values import MAX_DEPTH, lone_surrogate_at
 
+CONSOLE_PREFIX = "/console/"
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _OPENING = frozenset(b"[{")
 # What may decode to a surrogate: an escape \uD800-\uDFFF, or its three UTF-8 bytes (which
@@ -204,7 +205,8 @@ class RequestChecks:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if ending is None and body:
+        # The console's forms post `application/x-www-form-urlencoded` (console/: its own checks).
+        if ending is None and body and not scope["path"].startswith(CONSOLE_PREFIX):
             refusal = _media_problem(scope) or body_problem(body)
             if refusal is not None:
                 if scope["path"] == "/mcp" or scope["path"].startswith("/mcp/"):

@@ -17,7 +17,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
 
 from api.mcp_watch import offer_of
-from api.routes.modules import call_context
+from api.queries import call_context
 from domain.catalog import ToolEntry
 from domain.errors import ModuleError
 from domain.ports import ExecutionResult

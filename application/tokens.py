@@ -69,8 +69,12 @@ class Tokens:
 
     def find_token(self, token: str) -> Record | None:
         """The issued token with this secret, or None (revoked tokens are gone)."""
+        return self.find_digest(token_digest(token))
+
+    def find_digest(self, digest: str) -> Record | None:
+        """The issued token whose secret has this SHA-256 digest, or None."""
         registry = self._store.tokens()
-        token_id = registry.by_digest.get(token_digest(token))
+        token_id = registry.by_digest.get(digest)
         return registry.tokens.get(token_id) if token_id is not None else None
 
 

@@ -210,7 +210,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     else:
         runner = build_runner(store, read_model)
 
-    authenticator = Authenticator(app.tokens.find_token)
+    authenticator = Authenticator(app.tokens.find_digest)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None
     digest, new_token = admin_token_digest(settings.data_dir, token)
     authenticator.add(digest, Principal(name="admin", role=ADMIN, tenant=settings.tenant))

@@ -13,6 +13,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks
 from api.routes import audit, callers, catalog, tokens, tools
+from console import web as console
+from console.security import SecurityHeaders
 from entrypoints.compose import Services
 from projections.runner import health
 
@@ -80,13 +82,15 @@ def create_app(services: Services) -> FastAPI:
         version="0.1.0",
         summary="A self-hosted, event-sourced repository of JavaScript tools for AI agents",
         lifespan=lifespan,
+        # /docs is the console's (Swagger UI from the local bundle, under the CSP); no ReDoc (a CDN).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.services = services
     problems.install(app)
-    # Each kind of tool's own routes (a module's, a plan's; its console pages once the console
-    # exists), then the routes every kind shares.
+    # Each kind of tool's own routes (a module's, a plan's), then the routes every kind shares.
     for plugin in services.plugins:
-        for router in (*plugin.routers, *plugin.console):
+        for router in plugin.routers:
             app.include_router(router)
     app.include_router(tools.router)
     app.include_router(catalog.router_for(services.toolbox.call_types))
@@ -95,6 +99,8 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(tokens.router)
     app.include_router(audit.router)
     mcp_endpoint = mcp.mount(app, services)
+    # The admin console (DESIGN §11), with each kind's own pages.
+    console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console))
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, Any]:
@@ -111,6 +117,7 @@ def create_app(services: Services) -> FastAPI:
     app.add_middleware(RequestChecks)
     app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -32,7 +32,7 @@ class Principal:
     token_id: str | None = None
 
 
-def _digest(token: str) -> str:
+def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -41,6 +41,7 @@ class Authenticator:
     (`find_issued`: the event-sourced token registry, which keeps only hashes)."""
 
     def __init__(self, find_issued: Callable[[str], dict[str, Any] | None] | None = None) -> None:
+        # `find_issued` takes a token's digest.
         self._principals: dict[str, Principal] = {}
         self._find_issued = find_issued
 
@@ -50,14 +51,18 @@ class Authenticator:
     def authenticate(self, token: str | None) -> Principal | None:
         if not token:
             return None
-        presented = _digest(token)
+        return self.authenticate_digest(token_digest(token))
+
+    def authenticate_digest(self, presented: str) -> Principal | None:
+        """Who holds the token with this SHA-256 digest now (the console's session keeps the digest,
+        never the token, and asks on every request, so a revoked token ends its sessions)."""
         found = None
         # Compare against every digest in constant time, so timing says nothing about which matched.
         for digest, principal in self._principals.items():
             if hmac.compare_digest(presented, digest):
                 found = principal
         if found is None and self._find_issued is not None:
-            issued = self._find_issued(token)
+            issued = self._find_issued(presented)
             if issued is not None:
                 found = Principal(
                     name=issued["name"], role=issued["role"], tenant=issued["tenant"],
@@ -69,7 +74,7 @@ class Authenticator:
 def admin_token_digest(data_dir: Path, configured: str | None) -> tuple[str, str | None]:
     """The admin token's digest, and the token itself when it was generated just now (to show once)."""
     if configured:
-        return _digest(configured), None
+        return token_digest(configured), None
     path = data_dir / TOKEN_FILE
     if path.exists():
         return path.read_text().strip(), None
@@ -77,5 +82,5 @@ def admin_token_digest(data_dir: Path, configured: str | None) -> tuple[str, str
     data_dir.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as file:
-        file.write(_digest(token) + "\n")
-    return _digest(token), token
+        file.write(token_digest(token) + "\n")
+    return token_digest(token), token

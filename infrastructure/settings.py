@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("data_dir", "TOOLSMITH_DATA_DIR"))
     admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"))
     tenant: str = Field("default", validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
+    # The console's session cookies are signed with this key: set it to the same value on every
+    # replica; unset, one is generated into the data dir (mode 0600) on the first start.
+    session_key: SecretStr | None = Field(None, validation_alias=_env("session_key", "TOOLSMITH_SESSION_KEY"))
+    session_hours: float = Field(8.0, gt=0, le=24 * 30, validation_alias=_env("session_hours", "TOOLSMITH_SESSION_HOURS"))
 
     # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise
     # (`eventsourcing.postgres`, with eventsourcing's POSTGRES_* variables).

@@ -3,6 +3,7 @@ and a PostgreSQL store of a test's own."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from infrastructure.settings import Settings
 from sandbox.embedded import EmbeddedSandbox
 
 from tests import engines
+
+# The browser tests run in their own pytest invocation (`make test` runs it; see tests/browser).
+collect_ignore = [] if os.environ.get("TOOLSMITH_BROWSER_TESTS") == "1" else ["browser"]
 from tests.helpers import ADMIN_TOKEN, unique_id
 
 

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import Admin, Reader, ServicesDep
 from api.presenters import execution_out
 from api.problems import documented
-from api.routes.modules import call_context
+from api.queries import call_context
 from api.schemas import (
     AgentFields,
     AgentIn,

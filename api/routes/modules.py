@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
 
+from api import queries
 from api.deps import Admin, Reader, ServicesDep
+from api.queries import call_context
 from api.problems import documented, etag
 from api.presenters import execution_out, module_out
 from api.schemas import (
@@ -24,16 +26,12 @@ from api.schemas import (
     TestRequest,
     Usage,
 )
-from domain import history
 from application.modules import UNSET, Written
-from domain.errors import UnknownModule
-from domain.callers import AGENT, PLAN, tool_names
 from domain.model import STATES
-from domain.rules import is_valid_id
 from application.toolbox import answered
 from infrastructure.auth import Principal
 from api.services import Services
-from projections.interface import MAX_LIMIT, ORDER_FIELDS, ListQuery, ReadModelUnavailable
+from projections.interface import MAX_LIMIT, ORDER_FIELDS
 
 log = logging.getLogger("toolsmith.api")
 
@@ -58,7 +56,7 @@ def _answer(services: Services, principal: Principal, written: Written, response
     if written.module is None:
         return None
     response.headers["ETag"] = etag(written.module.version)
-    return module_out(written.module, _used_by(services, principal.tenant, written.module.module_id))
+    return module_out(written.module, queries.used_by(services, principal.tenant, written.module.module_id))
 
 
 IfMatch = Annotated[
@@ -76,24 +74,6 @@ def _expected(if_match: str | None) -> int | None:
     return int(tag) if tag.isdigit() else -1
 
 
-def _used_by(services: Services, tenant: str, module_id: str) -> list[str]:
-    """The read model's used-by list; while it is unavailable, the import graph's (the event
-    store's) answer, so that writes and single-module reads keep working."""
-    try:
-        return services.read_model.used_by(tenant, module_id)
-    except ReadModelUnavailable:
-        return services.store.graph(tenant).importers_of(module_id)
-
-
-def _named_by_callers(services: Services, tenant: str, caller: str | None) -> tuple[str, ...]:
-    """`usedBy` may name a plan or an agent: the tools its nodes or its allowed tools name."""
-    if caller is None:
-        return ()
-    registry = services.store.registry(tenant)
-    found = [tool_names(kind, r) for kind in (PLAN, AGENT) if (r := registry.get(kind, caller)) is not None]
-    return tuple(sorted({name for names in found for name in names}))
-
-
 @router.get("", response_model=ModuleList, responses=documented(400, 503))
 def list_modules(
     services: ServicesDep,
@@ -109,30 +89,15 @@ def list_modules(
     ascending: bool = True,
 ) -> dict[str, Any]:
     """List module summaries with search, filters, facets and paging."""
-    query = ListQuery(
-        search=search or None,
-        state=state,
-        tool=tool,
-        used_by=usedBy,
-        also_used=_named_by_callers(services, principal.tenant, usedBy),
-        tags=tuple(tag),
-        offset=offset,
-        limit=limit,
-        order_by=orderBy,
-        ascending=ascending,
-    )
-    page = services.read_model.list(principal.tenant, query)
+    page = queries.list_modules(services, principal.tenant, search=search, state=state, tool=tool, used_by=usedBy,
+                                tags=tuple(tag), offset=offset, limit=limit, order_by=orderBy, ascending=ascending)
     return {"collection": page.collection, "total": page.total, "facets": page.facets}
 
 
 @router.get("/availability", response_model=bool, responses=documented(400, 503))
 def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool:
     """Whether an id is valid (R1) and free (R2)."""
-    return (
-        is_valid_id(id)
-        and services.store.tool_holding(principal.tenant, id) is None
-        and not services.read_model.is_taken(principal.tenant, id)
-    )
+    return queries.is_available(services, principal.tenant, id)
 
 
 @router.post("", status_code=201, response_model=ModulePublic, responses=documented(400, 409, 413))
@@ -174,18 +139,9 @@ def get_module(
     asOf: Annotated[datetime | None, Query(description="an ISO 8601 instant: the module as it stood then (B2)")] = None,
 ) -> dict[str, Any]:
     """The whole module: its draft, its published version and who uses it; or, with `asOf`, as it was."""
-    if asOf is None:
-        module = services.store.module(principal.tenant, id)
-        used_by = _used_by(services, principal.tenant, id)
-    else:
-        at = asOf if asOf.tzinfo is not None else asOf.replace(tzinfo=timezone.utc)
-        past = history.module_as_of(services.history.module_events(principal.tenant, id), at)
-        if past is None:
-            raise UnknownModule(id)
-        module = past
-        used_by = history.importers_as_of(services.history.graph_events(principal.tenant), id, at)
-    response.headers["ETag"] = etag(module.version)
-    return module_out(module, used_by)
+    view = queries.module_view(services, principal.tenant, id, asOf)
+    response.headers["ETag"] = etag(view.module.version)
+    return module_out(view.module, view.used_by)
 
 
 @router.put("/{id}", response_model=ModulePublic, responses=documented(400, 404, 409, 412, 413))
@@ -222,16 +178,7 @@ def publish_module(
 ) -> dict[str, Any] | None:
     """Publish the draft after checking the module and every module that imports it."""
     if dryRun:
-        module, checks = services.modules.preview_publish(principal.tenant, id, context=call_context(principal))
-        return {
-            "id": id,
-            "version": module.published_version + 1,
-            "wouldPublish": all(result.error is None for _, result in checks),
-            "checks": [
-                {"module": name, "ok": result.error is None, "error": result.error.as_dict() if result.error else None}
-                for name, result in checks
-            ],
-        }
+        return queries.publish_preview(services, principal, id)
     written = services.modules.publish(principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal))
     return _answer(services, principal, written, response)
 
@@ -263,8 +210,7 @@ def delete_module(id: str, services: ServicesDep, principal: Admin, if_match: If
 @router.get("/{id}/usage", response_model=Usage, responses=documented(404))
 def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str, list[str]]:
     """The modules, plans and agents that use the module."""
-    services.store.module(principal.tenant, id)
-    return {"modules": _used_by(services, principal.tenant, id), **services.records.users_of(principal.tenant, id)}
+    return queries.usage(services, principal.tenant, id)
 
 
 @router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic, responses=documented(400, 404, 409, 413))
@@ -273,15 +219,3 @@ def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, pri
     return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name), response)
 
 
-def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
-    """What `ai.context()` returns to the code: never a token (V2)."""
-    return {
-        "user": {"id": principal.name, "roles": [principal.role], "locale": "en"},
-        "tenant": principal.tenant,
-        "provider": None,
-        "usageProfile": principal.usage_profile,
-        "conversation": None,
-        "request": None,
-        "planRun": None,
-        **extra,
-    }

@@ -14,13 +14,15 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("entrypoints", "api", "application", "domain", "infrastructure", "projections", "sandbox")
+PACKAGES = ("entrypoints", "api", "console", "application", "domain", "infrastructure", "projections", "sandbox")
 ADAPTERS = {"infrastructure", "projections", "sandbox"}
 
 # What each top-level package may import, besides itself and third-party code.
 ALLOWED: dict[str, set[str]] = {
     "entrypoints": set(PACKAGES),
     "api": {"application", "domain"} | ADAPTERS,
+    # The console presents what the API's queries answer (api.queries), never the reverse.
+    "console": {"api", "application", "domain"} | ADAPTERS,
     "application": {"domain"},
     "domain": set(),
     **{adapter: {"application", "domain"} | ADAPTERS for adapter in ADAPTERS},

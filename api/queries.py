@@ -1,0 +1,109 @@
+"""The module queries the REST API and the console share: the list with its facets, availability,
+used-by (with the event store's answer while the read model is down), the module as of an instant,
+a publish preview as data, and the context a call from a person carries. Presenters call these; no
+presenter composes the read model and the event store itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from api.services import Services
+from domain import history
+from domain.callers import AGENT, PLAN, tool_names
+from domain.errors import UnknownModule
+from domain.model import CodeModule
+from domain.rules import is_valid_id
+from infrastructure.auth import Principal
+from projections.interface import ListQuery, Page, ReadModelUnavailable
+
+
+def used_by(services: Services, tenant: str, module_id: str) -> list[str]:
+    """The read model's used-by list; while it is unavailable, the import graph's (the event
+    store's) answer, so that writes and single-module reads keep working."""
+    try:
+        return services.read_model.used_by(tenant, module_id)
+    except ReadModelUnavailable:
+        return services.store.graph(tenant).importers_of(module_id)
+
+
+def named_by_callers(services: Services, tenant: str, caller: str | None) -> tuple[str, ...]:
+    """`usedBy` may name a plan or an agent: the tools its nodes or its allowed tools name."""
+    if caller is None:
+        return ()
+    registry = services.store.registry(tenant)
+    found = [tool_names(kind, r) for kind in (PLAN, AGENT) if (r := registry.get(kind, caller)) is not None]
+    return tuple(sorted({name for names in found for name in names}))
+
+
+def list_modules(services: Services, tenant: str, *, search: str | None = None, state: str | None = None,
+                 tool: bool | None = None, used_by: str | None = None, tags: tuple[str, ...] = (),
+                 offset: int = 0, limit: int = 20, order_by: str = "id", ascending: bool = True) -> Page:
+    """A page of module summaries with the facets of the whole result."""
+    query = ListQuery(
+        search=search or None, state=state, tool=tool, used_by=used_by or None,
+        also_used=named_by_callers(services, tenant, used_by or None), tags=tags,
+        offset=offset, limit=limit, order_by=order_by, ascending=ascending,
+    )
+    return services.read_model.list(tenant, query)
+
+
+def is_available(services: Services, tenant: str, module_id: str) -> bool:
+    """Whether an id is valid (R1) and free (R2) among every kind of tool."""
+    return (
+        is_valid_id(module_id)
+        and services.store.tool_holding(tenant, module_id) is None
+        and not services.read_model.is_taken(tenant, module_id)
+    )
+
+
+@dataclass(frozen=True)
+class ModuleView:
+    module: CodeModule
+    used_by: list[str]
+
+
+def module_view(services: Services, tenant: str, module_id: str, as_of: datetime | None = None) -> ModuleView:
+    """The module now with its importers, or as it stood at `as_of` (B2)."""
+    if as_of is None:
+        return ModuleView(services.store.module(tenant, module_id), used_by(services, tenant, module_id))
+    at = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=timezone.utc)
+    past = history.module_as_of(services.history.module_events(tenant, module_id), at)
+    if past is None:
+        raise UnknownModule(module_id)
+    return ModuleView(past, history.importers_as_of(services.history.graph_events(tenant), module_id, at))
+
+
+def usage(services: Services, tenant: str, module_id: str) -> dict[str, list[str]]:
+    """The modules, plans and agents that use the module (R12's list)."""
+    services.store.module(tenant, module_id)
+    return {"modules": used_by(services, tenant, module_id), **services.records.users_of(tenant, module_id)}
+
+
+def publish_preview(services: Services, principal: Principal, module_id: str) -> dict[str, Any]:
+    """B3: what publishing would do, each dependent's check; publishes nothing."""
+    module, checks = services.modules.preview_publish(principal.tenant, module_id, context=call_context(principal))
+    return {
+        "id": module_id,
+        "version": module.published_version + 1,
+        "wouldPublish": all(result.error is None for _, result in checks),
+        "checks": [
+            {"module": name, "ok": result.error is None, "error": result.error.as_dict() if result.error else None}
+            for name, result in checks
+        ],
+    }
+
+
+def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
+    """What `ai.context()` returns to the code: never a token (V2)."""
+    return {
+        "user": {"id": principal.name, "roles": [principal.role], "locale": "en"},
+        "tenant": principal.tenant,
+        "provider": None,
+        "usageProfile": principal.usage_profile,
+        "conversation": None,
+        "request": None,
+        "planRun": None,
+        **extra,
+    }

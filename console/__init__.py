@@ -1,0 +1,2 @@
+"""The admin console (DESIGN §11): server-rendered pages over the same application services as the
+REST API, signed-in by a session cookie, under a strict Content-Security-Policy."""

@@ -1,0 +1,41 @@
+// Builds the console's browser assets into static/dist/ (run by `make install` after `npm ci`):
+// console.js (htmx and the page behaviours, on every page), editor.js (the CodeMirror island, on
+// the pages that edit or compare code), and Swagger UI's files for the offline /docs. Nothing is
+// fetched from another host at run time; sizes (gzipped) are written to dist/sizes.json.
+import { build } from "esbuild";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, "static", "dist");
+mkdirSync(out, { recursive: true });
+
+await build({
+  entryPoints: { console: join(here, "assets", "console.js"), editor: join(here, "assets", "editor.js") },
+  bundle: true,
+  format: "esm",
+  minify: true,
+  sourcemap: false,
+  target: ["chrome120", "firefox120", "safari17"],
+  outdir: out,
+  legalComments: "linked",
+  logLevel: "warning",
+});
+
+const swagger = join(here, "node_modules", "swagger-ui-dist");
+for (const name of ["swagger-ui-bundle.js", "swagger-ui.css"]) {
+  copyFileSync(join(swagger, name), join(out, name));
+}
+
+const sizes = {};
+for (const name of readdirSync(out).sort()) {
+  if (!/\.(js|css)$/.test(name)) continue;
+  const bytes = readFileSync(join(out, name));
+  sizes[name] = { bytes: bytes.length, gzipped: gzipSync(bytes, { level: 9 }).length };
+}
+writeFileSync(join(out, "sizes.json"), JSON.stringify(sizes, null, 2) + "\n");
+for (const [name, size] of Object.entries(sizes)) {
+  console.log(`console asset ${name}: ${size.bytes} bytes, ${size.gzipped} gzipped`);
+}

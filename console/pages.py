@@ -1,0 +1,66 @@
+"""Rendering: one Jinja2 environment (autoescaping every template), the asset URLs, and the shapes
+every page shares (the visitor, the CSRF token, the navigation)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+HERE = Path(__file__).parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+STATIC_URL = "/console/static"
+
+# Where the console's links lead, in the order the navigation shows them: (path, label).
+NAVIGATION = (
+    ("/console/modules", "Code modules"),
+    ("/console/tools", "Tool catalog"),
+    ("/console/playground", "Playground"),
+    ("/console/plans", "Plans"),
+    ("/console/agents", "Agents"),
+    ("/console/profiles", "Usage profiles"),
+    ("/console/servers", "MCP servers"),
+    ("/console/tokens", "Tokens"),
+    ("/console/audit", "Audit"),
+)
+
+
+class Pages:
+    def __init__(self, templates: Path = TEMPLATES, static: Path = STATIC) -> None:
+        self.env = Environment(loader=FileSystemLoader(templates), autoescape=True, undefined=StrictUndefined,
+                               trim_blocks=True, lstrip_blocks=True)
+        self.static = static
+        self._versions: dict[str, str] = {}
+        self.env.globals.update(asset=self.asset, navigation=NAVIGATION, tojson=_tojson)
+        self.env.filters["tojson"] = _tojson
+
+    def asset(self, name: str) -> str:
+        """A static file's URL, with a hash of its bytes so that a new build is fetched anew."""
+        version = self._versions.get(name)
+        if version is None:
+            path = self.static / name
+            version = hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else "missing"
+            self._versions[name] = version
+        return f"{STATIC_URL}/{name}?v={version}"
+
+    def render(self, request: Request, template: str, status: int = 200, headers: dict[str, str] | None = None,
+               **context: Any) -> HTMLResponse:
+        visitor = getattr(request.state, "visitor", None)
+        html = self.env.get_template(template).render(
+            request=request, visitor=visitor, csrf=visitor.session.csrf if visitor else "",
+            path=request.url.path, htmx=request.headers.get("hx-request") == "true", **context,
+        )
+        return HTMLResponse(html, status_code=status, headers=headers)
+
+
+def _tojson(value: Any) -> str:
+    """JSON for an attribute or a `<script type="application/json">`: `<`, `>` and `&` escaped, so
+    that module text can never close the element it is in (autoescaping escapes it again for attributes)."""
+    text = json.dumps(value, ensure_ascii=False, indent=None, sort_keys=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

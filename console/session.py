@@ -1,0 +1,99 @@
+"""Console sessions: a token is presented once at sign-in; the browser then holds a signed, expiring,
+HttpOnly, SameSite=Strict cookie carrying the token's SHA-256 digest (never the token), a session id
+and the session's CSRF token. Every request asks the authenticator who holds that digest now, so a
+revoked token ends its sessions at once. Sign-out ends the session id on this process (and clears
+the cookie); the signature's age bounds every session (`TOOLSMITH_SESSION_HOURS`)."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from infrastructure.auth import Principal
+
+COOKIE = "toolsmith_session"
+KEY_FILE = "session.key"
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    digest: str
+    csrf: str
+
+
+def session_key(data_dir: Path, configured: str | None) -> str:
+    """The signing key: the configured one, else the data dir's (made on first use, mode 0600)."""
+    if configured:
+        return configured
+    path = data_dir / KEY_FILE
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first
+        return path.read_text().strip()
+    with os.fdopen(descriptor, "w") as file:
+        file.write(key + "\n")
+    return key
+
+
+class Sessions:
+    """Signs and reads session cookies; remembers the sessions signed out until they would expire."""
+
+    def __init__(self, key: str, max_age_seconds: float) -> None:
+        self._serializer = URLSafeTimedSerializer(key, salt="toolsmith-console-session")
+        self.max_age_seconds = max_age_seconds
+        self._ended: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def start(self, digest: str) -> tuple[Session, str]:
+        """A new session for the token with this digest, and its cookie value."""
+        session = Session(secrets.token_urlsafe(16), digest, secrets.token_urlsafe(24))
+        value = self._serializer.dumps({"s": session.session_id, "d": session.digest, "c": session.csrf})
+        return session, value
+
+    def read(self, value: str | None) -> Session | None:
+        if not value:
+            return None
+        try:
+            data = self._serializer.loads(value, max_age=self.max_age_seconds)
+        except BadSignature:  # also SignatureExpired
+            return None
+        if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("s", "d", "c")):
+            return None
+        with self._lock:
+            if data["s"] in self._ended:
+                return None
+        return Session(data["s"], data["d"], data["c"])
+
+    def end(self, session: Session) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._ended = {sid: until for sid, until in self._ended.items() if until > now}
+            self._ended[session.session_id] = now + self.max_age_seconds
+
+    @staticmethod
+    def csrf_matches(session: Session, presented: str | None) -> bool:
+        return bool(presented) and hmac.compare_digest(session.csrf.encode(), presented.encode())
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who is signed in to the console, and their session."""
+
+    principal: Principal
+    session: Session
+
+    @property
+    def can_write(self) -> bool:
+        return self.principal.role == "admin"

@@ -1,0 +1,54 @@
+"""Mounts the console on the API's application: its static files, its routers, `/` to the
+console, and `/docs` served from the local bundle (the app adds `console.security.SecurityHeaders`)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+
+from console.pages import STATIC, Pages
+from console.routes import ROUTERS
+from console.session import Sessions, session_key
+
+DOCS = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title} — API docs</title>
+<link rel="icon" href="{icon}" type="image/svg+xml">
+<link rel="stylesheet" href="{css}">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="{bundle}"></script>
+<script src="{init}"></script>
+</body>
+</html>
+"""
+
+
+def mount(app: FastAPI, routers: tuple = ()) -> None:  # noqa: ANN401 - routers: APIRouters
+    """Adds the console to `app` (whose `state.services` is set); `routers` are the kinds' own pages."""
+    services = app.state.services
+    settings = services.settings
+    key = session_key(settings.data_dir, settings.session_key.get_secret_value() if settings.session_key else None)
+    app.state.console_sessions = Sessions(key, settings.session_hours * 3600)
+    pages = Pages()
+    app.state.console_pages = pages
+    app.mount("/console/static", StaticFiles(directory=STATIC, check_dir=False), name="console-static")
+    for router in (*ROUTERS, *routers):
+        app.include_router(router)
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/console/", status_code=307)
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        """Swagger UI from the console's own bundle: no CDN, no inline script (the CSP holds)."""
+        return HTMLResponse(DOCS.format(
+            title=app.title, css=pages.asset("dist/swagger-ui.css"), bundle=pages.asset("dist/swagger-ui-bundle.js"),
+            init=pages.asset("docs.js"), icon=pages.asset("favicon.svg"),
+        ))
+
