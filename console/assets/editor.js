@@ -68,3 +68,6 @@ function mountAll(root = document) {
 
 document.addEventListener("DOMContentLoaded", () => mountAll());
 document.addEventListener("htmx:afterSettle", (event) => mountAll(event.target));
+
+// The Create page and the module page's editor (acts only where their forms are).
+import "./module_editor.js";
