@@ -71,6 +71,10 @@ function countCharacters(textarea) {
 }
 
 function setUp() {
+  // htmx copies an old element's `style` attribute onto its swapped-in replacement while settling;
+  // the CSP refuses any style attribute (even an empty one, as tools such as axe-core leave behind),
+  // and the console sets none, so there is nothing to settle there.
+  if (window.htmx) window.htmx.config.attributesToSettle = ["class", "width", "height"];
   const form = editorForm() || createForm();
   if (!form) return;
   for (const textarea of form.querySelectorAll("textarea[data-editor]")) {
@@ -181,13 +185,12 @@ document.addEventListener("htmx:afterSettle", (event) => {
     dialog.showModal();
     const diff = dialog.querySelector("[data-conflict-diff]");
     if (diff) {
-      mountDiff(diff);
-      const panes = diff.querySelectorAll(".cm-content");
-      if (panes[0]) panes[0].setAttribute("aria-label", "Saved (newer) source");
-      if (panes[1]) panes[1].setAttribute("aria-label", "Your source");
+      const merge = mountDiff(diff);
+      merge.a.contentDOM.setAttribute("aria-label", "Saved (newer) source");
+      merge.b.contentDOM.setAttribute("aria-label", "Your source");
     }
   }
 });
 
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUp);
-else setUp();
+// After every module of the bundle has run (editor.js imports this one before its own body runs).
+document.addEventListener("DOMContentLoaded", setUp);
