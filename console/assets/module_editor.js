@@ -128,7 +128,8 @@ document.addEventListener("click", (event) => {
   if (target.closest("[data-reload-page]")) {
     event.preventDefault();
     dirty = false;
-    window.location.reload();
+    // A fresh load (not reload(), which may restore the form as typed): the saved text and its version.
+    window.location.replace(window.location.pathname);
   }
 });
 

@@ -167,3 +167,15 @@ def test_the_test_route_runs_the_unsaved_content_and_cuts_output_at_128_kb(admin
 def test_an_unknown_module_is_a_404_page(admin) -> None:  # noqa: ANN001
     client, _ = admin
     assert client.get("/console/modules/nosuch").status_code == 404
+
+
+def test_a_save_that_breaks_a_rule_names_the_field_in_the_problem_region(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    expect(api.post(BASE, json={"id": "m1", "description": "d", "draftContent": ""}), 201)
+    fields = _form(csrf, description="d", content="", tool="on", param_row="0", param_0_name="1x", param_0_type="integer",
+                   param_0_default="many", timeoutMillis="50")
+    answer = client.post("/console/modules/m1", data=fields, headers={**_origin(client), "HX-Request": "true"})
+    assert answer.status_code == 400 and answer.headers["HX-Retarget"] == "#problem"
+    assert "tool.inputParameters[0].name: must not start with a digit" in answer.text
+    assert "tool.timeoutMillis: must be between 100 and 10000, got 50" in answer.text
+    assert api.get(f"{BASE}/m1").json()["draft"]["tool"] is None

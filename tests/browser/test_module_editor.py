@@ -172,6 +172,19 @@ def test_a_change_saved_elsewhere_opens_the_conflict_dialog_and_keep_mine_overwr
     assert not dialog.is_visible()
     assert api.get(f"{BASE}/{name}").json()["draft"]["content"] == "exports.run = () => 'original'; // mine"
 
+    # another change elsewhere; this time Reload takes theirs and drops mine
+    newest = "exports.run = () => 'newest';"
+    assert api.put(f"{BASE}/{name}", json={"draftContent": newest}).status_code == 200
+    source.focus()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" // dropped")
+    page.keyboard.press("Control+S")
+    dialog.wait_for()
+    dialog.get_by_role("button", name="Reload (discard mine)").click()
+    page.get_by_role("textbox", name="Source").get_by_text("newest").wait_for()
+    assert page.get_by_role("textbox", name="Source").inner_text().strip() == newest
+    assert api.get(f"{BASE}/{name}").json()["draft"]["content"] == newest
+
 
 def test_output_over_128_kb_is_cut_with_a_notice(page, console_server) -> None:
     name = unique()
@@ -212,6 +225,14 @@ def test_seed_000_format_currency_is_created_as_a_script_tool_and_tested(page, c
     dialog.get_by_text('"$1,234.50"').wait_for()
     tool = console_server.client().get(f"{BASE}/{name}").json()["draft"]["tool"]
     assert tool["style"] == "script" and tool["inputParameters"][0]["type"] == "decimal"
+
+    # usable at 390 px wide: nothing wider than the window
+    page.keyboard.press("Escape")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.get_by_role("button", name="Save draft").is_visible()
+    shot(page, "module-page-390px")
 
 
 def test_an_auditor_sees_the_module_page_without_save_or_test(page, console_server) -> None:
