@@ -4,7 +4,6 @@ roles, escaping of module text, the live name check, the CSRF and If-Match check
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -27,19 +26,21 @@ def _signed_in(client: TestClient, token: str) -> str:
 
 @pytest.fixture
 def app(settings, shared_sandbox):  # noqa: ANN001, ANN201
-    return create_app(wire(settings, shared_sandbox))
+    """The app, started once for the test (one lifespan: the clients below share it)."""
+    application = create_app(wire(settings, shared_sandbox))
+    with TestClient(application):
+        yield application
 
 
 @pytest.fixture
-def admin(app) -> Iterator[tuple[TestClient, str]]:  # noqa: ANN001
-    with TestClient(app) as client:
-        yield client, _signed_in(client, ADMIN_TOKEN)
+def admin(app) -> tuple[TestClient, str]:  # noqa: ANN001
+    client = TestClient(app)
+    return client, _signed_in(client, ADMIN_TOKEN)
 
 
 @pytest.fixture
-def api(app) -> Iterator[TestClient]:  # noqa: ANN001
-    with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
-        yield client
+def api(app) -> TestClient:  # noqa: ANN001
+    return TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
 
 
 def _origin(client: TestClient) -> dict[str, str]:
@@ -136,15 +137,15 @@ def test_save_without_the_csrf_token_is_refused(admin, api) -> None:  # noqa: AN
 def test_an_auditor_reads_the_page_without_write_controls_and_cannot_write(app, api) -> None:  # noqa: ANN001
     expect(api.post(BASE, json={"id": "m1", "description": "d", "draftContent": "exports.run = () => 1;"}), 201)
     secret = expect(api.post("/api/v1/admin/tokens", json={"name": "audit", "role": "auditor"}), 201).json()["token"]
-    with TestClient(app) as client:
-        csrf = _signed_in(client, secret)
-        page = client.get("/console/modules/m1")
-        assert page.status_code == 200 and "exports.run = () =&gt; 1;" in page.text
-        assert "Save draft" not in page.text and 'id="test-dialog"' not in page.text and "data-open-dialog=\"test-dialog\"" not in page.text
-        assert client.get("/console/modules/new").status_code == 403
-        for path in ("/console/modules/m1", "/console/modules/m1/test", "/console/modules"):
-            answer = client.post(path, data=_form(csrf, id="m2", description="x", content="", input="{}"), headers=_origin(client))
-            assert answer.status_code == 403, path
+    client = TestClient(app)
+    csrf = _signed_in(client, secret)
+    page = client.get("/console/modules/m1")
+    assert page.status_code == 200 and "exports.run = () =&gt; 1;" in page.text
+    assert "Save draft" not in page.text and 'id="test-dialog"' not in page.text and "data-open-dialog=\"test-dialog\"" not in page.text
+    assert client.get("/console/modules/new").status_code == 403
+    for path in ("/console/modules/m1", "/console/modules/m1/test", "/console/modules"):
+        answer = client.post(path, data=_form(csrf, id="m2", description="x", content="", input="{}"), headers=_origin(client))
+        assert answer.status_code == 403, path
     assert api.get(f"{BASE}/m1").json()["description"] == "d"
 
 
