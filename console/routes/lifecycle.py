@@ -329,11 +329,9 @@ def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None, before_la
     new = after or {}
     old_code = old.get("content") or ""
     new_code = new.get("content") or ""
-    unified = "".join(difflib.unified_diff(
-        old_code.splitlines(keepends=True), new_code.splitlines(keepends=True), fromfile=before_label, tofile=after_label,
+    unified = "\n".join(difflib.unified_diff(
+        old_code.splitlines(), new_code.splitlines(), fromfile=before_label, tofile=after_label, lineterm="",
     ))
-    if unified and not unified.endswith("\n"):
-        unified += "\n"
     old_tool, new_tool = _tool_rows(old.get("tool")), _tool_rows(new.get("tool"))
     tool = [
         {"field": field, "before": old_tool.get(field, "—"), "after": new_tool.get(field, "—"),

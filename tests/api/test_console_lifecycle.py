@@ -210,7 +210,7 @@ def test_history_shows_the_timeline_compares_versions_and_restores_one_into_the_
     assert "Published version 1" in page.text and "Published version 2" in page.text and "Draft changed" in page.text
     assert "<time datetime=" in page.text
     compared = client.get(f"/console/modules/{name}/history", params={"a": "1", "b": "2"})
-    assert "-exports.a = 1;" in compared.text and "+exports.a = 2;" in compared.text
+    assert "\n-exports.a = 1;\n+exports.a = 2;" in compared.text  # a unified diff, a line each
     assert "the first description" in compared.text and "the second description" in compared.text
 
     # as of an instant after the first publish: the first description
