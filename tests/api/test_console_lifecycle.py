@@ -120,6 +120,10 @@ def test_a_review_that_passes_offers_publish_and_publishing_leads_to_the_module(
     assert published.status_code == 200
     assert published.headers["HX-Redirect"] == f"/console/modules/{dates}"
     assert api.get(f"{BASE}/{dates}").json()["published"]["version"] == 2
+    # the Published card: status, version, who, the code behind a toggle
+    card = client.get(f"/console/modules/{dates}").text.split('id="published-card-heading"')[1].split("</section>")[0]
+    assert "PUBLISHED, no draft pending" in card and "<dt>Version</dt><dd>2</dd>" in card
+    assert "<dt>Published by</dt><dd>admin</dd>" in card and "<summary>Show the published code</summary>" in card
     # without htmx: a 303 to the module page; a stale version is refused (B7)
     again = _post(client, csrf, f"/console/modules/{dates}/publish", htmx=False, version=version)
     assert again.status_code in (409, 412)

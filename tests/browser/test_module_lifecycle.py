@@ -56,9 +56,11 @@ def _press(page, role: str, name: str, key: str = "Enter"):  # noqa: ANN001, ANN
 
 
 def _open_menu(page) -> None:  # noqa: ANN001
+    """Opens the … menu (a disclosure) by keyboard."""
     page.get_by_text("…", exact=True).focus()
     page.keyboard.press("Enter")
     expect(page.get_by_role("button", name="Discard draft")).to_be_visible()
+    assert_accessible(page, "the … menu, open", within="#lifecycle-menu")
 
 
 def test_seed_004_publishing_a_dates_draft_that_drops_year_is_refused_naming_report_and_delete_is_refused(page, console_server) -> None:  # noqa: ANN001
@@ -67,7 +69,7 @@ def test_seed_004_publishing_a_dates_draft_that_drops_year_is_refused_naming_rep
     # the Published card: who published, the imports linked
     card = page.get_by_role("region", name="Published version", exact=True)
     expect(card.get_by_role("link", name=dates)).to_have_attribute("href", f"/console/modules/{dates}")
-    assert_accessible(page, "the module page of report")
+    assert_accessible(page, "the Published card of report", within="#lifecycle-card")
 
     page.goto(f"/console/modules/{dates}")
     # Publish, by keyboard: the review runs the dry run of every dependent
@@ -80,7 +82,7 @@ def test_seed_004_publishing_a_dates_draft_that_drops_year_is_refused_naming_rep
     expect(dialog.get_by_role("button", name=re.compile("^Publish version"))).to_have_count(0)
     # the diff shows what the draft drops
     expect(dialog.get_by_label(re.compile("^Unified diff of the code"))).to_contain_text("-" + DATES_V1)
-    assert_accessible(page, "the publish review, refused")
+    assert_accessible(page, "the publish review, refused", within="#publish-dialog")
     shot(page, "publish-review-refused")
     # Escape closes it and the focus goes back to Publish
     page.keyboard.press("Escape")
@@ -94,7 +96,7 @@ def test_seed_004_publishing_a_dates_draft_that_drops_year_is_refused_naming_rep
     expect(dialog.get_by_text("cannot be deleted while something uses it")).to_be_visible()
     expect(dialog.get_by_role("link", name=report)).to_have_attribute("href", f"/console/modules/{report}")
     expect(dialog.get_by_role("button", name=f"Delete {dates}")).to_have_count(0)
-    assert_accessible(page, "the delete dialog, refused")
+    assert_accessible(page, "the delete dialog, refused", within="#delete-dialog")
     shot(page, "delete-refused")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
@@ -121,7 +123,7 @@ def test_publish_through_the_review_then_the_history_compares_travels_in_time_an
     expect(dialog.get_by_text("✓ works")).to_be_visible()
     expect(dialog.get_by_label(re.compile("^Unified diff of the code"))).to_contain_text("+" + second)
     expect(dialog.get_by_role("group", name=re.compile("^The code side by side"))).to_contain_text("second")
-    assert_accessible(page, "the publish review, passing")
+    assert_accessible(page, "the publish review, passing", within="#publish-dialog")
     shot(page, "publish-review")
     with page.expect_navigation():
         publish.click()
@@ -134,7 +136,7 @@ def test_publish_through_the_review_then_the_history_compares_travels_in_time_an
     expect(code).to_be_hidden()
     card.get_by_text("Show the published code").click()
     expect(code).to_contain_text(second)
-    assert_accessible(page, "the module page with the Published card open")
+    assert_accessible(page, "the Published card, open", within="#lifecycle-card")
     shot(page, "published-card")
 
     # the history: every event, newest first
@@ -146,6 +148,11 @@ def test_publish_through_the_review_then_the_history_compares_travels_in_time_an
     expect(timeline.get_by_text("Draft changed")).to_be_visible()
     assert_accessible(page, "the history page")
     shot(page, "history")
+    # usable at 390 px wide: nothing runs off the side
+    page.set_viewport_size({"width": 390, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shot(page, "history-390px")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     # version 1 against version 2; the URL reproduces the comparison
     page.get_by_label("Compare version").select_option("1")
@@ -194,7 +201,7 @@ def test_the_menu_discards_a_draft_explains_a_refused_discard_duplicates_and_del
     dialog = page.get_by_role("dialog", name=f"Discard the draft of {never}")
     expect(dialog.get_by_role("alert")).to_contain_text("was never published")
     expect(dialog.get_by_role("button", name="Discard the draft")).to_have_count(0)
-    assert_accessible(page, "the discard dialog, refused")
+    assert_accessible(page, "the discard dialog, refused", within="#discard-dialog")
     shot(page, "discard-refused")
     page.keyboard.press("Escape")
     expect(opener).to_be_focused()
@@ -207,7 +214,7 @@ def test_the_menu_discards_a_draft_explains_a_refused_discard_duplicates_and_del
     dialog = page.get_by_role("dialog", name=f"Discard the draft of {edited}")
     confirm = dialog.get_by_role("button", name="Discard the draft")
     expect(confirm).to_be_visible()
-    assert_accessible(page, "the discard dialog")
+    assert_accessible(page, "the discard dialog", within="#discard-dialog")
     with page.expect_navigation():
         confirm.click()
     expect(page.get_by_text("PUBLISHED", exact=True).first).to_be_visible()
@@ -228,7 +235,7 @@ def test_the_menu_discards_a_draft_explains_a_refused_discard_duplicates_and_del
     field.fill("")
     field.press_sequentially(copy)
     expect(dialog.get_by_role("status")).to_contain_text(f"“{copy}” is free")
-    assert_accessible(page, "the duplicate dialog")
+    assert_accessible(page, "the duplicate dialog", within="#duplicate-dialog")
     shot(page, "duplicate")
     field.press("Enter")
     page.wait_for_url(f"**/console/modules/{copy}")
@@ -241,7 +248,7 @@ def test_the_menu_discards_a_draft_explains_a_refused_discard_duplicates_and_del
     dialog = page.get_by_role("dialog", name=f"Delete {copy}")
     confirm = dialog.get_by_role("button", name=f"Delete {copy}")
     expect(confirm).to_be_visible()
-    assert_accessible(page, "the delete dialog")
+    assert_accessible(page, "the delete dialog", within="#delete-dialog")
     confirm.click()
     page.wait_for_url(f"**/console/modules/{copy}/deleted")
     expect(page.get_by_role("status")).to_contain_text(f"{copy} was deleted")
