@@ -6,6 +6,8 @@ import { javascript } from "@codemirror/lang-javascript";
 import { json } from "@codemirror/lang-json";
 import { MergeView } from "@codemirror/merge";
 import { EditorState } from "@codemirror/state";
+// The lifecycle part's merge views (publish review, history), labelled.
+import "./lifecycle.js";
 
 const languages = { javascript, json };
 
