@@ -6,8 +6,6 @@ import { javascript } from "@codemirror/lang-javascript";
 import { json } from "@codemirror/lang-json";
 import { MergeView } from "@codemirror/merge";
 import { EditorState } from "@codemirror/state";
-// The lifecycle part's merge views (publish review, history), labelled.
-import "./lifecycle.js";
 
 const languages = { javascript, json };
 
@@ -50,13 +48,25 @@ export function setEditorText(textarea, text) {
   if (view) view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
 }
 
+// A read-only merge view of two texts (the element's <textarea data-diff-a> and data-diff-b), each
+// pane named for assistive technology by data-label-a / data-label-b (CodeMirror's content element
+// is a textbox and needs a name).
 export function mountDiff(element) {
   const a = element.querySelector("[data-diff-a]")?.value ?? "";
   const b = element.querySelector("[data-diff-b]")?.value ?? "";
-  const readOnly = [EditorState.readOnly.of(true), EditorView.editable.of(false), basicSetup, consoleTheme("0"), javascript()];
+  const pane = (label) => [
+    EditorState.readOnly.of(true), EditorView.editable.of(false), basicSetup, consoleTheme("0"), javascript(),
+    // Focusable, so that a keyboard can scroll a long text (a read-only pane is not editable).
+    EditorView.contentAttributes.of({ "aria-label": label, tabindex: "0" }),
+  ];
   const { host, root } = isolated("diff-host");
   element.appendChild(host);
-  return new MergeView({ a: { doc: a, extensions: readOnly }, b: { doc: b, extensions: readOnly }, parent: root, root });
+  return new MergeView({
+    a: { doc: a, extensions: pane(element.dataset.labelA || "Before") },
+    b: { doc: b, extensions: pane(element.dataset.labelB || "After") },
+    parent: root,
+    root,
+  });
 }
 
 // CodeMirror writes its styles into a <style> element in a document, which the CSP (style-src

@@ -71,10 +71,6 @@ function countCharacters(textarea) {
 }
 
 function setUp() {
-  // htmx copies an old element's `style` attribute onto its swapped-in replacement while settling;
-  // the CSP refuses any style attribute (even an empty one, as tools such as axe-core leave behind),
-  // and the console sets none, so there is nothing to settle there.
-  if (window.htmx) window.htmx.config.attributesToSettle = ["class", "width", "height"];
   const form = editorForm() || createForm();
   if (!form) return;
   for (const textarea of form.querySelectorAll("textarea[data-editor]")) {
@@ -185,11 +181,7 @@ document.addEventListener("htmx:afterSettle", (event) => {
   if (dialog && !dialog.open) {
     dialog.showModal();
     const diff = dialog.querySelector("[data-conflict-diff]");
-    if (diff) {
-      const merge = mountDiff(diff);
-      merge.a.contentDOM.setAttribute("aria-label", "Saved (newer) source");
-      merge.b.contentDOM.setAttribute("aria-label", "Your source");
-    }
+    if (diff) mountDiff(diff);
   }
 });
 
