@@ -4,6 +4,13 @@
 // Recent inputs: the last RECENT arguments run per tool are kept in this browser only
 // (localStorage), never sent anywhere; each is a button that fills the form again.
 
+import htmx from "htmx.org";
+
+// htmx copies a swapped element's old `style` attribute onto its replacement while settling; under
+// the CSP (no inline style) that setAttribute is a violation whenever anything (a browser extension,
+// a screenshot tool) left a style="" on an element. The console never uses style attributes.
+htmx.config.attributesToSettle = htmx.config.attributesToSettle.filter((name) => name !== "style");
+
 const RECENT = 5;
 const KEY = (tool) => `toolsmith.playground.recent.${tool}`;
 
