@@ -40,7 +40,8 @@ router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schem
 
 
 class FormProblem(Exception):
-    """A form's fields broke rules: messages by field (the first part of the API's field path)."""
+    """A form's fields broke rules: messages by field (the first part of the API's field path). The
+    form is answered again with 200 and its messages, as the sign-in form is (a form answered)."""
 
     def __init__(self, fields: dict[str, list[str]], summary: str = "") -> None:
         super().__init__(summary)
@@ -255,12 +256,12 @@ def _register(k: Kind) -> None:
             body = validated(k.create, _body_from_form(k, form, None, None))
             record, _ = _services(request).records.save(principal.tenant, k.kind, body, by=principal.name, create=True)
         except FormProblem as problem:
-            return _render_form(request, k, values=_form_values(k, form, None), editing=False, problem=problem, status=400)
+            return _render_form(request, k, values=_form_values(k, form, None), editing=False, problem=problem)
         except errors.ModuleError as error:
             problem = problem_of_error(error)
             if problem is None:
                 raise
-            return _render_form(request, k, values=_form_values(k, form, None), editing=False, problem=problem, status=400)
+            return _render_form(request, k, values=_form_values(k, form, None), editing=False, problem=problem)
         return _redirect(f"{k.base}/{quote(record['id'], safe='')}", created="1")
 
     @router.get(f"/{k.plural}/{{record_id}}", name=f"console-{k.plural}-detail")
@@ -278,12 +279,12 @@ def _register(k: Kind) -> None:
             body = validated(k.fields, _body_from_form(k, form, record_id, existing))
             records.save(principal.tenant, k.kind, {"id": record_id, **body}, by=principal.name, create=False)
         except FormProblem as problem:
-            return _render_form(request, k, values=_form_values(k, form, record_id), editing=True, problem=problem, status=400)
+            return _render_form(request, k, values=_form_values(k, form, record_id), editing=True, problem=problem)
         except errors.ModuleError as error:
             problem = problem_of_error(error)
             if problem is None:
                 raise
-            return _render_form(request, k, values=_form_values(k, form, record_id), editing=True, problem=problem, status=400)
+            return _render_form(request, k, values=_form_values(k, form, record_id), editing=True, problem=problem)
         return _redirect(f"{k.base}/{quote(record_id, safe='')}", saved="1")
 
     @router.get(f"/{k.plural}/{{record_id}}/edit", name=f"console-{k.plural}-edit")
@@ -299,7 +300,7 @@ def _register(k: Kind) -> None:
             records.delete(principal.tenant, k.kind, record_id, by=principal.name)
         except errors.InUse as error:
             record = records.get(principal.tenant, k.kind, record_id)
-            return _render_detail(request, k, record, status=409, problem=f"Not deleted: {error.detail}")
+            return _render_detail(request, k, record, problem=f"Not deleted: {error.detail}")
         return _redirect(k.base, deleted=record_id)
 
 
@@ -342,7 +343,7 @@ async def run_plan_page(record_id: str, request: Request, visitor: Writer) -> Re
     try:
         value = json.loads(text) if text.strip() else None
     except json.JSONDecodeError as error:
-        return _render_detail(request, PLANS, record, status=400, run_input=text,
+        return _render_detail(request, PLANS, record, run_input=text,
                               run_error=f"The input is not JSON: {error.msg} (line {error.lineno}, column {error.colno}).")
     try:
         result = await run_plan(record_id, RunRequest(input=value), services, visitor.principal)
@@ -364,14 +365,14 @@ async def attach_tool(record_id: str, request: Request, visitor: Writer) -> Resp
     records = _services(request).records
     if not name:
         record = records.get(principal.tenant, SERVER, record_id)
-        return _render_detail(request, SERVERS, record, status=400, problem="Choose a tool to attach.")
+        return _render_detail(request, SERVERS, record, problem="Choose a tool to attach.")
     try:
         records.attach(principal.tenant, record_id, name, by=principal.name)
     except errors.UnknownRecord as error:
         if error.record_id != name:
             raise
         record = records.get(principal.tenant, SERVER, record_id)
-        return _render_detail(request, SERVERS, record, status=404, problem=f"Not attached: {error.detail}.")
+        return _render_detail(request, SERVERS, record, problem=f"Not attached: {error.detail}.")
     return _redirect(f"/console/servers/{quote(record_id, safe='')}", attached=name)
 
 

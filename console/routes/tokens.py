@@ -39,12 +39,6 @@ def _page(request: Request, *, status: int = 200, issued: dict[str, Any] | None 
     )
 
 
-def _refused_status(request: Request) -> int:
-    """400 for the form posted without script; 200 for htmx, which swaps the form and its messages in
-    (htmx treats a 4xx as an error of the request, not as a page to show)."""
-    return 200 if request.headers.get("hx-request") == "true" else 400
-
-
 @router.get("")
 def tokens_page(request: Request, visitor: Reader) -> Response:
     if not visitor.can_write:
@@ -65,12 +59,12 @@ async def issue(request: Request, visitor: Writer) -> Response:
                                        "usageProfile": values["usageProfile"] or None})
         issued = issue_token(body, services, visitor.principal)
     except ValidationError as error:
-        return _page(request, status=_refused_status(request), values=values, problem=problem_of_validation(error))
+        return _page(request, values=values, problem=problem_of_validation(error))
     except errors.ModuleError as error:
         problem = problem_of_error(error)
         if problem is None:
             raise
-        return _page(request, status=_refused_status(request), values=values, problem=problem)
+        return _page(request, values=values, problem=problem)
     return _page(request, issued=issued)
 
 

@@ -164,7 +164,7 @@ def test_plans_are_created_run_edited_and_deleted_from_forms(client: TestClient,
     tool = module_tool(client)
     plan = unique_id("plan")
     bad = post(admin, "/console/plans", {"id": plan, "description": "adds one", "nodes": "no_such_tool"})
-    assert bad.status_code == 400
+    assert bad.status_code == 200
     assert 'aria-invalid="true" aria-describedby="nodes-error' in bad.text
     assert "no tool named" in bad.text
     made = post(admin, "/console/plans", {"id": plan, "description": "adds one", "nodes": tool, "tags": "a, b"})
@@ -174,7 +174,7 @@ def test_plans_are_created_run_edited_and_deleted_from_forms(client: TestClient,
     assert ran.status_code == 200
     assert "Succeeded" in ran.text and "42" in ran.text and "adding" in ran.text
     not_json = post(admin, f"/console/plans/{plan}/run", {"input": "{oops"})
-    assert not_json.status_code == 400 and "The input is not JSON" in not_json.text
+    assert not_json.status_code == 200 and "The input is not JSON" in not_json.text
     failed = post(admin, f"/console/plans/{plan}/run", {"input": '{"n": "x"}'})
     assert "Failed" in failed.text
     saved = post(admin, f"/console/plans/{plan}", {"description": "adds two", "nodes": f"{tool}\n{tool}"})
@@ -206,7 +206,7 @@ def test_an_mcp_server_attaches_and_detaches_tools(client: TestClient, admin: Te
     assert f'value="{ORIGIN}/mcp/{server}" readonly' in page and 'data-copy="server-url"' in page
     assert post(admin, f"/console/servers/{server}/tools", {"tool": tool}).status_code == 303
     assert expect(client.get(f"/api/v1/admin/mcp-servers/{server}"), 200).json()["tools"] == [tool]
-    assert post(admin, f"/console/servers/{server}/tools", {"tool": "no-such-tool"}).status_code == 404
+    assert "Not attached: no tool with id" in post(admin, f"/console/servers/{server}/tools", {"tool": "no_such_tool"}).text
     assert post(admin, f"/console/servers/{server}/tools/{tool}/detach", {}).status_code == 303
     assert expect(client.get(f"/api/v1/admin/mcp-servers/{server}"), 200).json()["tools"] == []
 
@@ -215,7 +215,7 @@ def test_a_token_secret_is_shown_once(client: TestClient, admin: TestClient) -> 
     profile = unique_id("profile")
     expect(client.post("/api/v1/admin/usage-profiles", json={"id": profile}), 201).json()
     bad = post(admin, "/console/tokens", {"name": "x", "role": "admin", "usageProfile": profile}, page="/console/tokens")
-    assert bad.status_code == 400 and "only caller tokens have a usage profile" in bad.text
+    assert bad.status_code == 200 and "only caller tokens have a usage profile" in bad.text
     issued = post(admin, "/console/tokens", {"name": "a caller", "role": "caller", "usageProfile": profile}, page="/console/tokens")
     assert issued.status_code == 200
     assert issued.headers["cache-control"] == "no-store"
