@@ -243,3 +243,21 @@ def test_the_audit_export_downloads(page, console_server) -> None:
     assert saved.suggested_filename == "toolsmith-audit.ndjson"
     first = open(saved.path(), encoding="utf-8").readline()
     assert first.startswith("{")
+
+
+def test_the_pages_fit_a_phone(page, console_server) -> None:
+    tool = published_tool(console_server, tags=("phone",))
+    server = f"s{uuid4().hex[:8]}"
+    plan = f"p{uuid4().hex[:8]}"
+    with console_server.client() as rest:
+        assert rest.post("/api/v1/admin/mcp-servers", json={"id": server, "tools": [tool]}).status_code == 201
+        assert rest.post("/api/v1/admin/plans", json={"id": plan, "description": "d", "nodes": [{"toolName": tool}]}).status_code == 201
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, then="/console/tools")
+    for url in ("/console/tools", f"/console/playground?tool={tool}", f"/console/servers/{server}", f"/console/plans/{plan}",
+                "/console/plans", "/console/agents/new", "/console/tokens", "/console/audit"):
+        page.goto(url)
+        # nothing wider than the screen: no sideways scrolling of the page
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, url
+    page.goto(f"/console/playground?tool={tool}")
+    shot(page, "playground-390")
