@@ -263,3 +263,14 @@ def test_the_playground_cuts_an_output_at_128_kb(client: TestClient, admin: Test
     assert "only its first 128 KB is shown" in ran.text
     shown = re.search(r'<pre class="output">(x*)</pre>', ran.text).group(1)
     assert len(shown) == 128 * 1024
+
+
+def test_deleting_a_plan_another_plan_calls_is_refused_on_its_page(client: TestClient, admin: TestClient) -> None:
+    tool = module_tool(client)
+    inner, outer = unique_id("inner"), unique_id("outer")
+    expect(client.post("/api/v1/admin/plans", json={"id": inner, "description": "d", "nodes": [{"toolName": tool}], "exposeAsTool": True}), 201)
+    expect(client.post("/api/v1/admin/plans", json={"id": outer, "description": "d", "nodes": [{"toolName": inner}]}), 201)
+    refused = post(admin, f"/console/plans/{inner}/delete", {})
+    assert refused.status_code == 200
+    assert "Not deleted" in refused.text and outer in refused.text
+    expect(client.get(f"/api/v1/admin/plans/{inner}"), 200)
