@@ -18,10 +18,11 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 
 from api.mcp_watch import offer_of
 from api.queries import call_context
-from domain.catalog import ToolEntry
+from domain.catalog import Permissions, ToolEntry
 from domain.errors import ModuleError
 from domain.ports import ExecutionResult
 from api.services import Services
+from infrastructure.auth import Principal
 
 log = logging.getLogger("toolsmith.mcp")
 
@@ -51,6 +52,29 @@ def refused(error: ModuleError) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=f"{error.code}: {error.detail}")], is_error=True)
 
 
+async def call_as(services: Services, principal: Principal, permissions: Permissions, name: str, arguments: Any) -> CallToolResult:
+    """A `tools/call` of `name` with `arguments` by `principal` within `permissions`, as MCP answers
+    it: every refusal and failure a result with `isError`. The console's Playground calls this too."""
+    try:
+        # As on the REST path: when the tool's kind has no capacity left, say so at once rather than queue.
+        services.toolbox.admit(principal.tenant, name)
+        call = partial(
+            services.toolbox.call,
+            principal.tenant,
+            name,
+            arguments if arguments is not None else {},
+            permissions=permissions,
+            context=call_context(principal),
+        )
+        result = await anyio.to_thread.run_sync(call)
+    except ModuleError as error:
+        return refused(error)
+    except Exception:
+        log.exception("an MCP tool call failed", extra={"tool": name})
+        return CallToolResult(content=[TextContent(text="internal-error: the call failed; it has been logged")], is_error=True)
+    return mcp_result(result)
+
+
 class ToolHandlers:
     def __init__(self, services: Services) -> None:
         self._services = services
@@ -66,21 +90,4 @@ class ToolHandlers:
             where = f"the MCP server {offer.server_id!r}" if offer.server_id else "this MCP server"
             text = f"tool-not-found: {where} offers no tool {params.name!r} to this caller"
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
-        try:
-            # As on the REST path: when the tool's kind has no capacity left, say so at once rather than queue.
-            self._services.toolbox.admit(offer.principal.tenant, params.name)
-            call = partial(
-                self._services.toolbox.call,
-                offer.principal.tenant,
-                params.name,
-                params.arguments if params.arguments is not None else {},
-                permissions=offer.permissions,
-                context=call_context(offer.principal),
-            )
-            result = await anyio.to_thread.run_sync(call)
-        except ModuleError as error:
-            return refused(error)
-        except Exception:
-            log.exception("an MCP tool call failed", extra={"tool": params.name})
-            return CallToolResult(content=[TextContent(text="internal-error: the call failed; it has been logged")], is_error=True)
-        return mcp_result(result)
+        return await call_as(self._services, offer.principal, offer.permissions, params.name, params.arguments)

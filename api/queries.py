@@ -12,6 +12,7 @@ from typing import Any
 from api.services import Services
 from domain import history
 from domain.callers import AGENT, PLAN, tool_names
+from domain.catalog import Permissions, ToolEntry
 from domain.errors import UnknownModule
 from domain.model import CodeModule
 from domain.rules import id_violations, is_valid_id
@@ -126,3 +127,24 @@ def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
         "planRun": None,
         **extra,
     }
+
+
+def tools(services: Services, tenant: str, *, call_type: str | None = None, tag: str | None = None,
+          search: str | None = None) -> list[ToolEntry]:
+    """The tool catalog (every kind, shadowed entries included), filtered by call type, tag and a
+    case-insensitive search of the name and description."""
+    needle = (search or "").strip().casefold()
+    return [
+        entry
+        for entry in services.toolbox.entries(tenant)
+        if (call_type is None or entry.call_type == call_type)
+        and (tag is None or tag in entry.tags)
+        and (not needle or needle in entry.name.casefold() or needle in entry.description.casefold())
+    ]
+
+
+def reaches(services: Services, tenant: str, allowed_tools: list[str], allowed_tags: list[str]) -> list[str]:
+    """The tools an agent or a usage profile reaches now (R14): those it names and those with an
+    allowed tag, among the catalog's winners (R15)."""
+    allowed = Permissions(tools=frozenset(allowed_tools), tags=frozenset(allowed_tags))
+    return [e.name for e in services.toolbox.entries(tenant) if e.shadowed_by is None and allowed.allow(e)]

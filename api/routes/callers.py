@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import Admin, Reader, ServicesDep
 from api.presenters import execution_out
 from api.problems import documented
-from api.queries import call_context
+from api.queries import call_context, reaches
 from api.schemas import (
     AgentFields,
     AgentIn,
@@ -30,15 +30,12 @@ from api.schemas import (
 )
 from application.kinds.plans import PlanKind
 from domain.callers import AGENT, PLAN, PROFILE, SERVER
-from domain.catalog import Permissions
 from api.services import Services
 
 
 def _presented(services: Services, tenant: str, kind: str, record: dict[str, Any]) -> dict[str, Any]:
     if kind == AGENT:
-        allowed = Permissions(tools=frozenset(record["allowedTools"]), tags=frozenset(record["allowedTags"]))
-        tools = [e.name for e in services.toolbox.entries(tenant) if e.shadowed_by is None and allowed.allow(e)]
-        return {**record, "tools": tools}
+        return {**record, "tools": reaches(services, tenant, record["allowedTools"], record["allowedTags"])}
     if kind == SERVER:
         return {**record, "url": f"/mcp/{record['id']}"}
     return record

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from api import queries
 from api.deps import Reader, ServicesDep
 from api.problems import documented
 from api.schemas import ToolOut
@@ -40,10 +41,6 @@ def router_for(call_types: Sequence[str]) -> APIRouter:
         tag: str | None = None,
     ) -> list[dict[str, Any]]:
         """Every tool of every kind (code modules, plans, native and external MCP tools, …), by name."""
-        return [
-            tool_out(entry)
-            for entry in services.toolbox.entries(principal.tenant)
-            if (callType is None or entry.call_type == callType) and (tag is None or tag in entry.tags)
-        ]
+        return [tool_out(entry) for entry in queries.tools(services, principal.tenant, call_type=callType, tag=tag)]
 
     return router

@@ -1,6 +1,7 @@
 // The console's behaviours on every page: htmx (with the session's CSRF token on each request), and
 // small progressive enhancements wired by data attributes, never by inline script (the CSP has none).
 import htmx from "htmx.org";
+import "./playground.js";
 
 window.htmx = htmx;
 

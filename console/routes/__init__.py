@@ -1,7 +1,7 @@
 """The console's pages, one router per screen. The pages every kind shares are listed here; a kind
 of tool's own pages come with it (`api.kinds.KindPlugin.console`, registered in
-`entrypoints/kinds.py`): the code modules' list, editor and lifecycle, the plans' pages."""
+`entrypoints/kinds.py`): the code modules' list, editor and lifecycle."""
 
-from console.routes import auth
+from console.routes import audit, auth, callers, catalog, playground, tokens
 
-ROUTERS = (auth.router,)
+ROUTERS = (auth.router, catalog.router, callers.router, tokens.router, audit.router, playground.router)

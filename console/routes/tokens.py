@@ -1,0 +1,78 @@
+"""Bearer tokens (DESIGN §8): the list, issuing one (its secret shown once, on the answer to the
+form, never stored in a page that a reload or the history brings back), and revoking one. Admins
+only, as the REST routes are (api/routes/tokens.py, whose functions these call)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from pydantic import ValidationError
+
+from api.routes.tokens import issue_token, list_tokens, revoke_token
+from api.schemas import TokenIn
+from application.tokens import ROLES
+from console.routes.callers import FormProblem, problem_of_error, problem_of_validation
+from console.routing import ConsoleRoute
+from console.security import Reader, Refused, Writer
+from domain import errors
+from domain.callers import PROFILE
+
+router = APIRouter(prefix="/console/tokens", route_class=ConsoleRoute, include_in_schema=False)
+
+# The secret is on one answer only: no cache may keep it, and a back button shows no copy of it.
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _page(request: Request, *, status: int = 200, issued: dict[str, Any] | None = None, values: dict[str, str] | None = None,
+          problem: FormProblem | None = None, message: str = "") -> Response:
+    services = request.app.state.services
+    principal = request.state.visitor.principal
+    return request.app.state.console_pages.render(
+        request, "tokens/list.html", status=status, headers=NO_STORE,
+        tokens=list_tokens(services, principal), issued=issued, roles=ROLES,
+        profiles=[p["id"] for p in services.records.list(principal.tenant, PROFILE)],
+        values=values or {"name": "", "role": "caller", "usageProfile": ""},
+        fields=problem.fields if problem else {}, summary=problem.summary if problem else "", message=message,
+    )
+
+
+@router.get("")
+def tokens_page(request: Request, visitor: Reader) -> Response:
+    if not visitor.can_write:
+        return request.app.state.console_pages.render(
+            request, "tokens/auditor.html", status=403, title="Tokens",
+        )
+    message = f"Revoked the token {request.query_params['revoked']}: it no longer works." if "revoked" in request.query_params else ""
+    return _page(request, message=message)
+
+
+@router.post("")
+async def issue(request: Request, visitor: Writer) -> Response:
+    form = await request.form()
+    values = {k: str(form.get(k, "")).strip() for k in ("name", "role", "usageProfile")}
+    services = request.app.state.services
+    try:
+        body = TokenIn.model_validate({"name": values["name"], "role": values["role"],
+                                       "usageProfile": values["usageProfile"] or None})
+        issued = issue_token(body, services, visitor.principal)
+    except ValidationError as error:
+        return _page(request, values=values, problem=problem_of_validation(error))
+    except errors.ModuleError as error:
+        problem = problem_of_error(error)
+        if problem is None:
+            raise
+        return _page(request, values=values, problem=problem)
+    return _page(request, issued=issued)
+
+
+@router.post("/{token_id}/revoke")
+def revoke(token_id: str, request: Request, visitor: Writer) -> Response:
+    services = request.app.state.services
+    name = next((t["name"] for t in list_tokens(services, visitor.principal) if t["id"] == token_id), None)
+    if name is None:
+        raise Refused(404, f"No token with the id {token_id!r}: it may have been revoked already.")
+    revoke_token(token_id, services, visitor.principal)
+    return RedirectResponse("/console/tokens?" + urlencode({"revoked": name}), status_code=303)
