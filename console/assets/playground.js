@@ -4,8 +4,6 @@
 // Recent inputs: the last RECENT arguments run per tool are kept in this browser only
 // (localStorage), never sent anywhere; each is a button that fills the form again.
 
-import htmx from "htmx.org";
-
 const RECENT = 5;
 const KEY = (tool) => `toolsmith.playground.recent.${tool}`;
 
