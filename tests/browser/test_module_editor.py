@@ -17,7 +17,7 @@ def unique() -> str:
     return f"m{uuid4().hex[:8]}"
 
 
-def test_create_write_save_and_test_a_module_by_keyboard(page, console_server) -> None:
+def test_the_keyboard_journey_create_test_make_a_tool_publish_edit_compare_and_restore(page, console_server) -> None:
     name = unique()
     sign_in(page, then="/console/modules/new")
     assert_accessible(page, "the Create page")
@@ -111,6 +111,53 @@ def test_create_write_save_and_test_a_module_by_keyboard(page, console_server) -
     assert tool["inputParameters"] == [{"name": "n", "description": "The number to double", "required": True, "type": "integer", "default": None}]
     assert_accessible(page, "the module page as a tool")
     shot(page, "module-page-tool")
+
+    # publish through the review, by keyboard: the dry run passes, the diff is against nothing yet
+    _keyboard(page, page.get_by_role("button", name="Publish", exact=True))
+    review = page.get_by_role("dialog", name=f"Publish {name}")
+    review.get_by_text("✓ works").wait_for()
+    with page.expect_navigation():
+        _keyboard(page, review.get_by_role("button", name="Publish version 1"))
+    card = page.get_by_role("region", name="Published version", exact=True)
+    card.get_by_text("admin", exact=True).wait_for()
+    assert re.search(r"Version\s*1\b", card.inner_text())
+    assert page.get_by_text("PUBLISHED", exact=True).first.is_visible()
+
+    # edit again: the draft now differs from version 1
+    source = page.get_by_role("textbox", name="Source")
+    source.focus()
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Enter")
+    page.keyboard.type("// version two")
+    page.keyboard.press("Control+S")
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+
+    # the history, by keyboard: version 1 against the draft shows the edit
+    with page.expect_navigation():
+        _keyboard(page, card.get_by_role("link", name="History and versions"))
+    page.get_by_label("Compare version").focus()
+    page.keyboard.press("Home")  # version 1
+    page.get_by_label("with").focus()
+    page.keyboard.press("End")  # the draft
+    with page.expect_navigation():
+        _keyboard(page, page.get_by_role("button", name="Compare", exact=True))
+    diff = page.get_by_label(re.compile("^Unified diff of the code"))
+    diff.get_by_text("+// version two").wait_for()
+    shot(page, "journey-history-diff")
+
+    # restore version 1 into the draft, by keyboard
+    with page.expect_navigation():
+        _keyboard(page, page.get_by_role("button", name="Restore version 1 into the draft"))
+    page.wait_for_url(f"**/console/modules/{name}")
+    restored = console_server.client().get(f"{BASE}/{name}").json()
+    assert restored["state"] == "DRAFT" and restored["draft"]["content"] == restored["published"]["content"]
+    assert "// version two" not in page.get_by_role("textbox", name="Source").inner_text()
+
+
+def _keyboard(page, control) -> None:  # noqa: ANN001
+    """Moves the focus to a control and presses Enter on it, as a keyboard user does."""
+    control.focus()
+    page.keyboard.press("Enter")
 
 
 def test_leaving_with_unsaved_changes_asks_first_and_a_save_clears_it(page, console_server) -> None:
