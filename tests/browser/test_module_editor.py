@@ -9,6 +9,7 @@ import re
 from uuid import uuid4
 
 from tests.browser.conftest import assert_accessible, shot, sign_in
+from tests.browser.test_console_callers import listed_by_mcp
 
 BASE = "/api/v1/admin/code-modules"
 
@@ -245,7 +246,7 @@ def test_output_over_128_kb_is_cut_with_a_notice(page, console_server) -> None:
     assert len(dialog.locator("pre").first.inner_text()) == 131_072
 
 
-def test_seed_000_format_currency_is_created_as_a_script_tool_and_tested(page, console_server) -> None:
+def test_seed_000_format_currency_is_created_tested_run_from_the_playground_and_listed_over_mcp(page, console_server) -> None:
     name = f"format_currency_{uuid4().hex[:6]}"
     sign_in(page, then="/console/modules/new")
     page.get_by_label("Name").fill(name)
@@ -272,9 +273,46 @@ def test_seed_000_format_currency_is_created_as_a_script_tool_and_tested(page, c
     dialog.get_by_text('"$1,234.50"').wait_for()
     tool = console_server.client().get(f"{BASE}/{name}").json()["draft"]["tool"]
     assert tool["style"] == "script" and tool["inputParameters"][0]["type"] == "decimal"
+    page.keyboard.press("Escape")
+
+    # publish it, then run it from the Playground: the same path as an MCP tools/call
+    page.get_by_role("button", name="Publish", exact=True).click()
+    review = page.get_by_role("dialog", name=f"Publish {name}")
+    with page.expect_navigation():
+        review.get_by_role("button", name="Publish version 1").click()
+    page.goto(f"/console/playground?tool={name}")
+    page.get_by_role("spinbutton", name=re.compile(r"^amount \(required\)")).fill("1234.5")
+    page.get_by_role("button", name="Run").click()
+    result = page.locator("#run-result-body")
+    result.get_by_text("$1,234.50").wait_for()
+    assert "isError: false" in result.inner_text()
+    shot(page, "playground-format-currency")
+
+    # attach it to an MCP server made in the console: a real MCP SDK client lists it
+    server = f"s{uuid4().hex[:8]}"
+    page.goto("/console/servers/new")
+    page.get_by_label("Id", exact=True).fill(server)
+    page.get_by_label("Description").fill("seed 000's tools")
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_url(f"**/console/servers/{server}*")
+    page.get_by_label("Tool to attach").select_option(name)
+    page.get_by_role("button", name="Attach").click()
+    page.get_by_text(f"Attached {name}.").wait_for()
+    # not callable in chat yet: the server page says why MCP clients do not see it
+    page.get_by_text("not offered now").wait_for()
+    assert name not in listed_by_mcp(console_server, server)
+    page.goto(f"/console/modules/{name}")
+    page.get_by_label("Callable in chat").check()
+    page.get_by_role("button", name="Save draft").click()
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    page.get_by_role("button", name="Publish", exact=True).click()
+    with page.expect_navigation():
+        page.get_by_role("dialog", name=f"Publish {name}").get_by_role("button", name="Publish version 2").click()
+    assert name in listed_by_mcp(console_server, server)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/console/modules/{name}")
 
     # usable at 390 px wide: nothing wider than the window
-    page.keyboard.press("Escape")
     page.set_viewport_size({"width": 390, "height": 844})
     page.reload()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
