@@ -29,7 +29,6 @@ from console.security import Reader, Writer
 from domain import history
 from domain.errors import IdTaken, InvalidDefinition, ModuleError, UnknownModule
 from domain.model import CodeModule
-from domain.rules import id_violations
 
 router = APIRouter(prefix="/console/modules", route_class=ConsoleRoute, include_in_schema=False)
 
@@ -186,14 +185,11 @@ def duplicate_check(module_id: str, request: Request, visitor: Reader, id: str =
 
 
 def _unavailable(request: Request, visitor: Any, name: str) -> str | None:
+    """Why `name` cannot be the copy's id (api.queries.unavailable_because, as a sentence)."""
     if not name:
         return None
-    broken = id_violations(name)
-    if broken:
-        return f"{broken[0].message[:1].upper()}{broken[0].message[1:]} (R1)."
-    if not queries.is_available(request.app.state.services, visitor.principal.tenant, name):
-        return "Already used by another module or tool (R2)."
-    return None
+    reason = queries.unavailable_because(request.app.state.services, visitor.principal.tenant, name)
+    return None if reason is None else f"{reason[:1].upper()}{reason[1:]}."
 
 
 @router.post("/{module_id}/duplicate")
