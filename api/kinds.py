@@ -2,8 +2,8 @@
 REST routes and its console routes, which the application layer may not hold (FastAPI is the API's).
 
 The web app includes every kind's routers (`entrypoints/web.py`); the registry of kinds is
-`entrypoints/kinds.py`. Console routes are the hook for the admin console (DESIGN §11, issue 14):
-routers like the REST ones, mounted the same way once the console exists.
+`entrypoints/kinds.py`. Console routes are the kind's pages in the admin console (DESIGN §11), which
+`console.web.mount` includes after the pages every kind shares.
 """
 
 from __future__ import annotations

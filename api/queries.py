@@ -14,7 +14,7 @@ from domain import history
 from domain.callers import AGENT, PLAN, tool_names
 from domain.errors import UnknownModule
 from domain.model import CodeModule
-from domain.rules import is_valid_id
+from domain.rules import id_violations, is_valid_id
 from infrastructure.auth import Principal
 from projections.interface import ListQuery, Page, ReadModelUnavailable
 
@@ -72,6 +72,25 @@ def is_available(services: Services, tenant: str, module_id: str) -> bool:
         and services.store.tool_holding(tenant, module_id) is None
         and not services.read_model.is_taken(tenant, module_id)
     )
+
+
+def unavailable_because(services: Services, tenant: str, module_id: str) -> str | None:
+    """Why an id cannot name a new module (the R1 rule it breaks, or R2: who holds it); None when it
+    is free. The console's live name check says this where `is_available` says only yes or no."""
+    broken = id_violations(module_id)
+    if broken:
+        return f"{broken[0].message} (R1)"
+    holder = services.store.tool_holding(tenant, module_id)
+    if holder is not None:
+        return f"already used by a {holder} (R2)"
+    if services.read_model.is_taken(tenant, module_id):
+        return "already used by another module (R2)"
+    return None
+
+
+def importable(services: Services, tenant: str, module_id: str | None = None) -> list[str]:
+    """The modules a draft may import (R5: the published ones, never itself), sorted."""
+    return sorted(name for name in services.store.graph(tenant).published_edges() if name != module_id)
 
 
 @dataclass(frozen=True)

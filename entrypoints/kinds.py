@@ -11,10 +11,14 @@ from api.routes import callers, module_history, modules
 from application.kinds.code import CodeKind
 from application.kinds.declared import ExternalMcpKind, NativeKind
 from application.kinds.plans import PlanKind
+from console.routes import editor, lifecycle
+from console.routes import modules as module_pages
 
 DEFAULT_KINDS: tuple[KindPlugin, ...] = (
     KindPlugin(ExternalMcpKind),
     KindPlugin(NativeKind),
     KindPlugin(PlanKind, routers=(callers.plans,)),
-    KindPlugin(CodeKind, routers=(modules.router, module_history.router)),
+    # The list first: `/console/modules/new` and `/availability` before the editor's `/{id}`.
+    KindPlugin(CodeKind, routers=(modules.router, module_history.router),
+               console=(module_pages.router, editor.router, lifecycle.router)),
 )

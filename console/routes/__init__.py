@@ -1,6 +1,7 @@
-"""The console's pages, one router per screen (the kinds of tool add their own through
-`api.kinds.KindPlugin.console`)."""
+"""The console's pages, one router per screen. The pages every kind shares are listed here; a kind
+of tool's own pages come with it (`api.kinds.KindPlugin.console`, registered in
+`entrypoints/kinds.py`): the code modules' list, editor and lifecycle, the plans' pages."""
 
-from console.routes import auth, modules
+from console.routes import auth
 
-ROUTERS = (auth.router, modules.router)
+ROUTERS = (auth.router,)

@@ -1,0 +1,319 @@
+"""Create a module, the module page's editor, its Test window and the save with optimistic
+concurrency (seed 004). Each handler turns a form into the same application command the REST
+routes (`api/routes/modules.py`) make, and the answer into a page or an htmx fragment."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+
+from api import queries
+from api.presenters import execution_out, module_out
+from application.kinds.base import tagged
+from application.kinds.code import CODE_TAG
+from application.modules import Written
+from application.toolbox import answered
+from console.routing import ConsoleRoute
+from console.security import Reader, Writer
+from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, Violation
+from domain.model import CodeModule
+from domain.rules import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT,
+    MAX_DESCRIPTION,
+    MEMORY_RANGE,
+    PARAMETER_TYPES,
+    STYLES,
+    TIMEOUT_RANGE,
+    input_schema,
+)
+
+router = APIRouter(prefix="/console/modules", route_class=ConsoleRoute, include_in_schema=False)
+
+# V5: the Test window shows at most this many characters of output, and of logs.
+SHOWN = 131_072
+# What the Test window's input starts as, per parameter type.
+EXAMPLES: dict[str, Any] = {"string": "", "integer": 0, "decimal": 0, "date": "2024-05-06", "boolean": False, "array": [], "object": {}}
+# Where each field of a create request is shown on the Create page.
+CREATE_FIELDS = {"id": "id", "description": "description", "draftContent": "content"}
+
+
+def _pages(request: Request) -> Any:
+    return request.app.state.console_pages
+
+
+def _wait(request: Request, written: Written) -> None:
+    """Read-your-writes for the list, as the REST routes do (bounded; the page does not depend on it)."""
+    services = request.app.state.services
+    services.runner.wait(written.position, services.settings.read_your_writes_seconds)
+
+
+# -- create ------------------------------------------------------------------------------------
+
+
+@router.get("/new")
+def new_module(request: Request, visitor: Writer) -> Response:
+    return _pages(request).render(request, "modules/new.html", values={"id": "", "description": "", "content": ""},
+                                  errors={}, max_description=MAX_DESCRIPTION)
+
+
+@router.get("/availability")
+def availability(request: Request, visitor: Reader, id: str = "") -> Response:
+    """The live name check: "✓ free", or which R1 rule the name breaks, or who holds it (R2)."""
+    reason = queries.unavailable_because(request.app.state.services, visitor.principal.tenant, id)
+    return _pages(request).render(request, "modules/_editor_availability.html", reason=reason)
+
+
+@router.post("")
+async def create_module(request: Request, visitor: Writer) -> Response:
+    form = await request.form()
+    values = {name: _text(form, name) for name in ("id", "description", "content")}
+    services = request.app.state.services
+    errors: dict[str, str] = {}
+    try:
+        written = await run_in_threadpool(
+            services.modules.create, visitor.principal.tenant, values["id"], description=values["description"],
+            content=values["content"], imports=[], tool=None, by=visitor.principal.name,
+        )
+    except InvalidDefinition as invalid:
+        for violation in invalid.violations:
+            field = CREATE_FIELDS.get(violation.field, "general")
+            errors.setdefault(field, f"{_sentence(violation.message)} ({violation.rule})")
+    except IdTaken as taken:
+        errors["id"] = f"Already used by a {taken.taken_by} (R2)."
+    else:
+        await run_in_threadpool(_wait, request, written)
+        return RedirectResponse(f"/console/modules/{values['id']}", status_code=303)
+    # The form again, as typed, each message next to its field (200: a form answered, as sign-in does).
+    return _pages(request).render(request, "modules/new.html", values=values, errors=errors, max_description=MAX_DESCRIPTION)
+
+
+def _sentence(message: str) -> str:
+    return message[:1].upper() + message[1:]
+
+
+# -- the module page ---------------------------------------------------------------------------
+
+
+@router.get("/{module_id}")
+def module_page(module_id: str, request: Request, visitor: Reader) -> Response:
+    services = request.app.state.services
+    view = queries.module_view(services, visitor.principal.tenant, module_id)
+    return _pages(request).render(request, "modules/page.html", **_page_context(request, visitor.principal.tenant, view.module, view.used_by))
+
+
+def _page_context(request: Request, tenant: str, module: CodeModule, used_by: list[str]) -> dict[str, Any]:
+    services = request.app.state.services
+    definition = module.current
+    tool = definition["tool"]
+    importable = queries.importable(services, tenant, module.module_id)
+    imports = list(definition["imports"])
+    return {
+        "m": module_out(module, used_by),
+        "version": module.version,
+        "definition": definition,
+        "tool": tool,
+        "params": [_param_row(p) for p in (tool["inputParameters"] if tool else [])],
+        "importable": sorted({*importable, *imports}),
+        "imports": imports,
+        "types": PARAMETER_TYPES,
+        "styles": STYLES,
+        "timeout": {"min": TIMEOUT_RANGE[0], "max": TIMEOUT_RANGE[1], "default": DEFAULT_TIMEOUT["module"]},
+        "memory": {"min": MEMORY_RANGE[0], "max": MEMORY_RANGE[1], "default": DEFAULT_MEMORY_MB},
+        "max_description": MAX_DESCRIPTION,
+        "preview": _preview_json(module),
+        "example_input": _example_input(tool),
+        "blank_param": {"name": "", "description": "", "type": "string", "required": False, "default": ""},
+    }
+
+
+def _param_row(param: dict[str, Any]) -> dict[str, Any]:
+    default = param.get("default")
+    shown = "" if default is None else default if param["type"] in ("string", "date") and isinstance(default, str) else json.dumps(default)
+    return {**param, "default": shown}
+
+
+def _preview_json(module: CodeModule) -> str | None:
+    """The tool as MCP's tools/list will offer it once published (seen from the saved draft), or None for a library."""
+    definition = module.current
+    tool = definition["tool"]
+    if tool is None:
+        return None
+    entry = {
+        "name": module.module_id,
+        "description": definition["description"],
+        "inputSchema": input_schema(tool["inputParameters"]),
+        "_meta": {"toolsmith/tags": list(tagged(tool["tags"], CODE_TAG))},
+    }
+    return json.dumps(entry, indent=2, ensure_ascii=False)
+
+
+def _example_input(tool: dict[str, Any] | None) -> str:
+    if tool is None or not tool["inputParameters"]:
+        return "{}"
+    return json.dumps({p["name"]: p.get("default", EXAMPLES.get(p["type"])) for p in tool["inputParameters"]}, indent=2)
+
+
+# -- save (If-Match) ---------------------------------------------------------------------------
+
+
+@router.post("/{module_id}")
+async def save_module(module_id: str, request: Request, visitor: Writer) -> Response:
+    form = await request.form()
+    services = request.app.state.services
+    tenant = visitor.principal.tenant
+    mine = _definition(form)
+    try:
+        written = await run_in_threadpool(
+            services.modules.update, tenant, module_id, description=mine["description"], content=mine["content"],
+            imports=mine["imports"], tool=mine["tool"], by=visitor.principal.name, expected=_version(form),
+        )
+    except PreconditionFailed:
+        return _conflict(request, tenant, module_id, mine)
+    await run_in_threadpool(_wait, request, written)
+    module = written.module
+    assert module is not None
+    context = _page_context(request, tenant, module, queries.used_by(services, tenant, module_id))
+    return _pages(request).render(request, "modules/_editor_saved.html", saved_at=_clock(module.updated_at), **context)
+
+
+def _conflict(request: Request, tenant: str, module_id: str, mine: dict[str, Any]) -> Response:
+    """B7's 412 as a person sees it: the newer saved text against theirs, to reload or overwrite."""
+    services = request.app.state.services
+    view = queries.module_view(services, tenant, module_id)
+    return _pages(request).render(
+        request, "modules/_conflict_dialog.html", status=412,
+        headers={"HX-Retarget": "#conflict-region", "HX-Reswap": "innerHTML"},
+        m=module_out(view.module, view.used_by), version=view.module.version, saved=view.module.current, mine=mine,
+        saved_at=_clock(view.module.updated_at),
+    )
+
+
+def _clock(when: Any) -> str:
+    return when.strftime("%H:%M:%S UTC") if isinstance(when, datetime) else str(when)
+
+
+def _version(form: FormData) -> int | None:
+    """The aggregate version the page was read at (If-Match): a value that is not one can never match."""
+    given = _text(form, "version").strip()
+    if not given:
+        return None
+    return int(given) if given.isdigit() else -1
+
+
+def _text(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value.replace("\r\n", "\n") if isinstance(value, str) else ""
+
+
+def _definition(form: FormData) -> dict[str, Any]:
+    """The editor's form as a definition: description, content, imports and the tool section."""
+    imports = [name for name in form.getlist("imports") if isinstance(name, str) and name]
+    return {
+        "description": _text(form, "description"),
+        "content": _text(form, "content"),
+        "imports": imports,
+        "tool": _tool(form) if form.get("tool") == "on" else None,
+    }
+
+
+def _tool(form: FormData) -> dict[str, Any]:
+    params = []
+    for row in form.getlist("param_row"):
+        name = _text(form, f"param_{row}_name").strip()
+        description = _text(form, f"param_{row}_description").strip()
+        default = _text(form, f"param_{row}_default").strip()
+        if not (name or description or default):
+            continue  # an empty row added and left
+        type_ = _text(form, f"param_{row}_type") or "string"
+        params.append({
+            "name": name, "description": description, "type": type_,
+            "required": form.get(f"param_{row}_required") == "on", "default": _default(default, type_),
+        })
+    return {
+        "inputParameters": params,
+        "timeoutMillis": _whole(form, "timeoutMillis", "tool.timeoutMillis"),
+        "memoryLimitMb": _whole(form, "memoryLimitMb", "tool.memoryLimitMb"),
+        "exposeInChat": form.get("exposeInChat") == "on",
+        "enabled": form.get("enabled") != "false",
+        "tags": [tag.strip() for tag in _text(form, "tags").split(",") if tag.strip()],
+        "style": _text(form, "style") or "module",
+    }
+
+
+def _default(text: str, type_: str) -> Any:
+    """A default as typed: a string or a date as it is, any other type as JSON (left as text when it
+    is not JSON, for V1 to name)."""
+    if not text:
+        return None
+    if type_ in ("string", "date"):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _whole(form: FormData, name: str, field: str) -> int | None:
+    text = _text(form, name).strip()
+    if not text:
+        return None
+    if not re.fullmatch(r"-?[0-9]{1,9}", text):
+        raise InvalidDefinition([Violation(field, "R9", "must be a whole number")])
+    return int(text)
+
+
+# -- Test --------------------------------------------------------------------------------------
+
+
+@router.post("/{module_id}/test")
+async def test_module(module_id: str, request: Request, visitor: Writer) -> Response:
+    """Runs the editor's content as it stands, saved or not (as POST /code-modules/test); keeps nothing."""
+    form = await request.form()
+    services = request.app.state.services
+    mine = _definition(form)
+    render = _pages(request).render
+    raw = _text(form, "input")
+    try:
+        given = json.loads(raw) if raw.strip() else None
+    except ValueError as error:
+        return render(request, "modules/_test_result.html", refused=f"The input is not JSON: {error}", violations=[])
+    try:
+        result = await run_in_threadpool(
+            services.execution.test, visitor.principal.tenant, content=mine["content"], imports=mine["imports"],
+            tool=mine["tool"], input=given, module_id=module_id, context=queries.call_context(visitor.principal),
+        )
+    except (InvalidDefinition, InvalidInput, ImportRefused) as refusal:
+        violations = [f"{v.field}: {v.message}" for v in refusal.violations]
+        return render(request, "modules/_test_result.html", refused="Not run: the definition or the input breaks a rule.", violations=violations)
+    except ImportCycle as cycle:
+        return render(request, "modules/_test_result.html", refused=f"Not run: {cycle.detail}", violations=[])
+    out = execution_out(answered(result))
+    error = out["error"]
+    return render(
+        request, "modules/_test_result.html", refused=None, violations=[], error=error, line=_line_of(error),
+        output=_shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False)),
+        logs=_shown("\n".join(out["logs"])), duration=out["durationMillis"],
+    )
+
+
+def _shown(text: str | None) -> dict[str, Any] | None:
+    """V5: at most 128 KB of a text, and how much there was when it was cut."""
+    if text is None:
+        return None
+    return {"text": text[:SHOWN], "cut": len(text) > SHOWN, "total_kb": math.ceil(len(text) / 1024)}
+
+
+def _line_of(error: dict[str, str] | None) -> int | None:
+    if error is None or error["type"] != "syntax":
+        return None
+    found = re.search(r"line (\d+)|:(\d+)(?::\d+)?\b", error["message"])
+    return int(found.group(1) or found.group(2)) if found else None

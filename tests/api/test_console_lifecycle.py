@@ -1,0 +1,293 @@
+"""The console's lifecycle routes without a browser: the publish review and publish, the … menu's
+discard, duplicate and delete, the history (timeline, compare, as of, restore): status codes,
+roles (an auditor reads the history and sees no write control; its writes are 403), and escaping."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from fastapi.testclient import TestClient
+
+from entrypoints.web import create_app
+from tests.conftest import wire
+from tests.helpers import ADMIN_TOKEN, expect, unique_id
+
+BASE = "/api/v1/admin/code-modules"
+HTMX = {"HX-Request": "true"}
+DATES_V1 = "exports.year = function (d) { return d.slice(0, 4); };"
+DATES_WITHOUT_YEAR = "exports.month = function (d) { return d.slice(5, 7); };"
+REPORT = "exports.run = function (input) { return 'Report ' + dates.year(input.day); };"
+
+
+def _signed_in(client: TestClient, token: str) -> str:
+    """Signs the client in with `token`; the page's CSRF token."""
+    origin = str(client.base_url).rstrip("/")
+    answer = client.post("/console/sign-in", data={"token": token, "next": "/console/modules"}, headers={"Origin": origin}, follow_redirects=False)
+    assert answer.status_code == 303, answer.text
+    page = client.get("/console/modules")
+    return re.search(r'<meta name="csrf-token" content="([^"]+)"', page.text).group(1)
+
+
+@pytest.fixture
+def app(settings, shared_sandbox):  # noqa: ANN001, ANN201
+    return create_app(wire(settings, shared_sandbox))
+
+
+@pytest.fixture
+def api(app) -> Iterator[TestClient]:  # noqa: ANN001
+    with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
+        yield client
+
+
+@pytest.fixture
+def admin(app, api) -> tuple[TestClient, str]:  # noqa: ANN001
+    """A browser-like client (a cookie, no bearer token); the app's lifespan is `api`'s."""
+    client = TestClient(app)
+    return client, _signed_in(client, ADMIN_TOKEN)
+
+
+@pytest.fixture
+def auditor(app, api) -> tuple[TestClient, str]:  # noqa: ANN001
+    secret = expect(api.post("/api/v1/admin/tokens", json={"name": "an auditor", "role": "auditor"}), 201).json()["token"]
+    client = TestClient(app)
+    return client, _signed_in(client, secret)
+
+
+def _origin(client: TestClient) -> dict[str, str]:
+    return {"Origin": str(client.base_url).rstrip("/")}
+
+
+def _post(client: TestClient, csrf: str, path: str, *, htmx: bool = True, **fields: object):  # noqa: ANN202
+    headers = {**_origin(client), **(HTMX if htmx else {})}
+    return client.post(path, data={"csrf_token": csrf, **fields}, headers=headers, follow_redirects=False)
+
+
+def _module(api: TestClient, module_id: str, content: str, *, publish: bool = True, **extra: object) -> dict:
+    expect(api.post(BASE, json={"id": module_id, "description": extra.pop("description", f"{module_id} does things"), "draftContent": content, **extra}), 201)
+    if publish:
+        expect(api.post(f"{BASE}/{module_id}/publish"), 200)
+    return api.get(f"{BASE}/{module_id}").json()
+
+
+def _etag(api: TestClient, module_id: str) -> str:
+    return api.get(f"{BASE}/{module_id}").headers["ETag"].strip('"')
+
+
+def _dates_and_report(api: TestClient) -> tuple[str, str]:
+    """Seed 004's story: `report` imports `dates` and calls `dates.year`."""
+    dates, report = unique_id("dates"), unique_id("report")
+    _module(api, dates, DATES_V1)
+    _module(api, report, REPORT.replace("dates.", f"{dates}."), draftImports=[dates],
+            tool={"inputParameters": [{"name": "day", "description": "a day", "required": True}]})
+    return dates, report
+
+
+def test_the_review_names_the_importer_a_draft_would_break_and_publishing_is_refused(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    dates, report = _dates_and_report(api)
+    # the dates draft drops `year`, which report calls
+    expect(api.put(f"{BASE}/{dates}", json={"draftContent": DATES_WITHOUT_YEAR}), 200)
+
+    review = client.get(f"/console/modules/{dates}/publish-review", headers=HTMX)
+    assert review.status_code == 200
+    assert f'<a href="/console/modules/{report}">{report}</a>' in review.text
+    assert "would fail" in review.text and "Publishing is refused" in review.text
+    assert "Publish version" not in review.text  # no button when the dry run says it would fail
+    # the diff: the published code against the draft, as text too
+    assert "-" + html.escape(DATES_V1) in review.text and "+" + html.escape(DATES_WITHOUT_YEAR) in review.text
+
+    # a publish posted anyway is refused with the failing module, linked, in the dialog
+    refused = _post(client, csrf, f"/console/modules/{dates}/publish", version=_etag(api, dates))
+    assert refused.status_code == 422
+    assert f'Failing module: <a href="/console/modules/{report}">{report}</a>' in refused.text
+    assert api.get(f"{BASE}/{dates}").json()["published"]["version"] == 1
+
+
+def test_a_review_that_passes_offers_publish_and_publishing_leads_to_the_module(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    dates, _ = _dates_and_report(api)
+    expect(api.put(f"{BASE}/{dates}", json={"draftContent": DATES_V1 + "\n" + DATES_WITHOUT_YEAR}), 200)
+    review = client.get(f"/console/modules/{dates}/publish-review", headers=HTMX)
+    assert review.status_code == 200
+    assert "Publish version 2" in review.text and "✓ works" in review.text
+    version = re.search(r'name="version" value="(\d+)"', review.text).group(1)
+
+    published = _post(client, csrf, f"/console/modules/{dates}/publish", version=version)
+    assert published.status_code == 200
+    assert published.headers["HX-Redirect"] == f"/console/modules/{dates}"
+    assert api.get(f"{BASE}/{dates}").json()["published"]["version"] == 2
+    # the Published card: status, version, who, the code behind a toggle
+    card = client.get(f"/console/modules/{dates}").text.split('id="published-card-heading"')[1].split("</section>")[0]
+    assert "PUBLISHED, no draft pending" in card and "<dt>Version</dt><dd>2</dd>" in card
+    assert "<dt>Published by</dt><dd>admin</dd>" in card and "<summary>Show the published code</summary>" in card
+    # without htmx: a 303 to the module page; a stale version is refused (B7)
+    again = _post(client, csrf, f"/console/modules/{dates}/publish", htmx=False, version=version)
+    assert again.status_code in (409, 412)
+
+
+def test_nothing_to_publish_and_a_stale_version_are_explained_in_the_dialog(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    name = unique_id("plain")
+    _module(api, name, "exports.a = 1;")
+    review = client.get(f"/console/modules/{name}/publish-review", headers=HTMX)
+    assert review.status_code == 200 and "has no draft to publish" in review.text and "Publish version" not in review.text
+    expect(api.put(f"{BASE}/{name}", json={"draftContent": "exports.a = 2;"}), 200)
+    stale = _post(client, csrf, f"/console/modules/{name}/publish", version="1")
+    assert stale.status_code == 412 and "Publishing is refused" in stale.text
+
+
+def test_discard_draft_confirms_or_explains_r11(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    never = unique_id("never")
+    _module(api, never, "exports.a = 1;", publish=False)
+    body = client.get(f"/console/modules/{never}/discard-review", headers=HTMX)
+    assert body.status_code == 200 and "was never published" in body.text and "Discard the draft</button>" not in body.text
+    refused = _post(client, csrf, f"/console/modules/{never}/discard")
+    assert refused.status_code == 409 and "never published" in refused.text
+
+    name = unique_id("disc")
+    _module(api, name, "exports.a = 1;")
+    assert "has no draft" in client.get(f"/console/modules/{name}/discard-review", headers=HTMX).text
+    expect(api.put(f"{BASE}/{name}", json={"draftContent": "exports.a = 2;"}), 200)
+    body = client.get(f"/console/modules/{name}/discard-review", headers=HTMX)
+    assert "Discard the draft</button>" in body.text
+    version = re.search(r'name="version" value="(\d+)"', body.text).group(1)
+    done = _post(client, csrf, f"/console/modules/{name}/discard", version=version)
+    assert done.status_code == 200 and done.headers["HX-Redirect"] == f"/console/modules/{name}"
+    assert api.get(f"{BASE}/{name}").json()["state"] == "PUBLISHED"
+
+
+def test_delete_lists_what_uses_the_module_and_deletes_what_nothing_uses(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    dates, report = _dates_and_report(api)
+    body = client.get(f"/console/modules/{dates}/delete-review", headers=HTMX)
+    assert body.status_code == 200
+    assert f'Module <a href="/console/modules/{report}">{report}</a> imports it' in body.text
+    assert "cannot be deleted" in body.text and f"Delete {dates}</button>" not in body.text
+    refused = _post(client, csrf, f"/console/modules/{dates}/delete", version=_etag(api, dates))
+    assert refused.status_code == 409 and f'<a href="/console/modules/{report}">{report}</a>' in refused.text
+
+    body = client.get(f"/console/modules/{report}/delete-review", headers=HTMX)
+    assert f"Delete {report}</button>" in body.text
+    done = _post(client, csrf, f"/console/modules/{report}/delete", htmx=False, version=_etag(api, report))
+    assert done.status_code == 303 and done.headers["location"] == f"/console/modules/{report}/deleted"
+    page = client.get(done.headers["location"])
+    assert page.status_code == 200 and "was deleted" in page.text
+    assert api.get(f"{BASE}/{report}").status_code == 404
+    # its history stays, without write controls for a module that is gone
+    history = client.get(f"/console/modules/{report}/history")
+    assert history.status_code == 200 and "is deleted" in history.text and "Restore version" not in history.text
+
+
+def test_duplicate_checks_the_name_and_makes_a_new_module(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    name = unique_id("orig")
+    _module(api, name, "exports.a = 1;")
+    check = f"/console/modules/{name}/duplicate-check"
+    assert "R1" in client.get(check, params={"id": "1bad"}, headers=HTMX).text
+    assert "R2" in client.get(check, params={"id": name}, headers=HTMX).text
+    fresh = unique_id("copy")
+    assert "is free" in client.get(check, params={"id": fresh}, headers=HTMX).text
+
+    taken = _post(client, csrf, f"/console/modules/{name}/duplicate", id=name)
+    assert taken.status_code == 422 and 'aria-invalid="true"' in taken.text and "R2" in taken.text
+    made = _post(client, csrf, f"/console/modules/{name}/duplicate", id=fresh)
+    assert made.headers["HX-Redirect"] == f"/console/modules/{fresh}"
+    copy = api.get(f"{BASE}/{fresh}").json()
+    assert copy["state"] == "UNPUBLISHED" and copy["draft"]["content"] == "exports.a = 1;"
+
+
+def test_history_shows_the_timeline_compares_versions_and_restores_one_into_the_draft(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    name = unique_id("hist")
+    before = datetime.now(timezone.utc)
+    _module(api, name, "exports.a = 1;", description="the first description")
+    expect(api.put(f"{BASE}/{name}", json={"draftContent": "exports.a = 2;", "description": "the second description"}), 200)
+    expect(api.post(f"{BASE}/{name}/publish"), 200)
+
+    page = client.get(f"/console/modules/{name}/history")
+    assert page.status_code == 200
+    assert "Published version 1" in page.text and "Published version 2" in page.text and "Draft changed" in page.text
+    assert "<time datetime=" in page.text
+    compared = client.get(f"/console/modules/{name}/history", params={"a": "1", "b": "2"})
+    assert "\n-exports.a = 1;\n+exports.a = 2;" in compared.text  # a unified diff, a line each
+    assert "the first description" in compared.text and "the second description" in compared.text
+
+    # as of an instant after the first publish: the first description
+    first_at = api.get(f"{BASE}/{name}/versions").json()[0]["publishedAt"]
+    at = datetime.fromisoformat(first_at).astimezone(timezone.utc).replace(tzinfo=None) + timedelta(microseconds=1)
+    as_of = client.get(f"/console/modules/{name}/history", params={"at": at.isoformat()})
+    section = as_of.text.split('id="as-of-result-heading"')[1].split("</section>")[0]
+    assert "the first description" in section and "the second description" not in section
+    before_any = client.get(f"/console/modules/{name}/history", params={"at": (before - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")})
+    assert "did not exist at that instant" in before_any.text
+
+    # restore version 1 into the draft
+    assert f'value="{_etag(api, name)}"' in page.text
+    restored = _post(client, csrf, f"/console/modules/{name}/restore", htmx=False, version=_etag(api, name), restore="1")
+    assert restored.status_code == 303 and restored.headers["location"] == f"/console/modules/{name}"
+    module = api.get(f"{BASE}/{name}").json()
+    assert module["state"] == "DRAFT" and module["draft"]["content"] == "exports.a = 1;"
+    assert "Version 1 restored into the draft" in client.get(f"/console/modules/{name}/history").text
+
+
+def test_bad_history_parameters_are_explained_not_a_500(admin, api) -> None:  # noqa: ANN001
+    client, _ = admin
+    name = unique_id("bad")
+    _module(api, name, "exports.a = 1;")
+    page = client.get(f"/console/modules/{name}/history", params={"a": "99", "b": "nope", "at": "yesterday"})
+    assert page.status_code == 200
+    assert page.text.count('aria-invalid="true"') == 3
+    assert "Give a date and time" in page.text and "Choose a published version" in page.text
+    assert client.get("/console/modules/nobody_here/history").status_code == 404
+    assert client.get("/console/modules/no-such/publish-review").status_code == 404
+
+
+def test_an_auditor_reads_the_history_and_sees_no_write_control_and_its_writes_are_refused(auditor, api) -> None:  # noqa: ANN001
+    client, csrf = auditor
+    name = unique_id("aud")
+    _module(api, name, "exports.a = 1;")
+    history = client.get(f"/console/modules/{name}/history")
+    assert history.status_code == 200 and "Published version 1" in history.text
+    assert "Restore version" not in history.text
+    page = client.get(f"/console/modules/{name}")
+    assert page.status_code == 200 and "History and versions" in page.text
+    for control in ("publish-dialog", "More actions", "Discard draft", "Delete code module", "Duplicate"):
+        assert control not in page.text
+    for path in ("publish-review", "discard-review", "delete-review"):
+        assert client.get(f"/console/modules/{name}/{path}").status_code == 403
+    for path, fields in (("publish", {}), ("discard", {}), ("delete", {}), ("duplicate", {"id": unique_id("x")}), ("restore", {"restore": "1"})):
+        answer = _post(client, csrf, f"/console/modules/{name}/{path}", htmx=False, **fields)
+        assert answer.status_code == 403, path
+    assert api.get(f"{BASE}/{name}").status_code == 200
+
+
+def test_a_write_without_the_csrf_token_is_refused(admin, api) -> None:  # noqa: ANN001
+    client, _ = admin
+    name = unique_id("csrf")
+    _module(api, name, "exports.a = 1;")
+    answer = client.post(f"/console/modules/{name}/delete", data={"version": _etag(api, name)}, headers=_origin(client))
+    assert answer.status_code == 403
+    assert api.get(f"{BASE}/{name}").status_code == 200
+
+
+def test_module_text_in_the_history_the_card_and_the_review_is_escaped(admin, api) -> None:  # noqa: ANN001
+    client, _ = admin
+    name = unique_id("esc")
+    evil = "<script>alert(1)</script>"
+    _module(api, name, f"exports.a = '</pre>{evil}';", description=f"evil {evil}")
+    expect(api.put(f"{BASE}/{name}", json={"draftContent": f"exports.a = '</textarea>{evil}';", "description": f"new {evil}"}), 200)
+    pages = [
+        client.get(f"/console/modules/{name}/history"),
+        client.get(f"/console/modules/{name}/history", params={"a": "1", "b": "draft"}),
+        client.get(f"/console/modules/{name}"),
+        client.get(f"/console/modules/{name}/publish-review", headers=HTMX),
+    ]
+    for page in pages:
+        assert page.status_code == 200
+        assert evil not in page.text and "</textarea><script" not in page.text and "</pre><script" not in page.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
