@@ -1,4 +1,16 @@
-# The API (`toolsmith serve`) or the sandbox service (`toolsmith sandbox`); see docker-compose.yml.
+# The API (`toolsmith serve`, with its admin console) or the sandbox service (`toolsmith sandbox`);
+# see docker-compose.yml.
+
+# The console's browser assets (htmx, the CodeMirror island, Swagger UI for /docs), bundled with
+# esbuild from the committed lockfile, as `make install` does; only the bundle goes on.
+FROM node:22-slim AS console-assets
+WORKDIR /console
+COPY console/package.json console/package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+COPY console/build.mjs ./
+COPY console/assets assets
+RUN node build.mjs
+
 FROM python:3.11-slim
 WORKDIR /app
 # libpq: psycopg's client library, for the PostgreSQL event store.
@@ -11,7 +23,10 @@ COPY infrastructure infrastructure
 COPY api api
 COPY projections projections
 COPY sandbox sandbox
-RUN pip install --no-cache-dir .
+# (.dockerignore keeps a local console/node_modules and console/static/dist out of the context)
+COPY console console
+COPY --from=console-assets /console/static/dist console/static/dist
+RUN pip install --no-cache-dir . && test -s "$(python -c 'import console, pathlib; print(pathlib.Path(console.__file__).parent / "static/dist/console.js")')"
 ENV TOOLSMITH_DATA_DIR=/data
 VOLUME ["/data"]
 EXPOSE 8000

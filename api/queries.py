@@ -29,6 +29,16 @@ def used_by(services: Services, tenant: str, module_id: str) -> list[str]:
         return services.store.graph(tenant).importers_of(module_id)
 
 
+def used_by_counts(services: Services, tenant: str, module_ids: list[str]) -> dict[str, int]:
+    """How many modules use each of `module_ids` (one read-model query for a whole page); while
+    the read model is unavailable, the import graph's answer."""
+    try:
+        return services.read_model.used_by_counts(tenant, module_ids)
+    except ReadModelUnavailable:
+        graph = services.store.graph(tenant)
+        return {module_id: len(graph.importers_of(module_id)) for module_id in module_ids}
+
+
 def named_by_callers(services: Services, tenant: str, caller: str | None) -> tuple[str, ...]:
     """`usedBy` may name a plan or an agent: the tools its nodes or its allowed tools name."""
     if caller is None:
@@ -40,14 +50,20 @@ def named_by_callers(services: Services, tenant: str, caller: str | None) -> tup
 
 def list_modules(services: Services, tenant: str, *, search: str | None = None, state: str | None = None,
                  tool: bool | None = None, used_by: str | None = None, tags: tuple[str, ...] = (),
-                 offset: int = 0, limit: int = 20, order_by: str = "id", ascending: bool = True) -> Page:
-    """A page of module summaries with the facets of the whole result."""
+                 offset: int = 0, limit: int = 20, order_by: str = "id", ascending: bool = True,
+                 count_users: bool = False) -> Page:
+    """A page of module summaries with the facets of the whole result; with `count_users`, each
+    summary also has `usedByCount` (how many modules import it, draft or published)."""
     query = ListQuery(
         search=search or None, state=state, tool=tool, used_by=used_by or None,
         also_used=named_by_callers(services, tenant, used_by or None), tags=tags,
         offset=offset, limit=limit, order_by=order_by, ascending=ascending,
     )
-    return services.read_model.list(tenant, query)
+    page = services.read_model.list(tenant, query)
+    if count_users and page.collection:
+        counts = used_by_counts(services, tenant, [m["id"] for m in page.collection])
+        page.collection = [{**m, "usedByCount": counts.get(m["id"], 0)} for m in page.collection]
+    return page
 
 
 def is_available(services: Services, tenant: str, module_id: str) -> bool:

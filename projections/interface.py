@@ -75,6 +75,11 @@ class ModuleReadModel(TrackingRecorder, ABC):
         """Ids of the modules whose draft or published imports name `module_id`, sorted."""
 
     @abstractmethod
+    def used_by_counts(self, tenant: str, module_ids: Iterable[str]) -> dict[str, int]:
+        """For each id asked: how many modules' draft or published imports name it (0 for an id
+        no module imports, or no module holds). One query for the whole page, not one per row."""
+
+    @abstractmethod
     def is_taken(self, tenant: str, module_id: str) -> bool:
         """Whether a (non-deleted) module holds the id."""
 

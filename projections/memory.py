@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from eventsourcing.persistence import Tracking
@@ -73,6 +74,16 @@ class InMemoryModuleReadModel(POPOTrackingRecorder, ModuleReadModel):
     def used_by(self, tenant: str, module_id: str) -> list[str]:
         with self._database_lock:
             return sorted(d["id"] for (t, _), d in self._documents.items() if t == tenant and module_id in d["uses"])
+
+    def used_by_counts(self, tenant: str, module_ids: Iterable[str]) -> dict[str, int]:
+        counts = {module_id: 0 for module_id in module_ids}
+        with self._database_lock:
+            for (t, _), document in self._documents.items():
+                if t == tenant:
+                    for used in document["uses"]:
+                        if used in counts:
+                            counts[used] += 1
+        return counts
 
     def is_taken(self, tenant: str, module_id: str) -> bool:
         with self._database_lock:

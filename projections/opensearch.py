@@ -389,6 +389,23 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         found = self._call(lambda: self.client.search(index=self.index, body=body))
         return sorted(hit["fields"]["id"][0] for hit in found["hits"]["hits"])
 
+    def used_by_counts(self, tenant: str, module_ids: Iterable[str]) -> dict[str, int]:
+        counts = {module_id: 0 for module_id in module_ids}
+        if not counts:
+            return counts
+        wanted = sorted(counts)
+        body = {
+            "query": {"bool": {"filter": [*self._live_filter(tenant), {"terms": {"uses": wanted}}]}},
+            "size": 0,
+            "track_total_hits": False,
+            # `include` keeps only the asked ids' buckets (a module's other imports are not counted)
+            "aggs": {"uses": {"terms": {"field": "uses", "include": wanted, "size": len(wanted)}}},
+        }
+        found = self._call(lambda: self.client.search(index=self.index, body=body))
+        for bucket in found["aggregations"]["uses"]["buckets"]:
+            counts[bucket["key"]] = bucket["doc_count"]
+        return counts
+
     def is_taken(self, tenant: str, module_id: str) -> bool:
         return self._get_live(_module_id(tenant, module_id)) is not None
 

@@ -146,6 +146,26 @@ def test_used_by_counts_draft_and_published_imports(world: World) -> None:
     assert world.view.used_by(OTHER_TENANT, "lib") == []
 
 
+def test_used_by_counts_of_a_page_agree_with_the_used_by_lists(world: World) -> None:
+    world.module("lib", publish=True)
+    world.module("other_lib", publish=True)
+    world.module("lonely")
+    world.module("published_user", imports=["lib", "other_lib"], publish=True)
+    world.module("draft_user")
+    world.app.modules.update(TENANT, "draft_user", imports=["lib"], by="tester")
+    world.module("gone_user", imports=["lib"])
+    world.app.modules.delete(TENANT, "gone_user", by="tester")
+    world.module("lib", tenant=OTHER_TENANT, publish=True)
+    world.module("elsewhere_user", imports=["lib"], tenant=OTHER_TENANT)
+    world.sync()
+    ids = ["lib", "other_lib", "lonely", "published_user", "no_such_module"]
+    counts = world.view.used_by_counts(TENANT, ids)
+    assert counts == {"lib": 2, "other_lib": 1, "lonely": 0, "published_user": 0, "no_such_module": 0}
+    assert counts == {i: len(world.view.used_by(TENANT, i)) for i in ids}
+    assert world.view.used_by_counts(OTHER_TENANT, ["lib", "other_lib"]) == {"lib": 1, "other_lib": 0}
+    assert world.view.used_by_counts(TENANT, []) == {}
+
+
 def test_availability_is_per_tenant(world: World) -> None:
     world.module("taken")
     assert world.view.is_taken(TENANT, "taken")
