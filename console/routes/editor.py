@@ -118,6 +118,7 @@ def _page_context(request: Request, tenant: str, module: CodeModule, used_by: li
     imports = list(definition["imports"])
     return {
         "m": module_out(module, used_by),
+        "usage": {"modules": used_by, **services.records.users_of(tenant, module.module_id)},
         "version": module.version,
         "definition": definition,
         "tool": tool,

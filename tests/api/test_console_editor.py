@@ -180,3 +180,19 @@ def test_a_save_that_breaks_a_rule_names_the_field_in_the_problem_region(admin, 
     assert "tool.inputParameters[0].name: must not start with a digit" in answer.text
     assert "tool.timeoutMillis: must be between 100 and 10000, got 50" in answer.text
     assert api.get(f"{BASE}/m1").json()["draft"]["tool"] is None
+
+
+def test_the_module_page_lists_what_uses_it_each_linked(admin, api) -> None:  # noqa: ANN001
+    client, _ = admin
+    # a published library, a module importing it, and a plan calling a tool
+    expect(api.post(BASE, json={"id": "money", "description": "money helpers", "draftContent": "exports.cents = 100;"}), 201)
+    expect(api.post(f"{BASE}/money/publish"), 200)
+    expect(api.post(BASE, json={"id": "invoice", "description": "uses money", "draftImports": ["money"],
+                                "draftContent": "exports.run = function () { return money.cents; };"}), 201)
+    page = client.get("/console/modules/money")
+    assert page.status_code == 200
+    used_by = page.text[page.text.index('id="used-by"'):]
+    used_by = used_by[:used_by.index("</section>")]
+    assert 'Module <a href="/console/modules/invoice">invoice</a> imports it' in used_by
+    # nothing uses the importer
+    assert "Nothing uses it" in client.get("/console/modules/invoice").text

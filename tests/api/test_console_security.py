@@ -328,3 +328,14 @@ def test_console_pages_have_no_inline_script_or_style(app: FastAPI) -> None:
         assert None not in assets.scripts and assets.inline == [], path
         assert assets.styles == 0 and assets.style_attributes == 0, path
         assert all(url.startswith("/console/static/") for url in [*assets.scripts, *assets.links]), path
+
+
+def test_static_assets_are_sent_gzipped_to_a_browser_that_asks(app: FastAPI) -> None:
+    client = TestClient(app)
+    docs = client.get("/docs").text
+    bundle = re.search(r'src="(/console/static/dist/swagger-ui-bundle\.js[^"]*)"', docs).group(1)
+    compressed = client.get(bundle, headers={"Accept-Encoding": "gzip"})
+    assert compressed.status_code == 200 and compressed.headers["content-encoding"] == "gzip"
+    assert compressed.num_bytes_downloaded < len(compressed.content) / 2  # the bytes sent; httpx decoded them
+    plain = client.get(bundle, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers and plain.content == compressed.content
