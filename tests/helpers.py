@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import os
 from typing import Any
 
@@ -29,3 +30,35 @@ def expect(response: Any, status: int) -> Any:
     """`response`, after checking a setup call answered `status` (else its body says why)."""
     assert response.status_code == status, f"{response.request.method} {response.request.url}: {response.status_code} {response.text}"
     return response
+
+
+# -- the console without a browser (tests/api/test_console_*.py) --------------------------------------
+
+CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
+
+
+def same_origin(client: Any) -> dict[str, str]:
+    """The `Origin` header a browser sends with a form posted from the client's own pages."""
+    return {"Origin": str(client.base_url).rstrip("/")}
+
+
+def page_csrf(html: str) -> str:
+    """The CSRF token a console page carries for its forms."""
+    match = CSRF_META.search(html)
+    assert match, "the page carries no CSRF token"
+    return match.group(1)
+
+
+def sign_in_console(client: Any, token: str = ADMIN_TOKEN, next: str = "/console/modules") -> str:
+    """Signs `client` in to the console with `token`; the CSRF token of its pages."""
+    answer = client.post("/console/sign-in", data={"token": token, "next": next}, headers=same_origin(client), follow_redirects=False)
+    assert answer.status_code == 303, answer.text
+    return page_csrf(client.get(next).text)
+
+
+def console_session(app: Any, token: str = ADMIN_TOKEN, **options: Any) -> tuple[Any, str]:
+    """A new browser-like client of `app` signed in with `token`, and its CSRF token."""
+    from fastapi.testclient import TestClient
+
+    client = TestClient(app, **options)
+    return client, sign_in_console(client, token)

@@ -11,17 +11,10 @@ from fastapi.testclient import TestClient
 from entrypoints.web import create_app
 from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect
+from tests.helpers import same_origin as _origin
+from tests.helpers import sign_in_console as _signed_in
 
 BASE = "/api/v1/admin/code-modules"
-
-
-def _signed_in(client: TestClient, token: str) -> str:
-    """Signs the client in with `token`; the page's CSRF token."""
-    origin = str(client.base_url).rstrip("/")
-    answer = client.post("/console/sign-in", data={"token": token, "next": "/console/modules"}, headers={"Origin": origin}, follow_redirects=False)
-    assert answer.status_code == 303, answer.text
-    page = client.get("/console/modules")
-    return re.search(r'<meta name="csrf-token" content="([^"]+)"', page.text).group(1)
 
 
 @pytest.fixture
@@ -41,10 +34,6 @@ def admin(app) -> tuple[TestClient, str]:  # noqa: ANN001
 @pytest.fixture
 def api(app) -> TestClient:  # noqa: ANN001
     return TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
-
-
-def _origin(client: TestClient) -> dict[str, str]:
-    return {"Origin": str(client.base_url).rstrip("/")}
 
 
 def _form(csrf: str, **fields: object) -> dict[str, object]:

@@ -14,22 +14,15 @@ from fastapi.testclient import TestClient
 
 from entrypoints.web import create_app
 from tests.conftest import wire
-from tests.helpers import ADMIN_TOKEN, expect, unique_id
+from tests.helpers import ADMIN_TOKEN, expect
+from tests.helpers import same_origin as _origin
+from tests.helpers import sign_in_console as _signed_in, unique_id
 
 BASE = "/api/v1/admin/code-modules"
 HTMX = {"HX-Request": "true"}
 DATES_V1 = "exports.year = function (d) { return d.slice(0, 4); };"
 DATES_WITHOUT_YEAR = "exports.month = function (d) { return d.slice(5, 7); };"
 REPORT = "exports.run = function (input) { return 'Report ' + dates.year(input.day); };"
-
-
-def _signed_in(client: TestClient, token: str) -> str:
-    """Signs the client in with `token`; the page's CSRF token."""
-    origin = str(client.base_url).rstrip("/")
-    answer = client.post("/console/sign-in", data={"token": token, "next": "/console/modules"}, headers={"Origin": origin}, follow_redirects=False)
-    assert answer.status_code == 303, answer.text
-    page = client.get("/console/modules")
-    return re.search(r'<meta name="csrf-token" content="([^"]+)"', page.text).group(1)
 
 
 @pytest.fixture
@@ -55,10 +48,6 @@ def auditor(app, api) -> tuple[TestClient, str]:  # noqa: ANN001
     secret = expect(api.post("/api/v1/admin/tokens", json={"name": "an auditor", "role": "auditor"}), 201).json()["token"]
     client = TestClient(app)
     return client, _signed_in(client, secret)
-
-
-def _origin(client: TestClient) -> dict[str, str]:
-    return {"Origin": str(client.base_url).rstrip("/")}
 
 
 def _post(client: TestClient, csrf: str, path: str, *, htmx: bool = True, **fields: object):  # noqa: ANN202

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from entrypoints.web import create_app
 from tests.conftest import wire
-from tests.helpers import ADMIN_TOKEN, expect
+from tests.helpers import ADMIN_TOKEN, console_session, expect
 
 BASE = "/api/v1/admin/code-modules"
 LIST = "/console/modules"
@@ -34,11 +34,7 @@ def api(app: FastAPI) -> TestClient:
 
 
 def _sign_in(app: FastAPI, token: str = ADMIN_TOKEN) -> TestClient:
-    client = TestClient(app)
-    answer = client.post("/console/sign-in", data={"token": token, "next": LIST},
-                         headers={"Origin": str(client.base_url).rstrip("/")}, follow_redirects=False)
-    assert answer.status_code == 303
-    return client
+    return console_session(app, token)[0]
 
 
 @pytest.fixture

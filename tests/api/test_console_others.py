@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from tests.conftest import wire
-from tests.helpers import ADMIN_TOKEN, expect, unique_id
+from tests.helpers import ADMIN_TOKEN, expect, page_csrf, unique_id
 
 ORIGIN = "http://testserver"
 MODULES = "/api/v1/admin/code-modules"
@@ -32,15 +32,9 @@ def console(client: TestClient, token: str) -> TestClient:
     return visitor
 
 
-def csrf(page: str) -> str:
-    match = re.search(r'<meta name="csrf-token" content="([^"]+)">', page)
-    assert match
-    return match.group(1)
-
-
 def post(visitor: TestClient, url: str, data: dict[str, Any] | list[tuple[str, str]], *, page: str = "/console/tools",
          **kwargs: Any) -> Any:
-    token = csrf(visitor.get(page).text)
+    token = page_csrf(visitor.get(page).text)
     fields: dict[str, Any] = {}
     for key, value in (data.items() if isinstance(data, dict) else data):
         fields.setdefault(key, []).append(value)
@@ -245,7 +239,7 @@ def test_the_playground_runs_a_tool_as_mcp_does(client: TestClient, admin: TestC
     page = admin.get(f"/console/playground?tool={tool}").text
     assert 'type="number" step="1"' in page and 'type="checkbox"' in page and 'data-kind="json"' in page
     assert "(required)" in page
-    ran = post(admin, "/console/playground/run", {"tool": tool, "mode": "form", f"arg.n": "41", "arg.flag": "on", "arg.items": "[1, 2]"})
+    ran = post(admin, "/console/playground/run", {"tool": tool, "mode": "form", "arg.n": "41", "arg.flag": "on", "arg.items": "[1, 2]"})
     assert ran.status_code == 200
     assert "isError: false" in ran.text and "&#34;n&#34;:42" in ran.text.replace(" ", "") and "got 41" in ran.text
     raw = post(admin, "/console/playground/run", {"tool": tool, "mode": "json", "raw": '{"n": 1}'})

@@ -16,6 +16,8 @@ from fastapi.testclient import TestClient
 from entrypoints.web import create_app
 from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect
+from tests.helpers import console_session as _signed_in
+from tests.helpers import same_origin as _origin
 
 BASE = "/api/v1/admin/code-modules"
 TOKENS = "/api/v1/admin/tokens"
@@ -35,20 +37,8 @@ def api(app: FastAPI) -> TestClient:
     return TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
 
 
-def _origin(client: TestClient) -> dict[str, str]:
-    return {"Origin": str(client.base_url).rstrip("/")}
-
-
 def _sign_in(client: TestClient, token: str, next: str = "/console/modules"):  # noqa: ANN202
     return client.post("/console/sign-in", data={"token": token, "next": next}, headers=_origin(client), follow_redirects=False)
-
-
-def _signed_in(app: FastAPI, token: str = ADMIN_TOKEN, **options: object) -> tuple[TestClient, str]:
-    """A new client signed in with `token`, and its page's CSRF token."""
-    client = TestClient(app, **options)
-    assert _sign_in(client, token).status_code == 303
-    page = expect(client.get("/console/modules"), 200)
-    return client, re.search(r'<meta name="csrf-token" content="([^"]+)"', page.text).group(1)
 
 
 def _issue(api: TestClient, role: str, name: str = "someone") -> dict[str, str]:
