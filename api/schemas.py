@@ -149,6 +149,19 @@ class ExecutionOut(BaseModel):
     durationMillis: float
 
 
+class PlanNodeRunOut(BaseModel):
+    node: int = Field(description="the node's place in the plan, from 1")
+    toolName: str
+    output: Any = Field(description="what the node answered: the next node's input (null when it failed)")
+    error: ExecutionErrorOut | None
+    logs: list[str]
+    durationMillis: float
+
+
+class PlanRunOut(ExecutionOut):
+    nodes: list[PlanNodeRunOut] = Field(description="each node of the run in order, as far as it got")
+
+
 class FieldError(BaseModel):
     field: str
     rule: str

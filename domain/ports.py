@@ -57,6 +57,9 @@ class ExecutionResult:
     error: ExecutionError | None = None
     logs: tuple[str, ...] = ()
     duration_millis: float = 0.0
+    # A plan run's nodes in order, as far as it got: each {"node", "toolName", "output", "error",
+    # "logs", "durationMillis"} (each output the next node's input). Empty for any other call.
+    steps: tuple[dict[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:

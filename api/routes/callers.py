@@ -16,7 +16,7 @@ from api.schemas import (
     AgentFields,
     AgentIn,
     AgentPublic,
-    ExecutionOut,
+    PlanRunOut,
     McpServerFields,
     McpServerIn,
     McpServerPublic,
@@ -76,13 +76,13 @@ servers = _records_router(SERVER, "/api/v1/admin/mcp-servers", "MCP servers", Mc
 profiles = _records_router(PROFILE, "/api/v1/admin/usage-profiles", "usage profiles", UsageProfileIn, UsageProfileFields, UsageProfilePublic)
 
 
-@plans.post("/{id}/run", response_model=ExecutionOut, responses=documented(400, 404, 429, 503))
+@plans.post("/{id}/run", response_model=PlanRunOut, responses=documented(400, 404, 429, 503))
 async def run_plan(id: str, body: RunRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Run a plan's DIRECT_TOOL nodes in order, each output the next input; no LLM."""
     result = await run_in_threadpool(
         services.toolbox.kind(PlanKind).run, principal.tenant, id, body.input, context=call_context(principal), tools=services.toolbox
     )
-    return execution_out(result)
+    return {**execution_out(result), "nodes": list(result.steps)}
 
 
 @servers.put("/{id}/tools/{name}", response_model=McpServerPublic, responses=documented(404))

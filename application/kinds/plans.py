@@ -126,10 +126,11 @@ class PlanKind(ToolKind):
         the run. The caller's permissions were checked for every node before this runs."""
         started = time.perf_counter()
         plan_id = plan["id"]
-        value, logs = arguments, []
+        value, logs, steps = arguments, [], []
         for index, node in enumerate(plan["nodes"]):
             label = f"node {index + 1} ({node['toolName']})"
             failure = None
+            result = None
             target = tools.entry(tenant, node["toolName"])
             node_context = {**context, "planRun": {"plan": plan_id, "node": index + 1, "toolName": node["toolName"]}}
             if target is None:
@@ -148,9 +149,16 @@ class PlanKind(ToolKind):
                     if result.error is not None:
                         failure = ExecutionError(result.error.type, f"{label}: {result.error.message}")
                     value = result.output
+            steps.append({
+                "node": index + 1, "toolName": node["toolName"],
+                "output": result.output if result is not None and failure is None else None,
+                "error": failure.as_dict() if failure is not None else None,
+                "logs": list(result.logs) if result is not None else [],
+                "durationMillis": result.duration_millis if result is not None else 0.0,
+            })
             if failure is not None:
-                return ExecutionResult(error=failure, logs=tuple(logs), duration_millis=_since(started))
-        return ExecutionResult(output=value, logs=tuple(logs), duration_millis=_since(started))
+                return ExecutionResult(error=failure, logs=tuple(logs), duration_millis=_since(started), steps=tuple(steps))
+        return ExecutionResult(output=value, logs=tuple(logs), duration_millis=_since(started), steps=tuple(steps))
 
 
 def _since(started: float) -> float:

@@ -28,6 +28,7 @@ from api.schemas import (
     UsageProfileFields,
     UsageProfileIn,
 )
+from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain import errors
@@ -312,24 +313,23 @@ for _kind in (PLANS, AGENTS, PROFILES, SERVERS):
 
 
 def node_runs(record: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each node of the run in order with its log lines, whether it ran, failed or was not reached.
-    The run answers the last node's output (each node's output is the next node's input)."""
-    nodes = record["nodes"]
-    failed_at = None
-    error = result.get("error")
-    if error is not None:
-        match = re.match(r"node (\d+) \(", error.get("message", ""))
-        failed_at = int(match.group(1)) if match else 1
+    """Each node of the plan in order: what the run says it answered (its output, V5's cut, its
+    error, its logs and time), then the nodes a failure left unreached."""
+    ran = {step["node"]: step for step in result.get("nodes", [])}
     runs = []
-    for index, node in enumerate(nodes, start=1):
-        prefix = f"[node {index} ({node['toolName']})] "
-        logs = [line[len(prefix):] for line in result.get("logs", []) if line.startswith(prefix)]
-        if failed_at is None:
-            state = "ran"
-        else:
-            state = "ran" if index < failed_at else ("failed" if index == failed_at else "not run")
-        runs.append({"index": index, "toolName": node["toolName"], "logs": logs, "state": state,
-                     "last": index == len(nodes)})
+    for index, node in enumerate(record["nodes"], start=1):
+        step = ran.get(index)
+        if step is None:
+            runs.append({"index": index, "toolName": node["toolName"], "state": "not run", "logs": [], "output": None,
+                         "error": None, "durationMillis": None})
+            continue
+        failed = step["error"] is not None
+        runs.append({
+            "index": index, "toolName": step["toolName"], "state": "failed" if failed else "ran",
+            "last": index == len(record["nodes"]),
+            "logs": step["logs"], "error": step["error"], "durationMillis": step["durationMillis"],
+            "output": None if failed else shown(json.dumps(step["output"], indent=2, ensure_ascii=False)),
+        })
     return runs
 
 
@@ -348,9 +348,8 @@ async def run_plan_page(record_id: str, request: Request, visitor: Writer) -> Re
     try:
         result = await run_plan(record_id, RunRequest(input=value), services, visitor.principal)
     except (errors.InvalidInput, errors.ToolNotCallable) as error:
-        result = {"output": None, "error": {"type": error.code, "message": error.detail}, "logs": [], "durationMillis": 0}
-    result = {**result, "outputText": json.dumps(result["output"], indent=2, ensure_ascii=False),
-              "nodes": node_runs(record, result)}
+        result = {"output": None, "error": {"type": error.code, "message": error.detail}, "logs": [], "durationMillis": 0, "nodes": []}
+    result = {**result, "nodes": node_runs(record, result)}
     return _render_detail(request, PLANS, record, run=result, run_input=text)
 
 

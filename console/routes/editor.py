@@ -5,7 +5,6 @@ routes (`api/routes/modules.py`) make, and the answer into a page or an htmx fra
 from __future__ import annotations
 
 import json
-import math
 import re
 from datetime import datetime
 from typing import Any
@@ -21,6 +20,7 @@ from application.kinds.base import tagged
 from application.kinds.code import CODE_TAG
 from application.modules import Written
 from application.toolbox import answered
+from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, Violation
@@ -39,7 +39,6 @@ from domain.rules import (
 router = APIRouter(prefix="/console/modules", route_class=ConsoleRoute, include_in_schema=False)
 
 # V5: the Test window shows at most this many characters of output, and of logs.
-SHOWN = 131_072
 # What the Test window's input starts as, per parameter type.
 EXAMPLES: dict[str, Any] = {"string": "", "integer": 0, "decimal": 0, "date": "2024-05-06", "boolean": False, "array": [], "object": {}}
 # Where each field of a create request is shown on the Create page.
@@ -301,16 +300,9 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
     error = out["error"]
     return render(
         request, "modules/_test_result.html", refused=None, violations=[], error=error, line=_line_of(error),
-        output=_shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False)),
-        logs=_shown("\n".join(out["logs"])), duration=out["durationMillis"],
+        output=shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False)),
+        logs=shown("\n".join(out["logs"])), duration=out["durationMillis"],
     )
-
-
-def _shown(text: str | None) -> dict[str, Any] | None:
-    """V5: at most 128 KB of a text, and how much there was when it was cut."""
-    if text is None:
-        return None
-    return {"text": text[:SHOWN], "cut": len(text) > SHOWN, "total_kb": math.ceil(len(text) / 1024)}
 
 
 def _line_of(error: dict[str, str] | None) -> int | None:

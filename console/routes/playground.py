@@ -17,6 +17,7 @@ from mcp_types import TextContent
 
 from api.deps import permissions_of
 from api.mcp_tools import DURATION_META, LOGS_META, call_as
+from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain.catalog import ToolEntry
@@ -24,7 +25,6 @@ from domain.catalog import ToolEntry
 router = APIRouter(prefix="/console/playground", route_class=ConsoleRoute, include_in_schema=False)
 
 # V5: what the page shows of an output at most.
-SHOWN_BYTES = 128 * 1024
 KINDS = {"integer": "integer", "number": "number", "boolean": "boolean", "array": "json", "object": "json"}
 
 
@@ -108,16 +108,12 @@ def playground(request: Request, visitor: Reader, tool: str = "") -> Response:
 
 
 def presented(result: Any, elapsed_millis: float, arguments: Any) -> dict[str, Any]:
-    """The MCP result as the page shows it: its text (up to SHOWN_BYTES), isError, logs and time."""
-    text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
-    encoded = text.encode("utf-8", errors="replace")
-    cut = len(encoded) > SHOWN_BYTES
-    if cut:
-        text = encoded[:SHOWN_BYTES].decode("utf-8", errors="ignore")
+    """The MCP result as the page shows it: its text (V5: up to 128 KB), isError, logs and time."""
+    text = shown("\n".join(c.text for c in result.content if isinstance(c, TextContent)))
     meta = result.meta or {}
     duration = meta.get(DURATION_META)
     return {
-        "text": text, "isError": bool(result.is_error), "cut": cut, "bytes": len(encoded),
+        "text": text["text"], "isError": bool(result.is_error), "cut": text["cut"], "bytes": text["bytes"],
         "logs": list(meta.get(LOGS_META, [])), "durationMillis": duration, "elapsedMillis": round(elapsed_millis, 1),
         "arguments": arguments,
     }

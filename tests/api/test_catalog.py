@@ -84,6 +84,10 @@ def test_a_plan_runs_its_nodes_in_order_each_output_the_next_input(client: TestC
     run = client.post(f"{PLANS}/{plan}/run", json={"input": {"n": 3}}).json()
     assert run["output"] == {"n": 14} and run["error"] is None
     assert run["logs"] == [f"[node 1 ({double})] doubling 3", f"[node 3 ({double})] doubling 7"]
+    # each node in order: what it answered (the next node's input), its own logs
+    assert [(n["node"], n["toolName"], n["output"], n["error"]) for n in run["nodes"]] == [
+        (1, double, {"n": 6}, None), (2, plus_one, {"n": 7}, None), (3, double, {"n": 14}, None)]
+    assert run["nodes"][0]["logs"] == ["doubling 3"] and run["nodes"][1]["logs"] == []
     assert call(client, plan, {"n": 3}).json()["output"] == {"n": 14}
 
     # the plan is a PLAN tool in the catalog, and takes what its first node takes
@@ -104,6 +108,9 @@ def test_a_failing_node_ends_the_run_and_is_named(client: TestClient) -> None:
     result = client.post(f"{PLANS}/{plan}/run", json={"input": {}}).json()
     assert result["error"]["type"] == "runtime"
     assert result["error"]["message"].startswith(f"node 2 ({boom}): ") and "boom" in result["error"]["message"]
+    # the run got as far as node 2: node 1's output, node 2's error, node 3 never ran
+    assert [n["node"] for n in result["nodes"]] == [1, 2]
+    assert result["nodes"][0]["output"] == "text" and result["nodes"][1]["error"]["type"] == "runtime"
     # not exposed: not a tool
     assert call(client, plan, {}).status_code == 404
 

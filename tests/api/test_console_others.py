@@ -174,6 +174,12 @@ def test_plans_are_created_run_edited_and_deleted_from_forms(client: TestClient,
     saved = post(admin, f"/console/plans/{plan}", {"description": "adds two", "nodes": f"{tool}\n{tool}"})
     assert saved.status_code == 303
     assert len(expect(client.get(f"/api/v1/admin/plans/{plan}"), 200).json()["nodes"]) == 2
+    # each node's output is shown, the first one as the second's input
+    chained = module_tool(client, source="exports.run = function (i) { return {n: i.n + 1}; };")
+    assert post(admin, f"/console/plans/{plan}", {"description": "adds two", "nodes": f"{chained}\n{chained}"}).status_code == 303
+    twice = post(admin, f"/console/plans/{plan}/run", {"input": '{"n": 1}'}).text
+    assert "Node 1: " in twice and "Output (node 2's input):" in twice and "Node 2: " in twice
+    assert twice.index("&#34;n&#34;: 2") < twice.index("&#34;n&#34;: 3")
     assert post(admin, f"/console/plans/{plan}/delete", {}).status_code == 303
     assert client.get(f"/api/v1/admin/plans/{plan}").status_code == 404
 

@@ -194,7 +194,10 @@ def test_a_plan_is_created_and_run_showing_each_node(page, console_server) -> No
     assert runs.count() == 2
     assert "adding one to 40" in runs.nth(0).inner_text()
     assert "adding one to 41" in runs.nth(1).inner_text()
-    assert '"n": 42' in runs.nth(1).locator("pre").last.inner_text()
+    # each node's output: node 1's is node 2's input
+    assert '"n": 41' in runs.nth(0).locator("pre").first.inner_text()
+    assert "node 2's input" in runs.nth(0).inner_text()
+    assert '"n": 42' in runs.nth(1).locator("pre").first.inner_text()
     assert_accessible(page, "a plan's run")
     shot(page, "plan-run")
 
