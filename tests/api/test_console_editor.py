@@ -8,8 +8,6 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from entrypoints.web import create_app
-from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect
 from tests.helpers import same_origin as _origin
 from tests.helpers import sign_in_console as _signed_in
@@ -18,22 +16,9 @@ BASE = "/api/v1/admin/code-modules"
 
 
 @pytest.fixture
-def app(settings, shared_sandbox):  # noqa: ANN001, ANN201
-    """The app, started once for the test (one lifespan: the clients below share it)."""
-    application = create_app(wire(settings, shared_sandbox))
-    with TestClient(application):
-        yield application
-
-
-@pytest.fixture
 def admin(app) -> tuple[TestClient, str]:  # noqa: ANN001
     client = TestClient(app)
     return client, _signed_in(client, ADMIN_TOKEN)
-
-
-@pytest.fixture
-def api(app) -> TestClient:  # noqa: ANN001
-    return TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
 
 
 def _form(csrf: str, **fields: object) -> dict[str, object]:

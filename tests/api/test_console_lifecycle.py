@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from fastapi.testclient import TestClient
 
-from entrypoints.web import create_app
-from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect
 from tests.helpers import same_origin as _origin
 from tests.helpers import sign_in_console as _signed_in, unique_id
@@ -23,17 +20,6 @@ HTMX = {"HX-Request": "true"}
 DATES_V1 = "exports.year = function (d) { return d.slice(0, 4); };"
 DATES_WITHOUT_YEAR = "exports.month = function (d) { return d.slice(5, 7); };"
 REPORT = "exports.run = function (input) { return 'Report ' + dates.year(input.day); };"
-
-
-@pytest.fixture
-def app(settings, shared_sandbox):  # noqa: ANN001, ANN201
-    return create_app(wire(settings, shared_sandbox))
-
-
-@pytest.fixture
-def api(app) -> Iterator[TestClient]:  # noqa: ANN001
-    with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
-        yield client
 
 
 @pytest.fixture

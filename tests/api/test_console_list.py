@@ -5,32 +5,17 @@ text shown as text (a description holding `<script>` is never markup)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from entrypoints.web import create_app
-from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, console_session, expect
 
 BASE = "/api/v1/admin/code-modules"
 LIST = "/console/modules"
 SOURCE = "exports.run = () => 1; exports.x = 1;"
-
-
-@pytest.fixture
-def app(settings, shared_sandbox) -> Iterator[FastAPI]:  # noqa: ANN001
-    application = create_app(wire(settings, shared_sandbox))
-    with TestClient(application):
-        yield application
-
-
-@pytest.fixture
-def api(app: FastAPI) -> TestClient:
-    return TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
 
 
 def _sign_in(app: FastAPI, token: str = ADMIN_TOKEN) -> TestClient:

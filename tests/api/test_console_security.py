@@ -6,15 +6,12 @@ ending a session, the cross-site checks on every state-changing request, the aud
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from entrypoints.web import create_app
-from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect
 from tests.helpers import console_session as _signed_in
 from tests.helpers import same_origin as _origin
@@ -22,19 +19,6 @@ from tests.helpers import same_origin as _origin
 BASE = "/api/v1/admin/code-modules"
 TOKENS = "/api/v1/admin/tokens"
 COOKIE = "toolsmith_session"
-
-
-@pytest.fixture
-def app(settings, shared_sandbox) -> Iterator[FastAPI]:  # noqa: ANN001
-    """The app, started once for the test (one lifespan: every client below shares it)."""
-    application = create_app(wire(settings, shared_sandbox))
-    with TestClient(application):
-        yield application
-
-
-@pytest.fixture
-def api(app: FastAPI) -> TestClient:
-    return TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
 
 
 def _sign_in(client: TestClient, token: str, next: str = "/console/modules"):  # noqa: ANN202
