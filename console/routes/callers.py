@@ -256,10 +256,8 @@ def _register(k: Kind) -> None:
         try:
             body = validated(k.create, _body_from_form(k, form, None, None))
             record, _ = _services(request).records.save(principal.tenant, k.kind, body, by=principal.name, create=True)
-        except FormProblem as problem:
-            return _render_form(request, k, values=_form_values(k, form, None), editing=False, problem=problem)
-        except errors.ModuleError as error:
-            problem = problem_of_error(error)
+        except (FormProblem, errors.ModuleError) as error:
+            problem = error if isinstance(error, FormProblem) else problem_of_error(error)
             if problem is None:
                 raise
             return _render_form(request, k, values=_form_values(k, form, None), editing=False, problem=problem)
@@ -279,10 +277,8 @@ def _register(k: Kind) -> None:
         try:
             body = validated(k.fields, _body_from_form(k, form, record_id, existing))
             records.save(principal.tenant, k.kind, {"id": record_id, **body}, by=principal.name, create=False)
-        except FormProblem as problem:
-            return _render_form(request, k, values=_form_values(k, form, record_id), editing=True, problem=problem)
-        except errors.ModuleError as error:
-            problem = problem_of_error(error)
+        except (FormProblem, errors.ModuleError) as error:
+            problem = error if isinstance(error, FormProblem) else problem_of_error(error)
             if problem is None:
                 raise
             return _render_form(request, k, values=_form_values(k, form, record_id), editing=True, problem=problem)
