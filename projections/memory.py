@@ -294,15 +294,23 @@ class _Tenant:
         if ascending:
             yield from (key[1] for _, key in index.islice(start))
             return
-        # Descending descriptions, but ids ascending among equal descriptions: each run of one
-        # description is read forwards. Position p is in the run of the element at n-1-p.
-        n, position = len(index), start
-        while position < n:
-            description = index[n - 1 - position][0]
-            low = index.bisect_left((description,))
-            high = index.bisect_left((description + "\0",))  # the least string after `description`
-            yield from (key[1] for _, key in index.islice(low + position - (n - high), high))
-            position = n - low
+        # Descriptions descending, but ids ascending among equal descriptions: each run of one
+        # description is read forwards. The run holding position `start` is found by bisection;
+        # the runs below it are gathered while reading backwards.
+        n = len(index)
+        if start >= n:
+            return
+        description = index[n - 1 - start][0]
+        low = index.bisect_left((description,))
+        high = index.bisect_left((description + "\0",))  # the least string after `description`
+        yield from (key[1] for _, key in index.islice(low + start - (n - high), high))
+        run: list[tuple[str, IdKey]] = []
+        for entry in index.islice(0, low, reverse=True):
+            if run and entry[0] != run[0][0]:
+                yield from (key[1] for _, key in reversed(run))
+                run = []
+            run.append(entry)
+        yield from (key[1] for _, key in reversed(run))
 
 
 _EMPTY: SortedList = SortedList()

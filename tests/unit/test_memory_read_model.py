@@ -173,3 +173,19 @@ def test_a_stored_document_is_a_copy() -> None:
     read = view.document("acme", "dates")
     read["draft"]["description"] = "changed by the reader"
     assert view.document("acme", "dates")["draft"]["description"] in DESCRIPTIONS
+
+
+@pytest.mark.parametrize("order_by", ["id", "description", "role", "state"])
+@pytest.mark.parametrize("ascending", [True, False])
+def test_every_offset_of_every_order_gives_the_scans_page(order_by: str, ascending: bool) -> None:
+    """Pages whose first row falls inside a run of equal keys (equal descriptions, one state)."""
+    rng = random.Random(f"{order_by}{ascending}")
+    view, reference = InMemoryModuleReadModel(), Reference()
+    for position, module_id in enumerate(IDS, start=1):
+        document = random_document(rng)
+        document.update(tenant="acme", id=module_id)
+        view.put(document, Tracking("test", position))
+        reference.put(document)
+    for offset in range(len(IDS) + 1):
+        query = ListQuery(offset=offset, limit=rng.randint(1, 4), order_by=order_by, ascending=ascending)
+        assert view.list("acme", query).collection == reference.list("acme", query).collection
