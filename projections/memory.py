@@ -3,7 +3,8 @@
 Each tenant's documents come with indexes kept in step on every write, so that a page costs its
 size rather than the tenant's: the orders of the list (sorted keys), the facet counts by state and
 role, the modules of each tag, and who uses each module. Order keys break ties as OpenSearch does:
-the primary key, then the id case-insensitively, then the id itself.
+the primary key, then the id case-insensitively, then the id itself. Only `search` still reads every
+id and description of the tenant (a word may match inside them).
 """
 
 from __future__ import annotations
