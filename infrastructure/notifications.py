@@ -52,7 +52,8 @@ class Listener:
 
     def __init__(self, connection: Mapping[str, str], channels: Mapping[str, Callable[[str], None]], *,
                  on_connect: Callable[[], None], name: str, retry_seconds: float = 1.0) -> None:
-        self._connection = {**connection, **_KEEPALIVE, "autocommit": True}
+        # Named, so that an operator sees who listens (pg_stat_activity.application_name).
+        self._connection = {**connection, **_KEEPALIVE, "autocommit": True, "application_name": f"toolsmith {name}"}
         self._channels = dict(channels)
         self._on_connect = on_connect
         self._retry_seconds = retry_seconds
@@ -98,7 +99,7 @@ class Notifier:
     failure. A notification lost to a failure is logged; the listeners' polling covers it."""
 
     def __init__(self, connection: Mapping[str, str], channel: str) -> None:
-        self._connection = {**connection, **_KEEPALIVE, "autocommit": True}
+        self._connection = {**connection, **_KEEPALIVE, "autocommit": True, "application_name": f"toolsmith {channel}"}
         self._channel = channel
         self._open: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
