@@ -111,8 +111,10 @@ class Server:
     def command(self) -> list[str]:
         return [str(TOOLSMITH), "serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
 
-    def start(self) -> Server:
-        self.process = launch(self.command(), url=self.url, log_path=self.log_path, env=self.environment(), mode=self.log_mode)
+    def start(self, timeout: float = 30) -> Server:
+        """`timeout`: seconds to answer /healthz (a topology of several processes starts slower)."""
+        self.process = launch(self.command(), url=self.url, log_path=self.log_path, env=self.environment(), mode=self.log_mode,
+                              timeout=timeout)
         return self
 
     def stop(self) -> None:

@@ -172,7 +172,7 @@ def _projections(args: argparse.Namespace) -> int:
     from opensearchpy.exceptions import OpenSearchException
     from pydantic import ValidationError
 
-    from entrypoints.compose import build_read_model, build_runner, open_event_store
+    from entrypoints.compose import build_read_model, build_runner, open_event_store, store_channels
     from infrastructure import logs
     from infrastructure.settings import Settings
     from projections.store_identity import store_identity
@@ -197,12 +197,15 @@ def _projections(args: argparse.Namespace) -> int:
         if args.action == "rebuild":
             return _rebuild(app, settings, args.keep_old)
         # Like the API's own runner, it rebuilds an index that holds another event store's documents.
-        view = build_read_model(settings, store_identity(app))
+        identity = store_identity(app)
+        view = build_read_model(settings, identity)
         assert isinstance(view, OpenSearchModuleReadModel)
         if os.environ.get("TOOLSMITH_FAILPOINT") == "kill-after-documents":
             # For the fault tests only: dies between a batch's documents and its tracking position.
             view.on_documents_written = lambda: os.kill(os.getpid(), signal.SIGKILL)
-        runner = build_runner(app, view)
+        # On PostgreSQL it wakes on each write and announces each position to the API processes.
+        channels = store_channels(settings, app, identity)
+        runner = build_runner(app, view, poll_seconds=settings.projection_poll_seconds, channels=channels, announce=True)
         stopped = threading.Event()
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, lambda *_: stopped.set())
@@ -210,6 +213,8 @@ def _projections(args: argparse.Namespace) -> int:
         print(f"  {prog}: following the event log from position {runner.position()}", flush=True)
         stopped.wait()
         runner.stop()
+        if channels is not None:
+            channels.close()
         view.close()
         return 0
     except (ReadModelUnavailable, OpenSearchException) as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from eventsourcing.application import Application
 from opensearchpy import OpenSearch
@@ -37,6 +38,9 @@ from projections.runner import PullingProjectionRunner, TrackingWatcher
 from projections.store_identity import store_identity
 from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
+
+if TYPE_CHECKING:
+    from infrastructure.notifications import StoreChannels
 
 log = logging.getLogger("toolsmith.projections")
 
@@ -89,16 +93,31 @@ def build_read_model(settings: Settings, store: str | None = None) -> ModuleRead
     )
 
 
-def build_runner(app: Application, view: ModuleReadModel) -> PullingProjectionRunner:
+def build_runner(app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.5,
+                 channels: StoreChannels | None = None, announce: bool = False) -> PullingProjectionRunner:
     """The projection runner, in the API process or `toolsmith projections run`. On OpenSearch it
-    rebuilds the index from `app`'s store when it finds another store's documents there."""
+    rebuilds the index from `app`'s store when it finds another store's documents there. With a
+    PostgreSQL store's `channels` it wakes on every write, and with `announce` (a runner of its
+    own process) it tells the API processes of each position applied."""
     replace = None
     if isinstance(view, OpenSearchModuleReadModel):
         def replace() -> None:
             done = rebuild(app, view.client, view.index, replicas=view.replicas, store=view.store)
             log.warning("read model rebuilt from this event store", extra={
                 "index": done.index, "replaced": done.replaced, "events": done.events, "store": view.store})
-    return PullingProjectionRunner(app, ModuleSummaries(view=view), rebuild=replace)
+    return PullingProjectionRunner(app, ModuleSummaries(view=view), rebuild=replace, poll_seconds=poll_seconds,
+                                   listen=channels.listen_to_writes if channels is not None else None,
+                                   announce=channels.announce if channels is not None and announce else None)
+
+
+def store_channels(settings: Settings, app: Application, store: str) -> StoreChannels | None:
+    """The store's notification channels (PostgreSQL's LISTEN/NOTIFY); None on SQLite, whose
+    followers poll. `store` is the store's identity."""
+    if settings.persistence_module != POSTGRES:
+        return None
+    from infrastructure.notifications import StoreChannels  # psycopg needs libpq, which SQLite deployments may lack
+
+    return StoreChannels(settings.event_store_env(), writes_channel=app.recorder.channel_name, store=store)  # type: ignore[attr-defined]
 
 
 def build_graph_lock(settings: Settings, event_store_env: dict[str, str]) -> GraphLock:
@@ -203,12 +222,15 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     store = open_event_store(settings, tool_names=names)
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
                             code_sandbox=sandbox, names=names, kinds=kinds)  # type: ignore[arg-type]
-    read_model = build_read_model(settings, store_identity(store))
+    identity = store_identity(store)
+    read_model = build_read_model(settings, identity)
+    channels = store_channels(settings, store, identity)
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
-        runner = TrackingWatcher(store, read_model, max_lag_seconds=settings.read_model_max_lag_seconds)
+        runner = TrackingWatcher(store, read_model, max_lag_seconds=settings.read_model_max_lag_seconds,
+                                 listen=channels.listen_to_positions if channels is not None else None)
     else:
-        runner = build_runner(store, read_model)
+        runner = build_runner(store, read_model, poll_seconds=settings.projection_poll_seconds, channels=channels)
 
     authenticator = Authenticator(app.tokens.find_digest)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None

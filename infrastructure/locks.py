@@ -19,6 +19,7 @@ from psycopg_pool import ConnectionPool
 
 from application.commands import ThreadGraphLock
 from domain.ports import GraphLock
+from infrastructure.notifications import connection_settings
 
 _LOCK = "SELECT pg_advisory_lock(%s)"
 _UNLOCK = "SELECT pg_advisory_unlock(%s)"
@@ -48,16 +49,7 @@ class AdvisoryGraphLock(GraphLock):
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AdvisoryGraphLock:
         """The lock for the store that eventsourcing's POSTGRES_* variables in `env` describe."""
-        missing = [name for name in ("POSTGRES_DBNAME", "POSTGRES_HOST", "POSTGRES_USER") if not env.get(name)]
-        if missing:
-            raise ValueError(f"PERSISTENCE_MODULE=eventsourcing.postgres needs {', '.join(missing)}")
-        connection = {
-            "dbname": env["POSTGRES_DBNAME"],
-            "host": env["POSTGRES_HOST"],
-            "port": env.get("POSTGRES_PORT") or "5432",
-            "user": env["POSTGRES_USER"],
-            "password": env.get("POSTGRES_PASSWORD", ""),
-        }
+        connection = connection_settings(env)
         # Stores in different schemas of one database are different stores: their locks too.
         return cls(connection, namespace=f"{connection['dbname']}.{env.get('POSTGRES_SCHEMA') or 'public'}")
 

@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     # `in-process`: the API applies events itself; `external`: `toolsmith projections run` does.
     projection_runner: Literal["in-process", "external"] = Field(
         "in-process", validation_alias=_env("projection_runner", "TOOLSMITH_PROJECTION_RUNNER"))
+    # How often the projection runner looks for new events when nothing told it of one. On
+    # PostgreSQL the store's notifications wake it at once; this is the fallback for a lost one.
+    projection_poll_seconds: float = Field(0.5, gt=0, le=60, validation_alias=_env(
+        "projection_poll_seconds", "TOOLSMITH_PROJECTION_POLL_SECONDS"))
 
     # The code sandbox (DESIGN §6).
     sandbox_url: str = Field("embedded", validation_alias=_env("sandbox_url", "CODESANDBOX_URL"))

@@ -2,14 +2,18 @@
 
 eventsourcing's own `ProjectionRunner` needs a recorder that supports subscriptions, which its
 SQLite recorder does not; this runner pulls instead. It wakes when the API says it wrote (`poke`),
-and otherwise polls, so that writes of other processes arrive too. Each batch of notifications is
+when the store says so (on PostgreSQL, its LISTEN/NOTIFY: `listen`), and otherwise polls, so that
+writes of other processes arrive even when a notification is lost. Each batch of notifications is
 applied in three steps: the view loads the documents the batch changes (`prepare`), the events are
 applied, and the view makes the batch durable, its tracking position last (`flush`). A batch that
 fails is dropped and applied again from the view's stored position, so an event counts once.
 
-`wait` gives the API its read-your-writes: it returns once the view has applied the given
-notification id. When the runner is another process (`toolsmith projections run`), the API
-uses `TrackingWatcher` instead, which reads the view's stored position.
+`wait_async` gives the API its read-your-writes: it returns once the view has applied the given
+notification id, holding no thread meanwhile (issue 15, 7: sixty writers waiting had taken the
+API's threads from its reads). When the runner is another process (`toolsmith projections run`),
+the runner announces each position it applies (`announce`), and the API uses `TrackingWatcher`
+instead: one thread per process hears the positions (or, without notifications, reads the view's
+stored position while someone waits) and wakes every request waiting for one.
 
 `health` is what `/healthz` says of the read side: the positions, the lag in events and in
 seconds (the age of the oldest event not applied yet, which also tells of a runner in another
@@ -18,14 +22,16 @@ process that died), whether the runner runs, and `degraded` with the reasons.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import logging
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import anyio
 from eventsourcing.application import Application
 from eventsourcing.persistence import Tracking
 
@@ -38,6 +44,96 @@ log = logging.getLogger("toolsmith.projections")
 BATCH = 500
 
 
+class Listening(Protocol):
+    """A listener to the store's notifications, running in a thread of its own (PostgreSQL's)."""
+
+    connected: bool
+
+    def stop(self) -> None: ...
+
+
+class AppliedPosition:
+    """The position the view has applied, as this process knows it, and the requests waiting for
+    it to reach theirs: an async request waits on a future (no thread), a blocking caller on an
+    event. Whoever learns a new position calls `advance`; `give_up` answers every waiter False."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.position = 0
+        self._waiting: list[tuple[int, Callable[[bool], None]]] = []
+
+    def advance(self, position: int) -> None:
+        with self._lock:
+            self.position = position
+            ready = [waiter for waiter in self._waiting if waiter[0] <= position]
+            self._waiting = [waiter for waiter in self._waiting if waiter[0] > position]
+        for _, wake in ready:
+            wake(True)
+
+    def give_up(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for _, wake in waiting:
+            wake(False)
+
+    def waiting(self) -> bool:
+        return bool(self._waiting)
+
+    async def wait_async(self, position: int, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[bool] = loop.create_future()
+
+        def wake(result: bool) -> None:
+            try:
+                loop.call_soon_threadsafe(_settle, answer, result)
+            except RuntimeError:  # the loop closed: nobody waits any more
+                pass
+
+        waiter = (position, wake)
+        if not self._add(waiter):
+            return True
+        try:
+            return await asyncio.wait_for(answer, timeout)
+        except TimeoutError:
+            return False
+        finally:
+            self._remove(waiter)
+
+    def wait(self, position: int, timeout: float) -> bool:
+        woken = threading.Event()
+        result: list[bool] = []
+
+        def wake(answer: bool) -> None:
+            result.append(answer)
+            woken.set()
+
+        waiter = (position, wake)
+        if not self._add(waiter):
+            return True
+        try:
+            return woken.wait(timeout) and result[0]
+        finally:
+            self._remove(waiter)
+
+    def _add(self, waiter: tuple[int, Callable[[bool], None]]) -> bool:
+        """Adds the waiter unless its position is applied already (then False)."""
+        with self._lock:
+            if self.position >= waiter[0]:
+                return False
+            self._waiting.append(waiter)
+            return True
+
+    def _remove(self, waiter: tuple[int, Callable[[bool], None]]) -> None:
+        with self._lock:
+            if waiter in self._waiting:
+                self._waiting.remove(waiter)
+
+
+def _settle(answer: asyncio.Future[bool], result: bool) -> None:
+    if not answer.done():
+        answer.set_result(result)
+
+
 class PullingProjectionRunner:
     def __init__(
         self,
@@ -47,17 +143,24 @@ class PullingProjectionRunner:
         poll_seconds: float = 0.5,
         batch: int = BATCH,
         rebuild: Callable[[], object] | None = None,
+        listen: Callable[[Callable[[], None]], Listening] | None = None,
+        announce: Callable[[int], None] | None = None,
     ) -> None:
         """`rebuild` replaces the view's storage with one built from `app`'s store (for a view
-        found holding another event store's documents)."""
+        found holding another event store's documents). `listen(wake)` starts listening to the
+        store's writes (PostgreSQL); `announce(position)` tells the API processes of each new
+        position applied (for a runner in a process of its own)."""
         self.app = app
         self.projection = projection
         self.view: ModuleReadModel = projection.view
         self.poll_seconds = poll_seconds
         self.batch = batch
-        self._position = 0
+        self._applied = AppliedPosition()
+        self._announced: int | None = None
+        self._listen = listen
+        self._announce = announce
+        self._listening: Listening | None = None
         self._opened = False
-        self._caught_up = threading.Condition()
         self._poked = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -77,19 +180,24 @@ class PullingProjectionRunner:
             self._failed(error)
         self._thread = threading.Thread(target=self._follow, name=f"projection-{self.projection.name}", daemon=True)
         self._thread.start()
+        if self._listen is not None:
+            self._listening = self._listen(self.poke)
 
     def stop(self) -> None:
         self._stopping.set()
         self._poked.set()
+        if self._listening is not None:
+            self._listening.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self._applied.give_up()
 
     def poke(self) -> None:
         self._poked.set()
 
     def position(self) -> int:
         """The last notification id the view has applied, as this runner knows it."""
-        return self._position
+        return self._applied.position
 
     mode = "in-process"
 
@@ -100,18 +208,22 @@ class PullingProjectionRunner:
     def wait(self, notification_id: int | None, timeout: float) -> bool:
         """True once the view has applied `notification_id`; False after `timeout` seconds, or at
         once while the view is failing or nothing follows the log (a write must not hang on an
-        unavailable read model)."""
-        if notification_id is None:
+        unavailable read model). Holds the calling thread: for scripts and tests."""
+        if notification_id is None or self._applied.position >= notification_id:
             return True
+        if self.error is not None or not self.alive():
+            return False
         self.poke()
-        deadline = time.monotonic() + timeout
-        with self._caught_up:
-            while self._position < notification_id:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.error is not None or not self.alive():
-                    return False
-                self._caught_up.wait(remaining)
-        return True
+        return self._applied.wait(notification_id, timeout)
+
+    async def wait_async(self, notification_id: int | None, timeout: float) -> bool:
+        """`wait` for a request on the event loop: it holds no thread while it waits."""
+        if notification_id is None or self._applied.position >= notification_id:
+            return True
+        if self.error is not None or not self.alive():
+            return False
+        self.poke()
+        return await self._applied.wait_async(notification_id, timeout)
 
     def catch_up(self, progress: Callable[[int, int], None] | None = None, *, pipelined: bool = False) -> int:
         """Applies every notification after the view's stored position; answers how many.
@@ -213,15 +325,15 @@ class PullingProjectionRunner:
             raise
 
     def _advance(self, position: int) -> None:
-        with self._caught_up:
-            self._position = position
-            self._caught_up.notify_all()
+        self._applied.advance(position)
+        if self._announce is not None and position != self._announced:
+            self._announce(position)
+            self._announced = position
 
     def _failed(self, error: BaseException) -> None:
         self.error = error
         log.error("projection failed; retrying", extra={"projection": self.projection.name, "error": str(error)})
-        with self._caught_up:
-            self._caught_up.notify_all()
+        self._applied.give_up()
 
     def _follow(self) -> None:
         while not self._stopping.is_set():
@@ -238,17 +350,32 @@ class PullingProjectionRunner:
 
 
 class TrackingWatcher:
-    """The API's side of a projection run by another process: progress read from the view."""
+    """The API's side of a projection run by another process. One thread per process learns the
+    view's position and wakes the requests waiting for theirs: from the runner's announcements
+    when it can listen to them (`listen`, PostgreSQL), reading the view's stored position only
+    every `fallback_seconds` while someone waits, in case one was lost; without them (SQLite), by
+    reading it every `poll_seconds` while someone waits."""
 
     def __init__(self, app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.02,
-                 max_lag_seconds: float | None = None) -> None:
-        """`max_lag_seconds`: past this age of the oldest event not applied, the runner counts as dead."""
+                 fallback_seconds: float = 0.25, max_lag_seconds: float | None = None,
+                 listen: Callable[[Callable[[int], None], Callable[[], None]], Listening] | None = None) -> None:
+        """`max_lag_seconds`: past this age of the oldest event not applied, the runner counts as
+        dead. `listen(heard, on_connect)` starts listening to the runner's announced positions."""
         self.app = app
         self.view = view
         self.poll_seconds = poll_seconds
+        self.fallback_seconds = fallback_seconds
         self.max_lag_seconds = max_lag_seconds
         self.error: BaseException | None = None
         self._position = 0
+        self._applied = AppliedPosition()
+        self._listen = listen
+        self._listening: Listening | None = None
+        self._heard: collections.deque[int] = collections.deque()
+        self._wake = threading.Event()
+        self._read_now = False
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Prepares the view's storage too (idempotent), so queries work before the runner's start."""
@@ -256,25 +383,32 @@ class TrackingWatcher:
             self.view.open()
         except Exception as error:  # noqa: BLE001 - reported as the health's `degraded`, retried by position()
             self.error = error
-        self.position()
+        self._applied.advance(self.position())
+        self._thread = threading.Thread(target=self._follow, name="read-model-position", daemon=True)
+        self._thread.start()
+        if self._listen is not None:
+            self._listening = self._listen(self._hear, self.poke)
 
     def stop(self) -> None:
-        pass
+        self._stopping.set()
+        self._wake.set()
+        if self._listening is not None:
+            self._listening.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._applied.give_up()
 
     def poke(self) -> None:
-        pass
+        """Reads the view's position now (after a reconnection: announcements may have been missed)."""
+        self._read_now = True
+        self._wake.set()
 
     mode = "external"
 
     def alive(self) -> bool:
         """Another process's runner, as this process can tell: dead once the oldest event it has
         not applied is older than `max_lag_seconds` (a runner that lives applies it sooner)."""
-        if self.max_lag_seconds is None:
-            return True
-        applied = self.position()
-        if applied >= (self.app.recorder.max_notification_id() or 0):
-            return True
-        return _age_of_event(self.app, applied + 1) <= self.max_lag_seconds
+        return self._alive_at(self.position())
 
     def position(self) -> int:
         try:
@@ -287,17 +421,71 @@ class TrackingWatcher:
 
     def wait(self, notification_id: int | None, timeout: float) -> bool:
         """Like the runner's own `wait`; it gives up at once while the runner is evidently dead
-        (events older than `max_lag_seconds` are still not applied)."""
-        if notification_id is None:
+        (events older than `max_lag_seconds` are still not applied), or the view fails."""
+        if notification_id is None or self._applied.position >= notification_id:
             return True
-        if self.position() < notification_id and not self.alive():
+        ready = self._before_waiting(notification_id)
+        if ready is not None:
+            return ready
+        self._waiting_starts()
+        return self._applied.wait(notification_id, timeout)
+
+    async def wait_async(self, notification_id: int | None, timeout: float) -> bool:
+        """`wait` for a request on the event loop: a worker thread for the few milliseconds of the
+        first look, none while it waits."""
+        if notification_id is None or self._applied.position >= notification_id:
+            return True
+        ready = await anyio.to_thread.run_sync(self._before_waiting, notification_id)
+        if ready is not None:
+            return ready
+        self._waiting_starts()
+        return await self._applied.wait_async(notification_id, timeout)
+
+    def _before_waiting(self, notification_id: int) -> bool | None:
+        """True when the view has applied `notification_id` already, False when no wait can end
+        well (the view fails, or the runner is evidently dead), None: wait."""
+        applied = self.position()
+        if applied >= notification_id:
+            return True
+        if self.error is not None or not self._alive_at(applied):
             return False
-        deadline = time.monotonic() + timeout
-        while self.position() < notification_id:
-            if self.error is not None or time.monotonic() >= deadline:
-                return False
-            time.sleep(self.poll_seconds)
-        return True
+        return None
+
+    def _alive_at(self, applied: int) -> bool:
+        if self.max_lag_seconds is None or applied >= (self.app.recorder.max_notification_id() or 0):
+            return True
+        return _age_of_event(self.app, applied + 1) <= self.max_lag_seconds
+
+    def _listening_now(self) -> bool:
+        return self._listening is not None and self._listening.connected
+
+    def _waiting_starts(self) -> None:
+        """Wakes the follower to read at its waiting pace; at once when nothing announces."""
+        self._read_now = self._read_now or not self._listening_now()
+        self._wake.set()
+
+    def _hear(self, position: int) -> None:
+        self._heard.append(position)
+        self._wake.set()
+
+    def _follow(self) -> None:
+        """The one thread that advances the position, so that what it learns arrives in order."""
+        while not self._stopping.is_set():
+            pace = self.fallback_seconds if self._listening_now() else self.poll_seconds
+            woken = self._wake.wait(pace if self._applied.waiting() else 1.0)
+            self._wake.clear()
+            while self._heard:
+                self._applied.advance(self._heard.popleft())
+            read_now, self._read_now = self._read_now, False
+            if self._applied.waiting() and (read_now or not woken):
+                self._read()
+
+    def _read(self) -> None:
+        position = self.position()
+        if self.error is not None:
+            self._applied.give_up()  # the view fails: no wait ends well (its answer says so)
+        else:
+            self._applied.advance(position)
 
 
 def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, *, max_lag_seconds: float) -> dict[str, Any]:

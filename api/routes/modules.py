@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from api import queries
 from api.deps import Admin, Reader, ServicesDep
@@ -44,19 +45,21 @@ router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules"])
 READ_YOUR_WRITES = "Toolsmith-Read-Your-Writes"
 
 
-def _answer(services: Services, principal: Principal, written: Written, response: Response) -> dict[str, Any] | None:
+async def _answer(services: Services, principal: Principal, written: Written, response: Response) -> dict[str, Any] | None:
     """Waits (bounded) for the read model to apply the write, then presents the module (and its
-    new ETag, B7); says so in a header when the read model did not apply it in time."""
+    new ETag, B7); says so in a header when the read model did not apply it in time. The wait
+    holds no worker thread (issue 15, 7): writers waiting on the read side leave them to reads."""
     bound = services.settings.read_your_writes_seconds
     started = time.monotonic()
-    if not services.runner.wait(written.position, bound):
+    if not await services.runner.wait_async(written.position, bound):
         log.warning("read model behind a write", extra={"position": written.position})
         # A wait gives up before its bound only when the read model fails or no runner follows the log.
         response.headers[READ_YOUR_WRITES] = "timeout" if time.monotonic() - started >= bound else "unavailable"
     if written.module is None:
         return None
     response.headers["ETag"] = etag(written.module.version)
-    return module_out(written.module, queries.used_by(services, principal.tenant, written.module.module_id))
+    module = written.module
+    return await run_in_threadpool(lambda: module_out(module, queries.used_by(services, principal.tenant, module.module_id)))
 
 
 IfMatch = Annotated[
@@ -101,9 +104,9 @@ def availability(services: ServicesDep, principal: Reader, id: str = "") -> bool
 
 
 @router.post("", status_code=201, response_model=ModulePublic, responses=documented(400, 409, 413))
-def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
+async def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
     """Create a module as an UNPUBLISHED draft."""
-    written = services.modules.create(
+    written = await run_in_threadpool(lambda: services.modules.create(
         principal.tenant,
         body.id,
         description=body.description,
@@ -111,8 +114,8 @@ def create_module(body: ModuleCreate, services: ServicesDep, principal: Admin, r
         imports=body.draftImports,
         tool=body.tool.model_dump() if body.tool else None,
         by=principal.name,
-    )
-    return _answer(services, principal, written, response)
+    ))
+    return await _answer(services, principal, written, response)
 
 
 @router.post("/test", response_model=ExecutionOut, responses=documented(400, 413, 429, 503))
@@ -145,12 +148,12 @@ def get_module(
 
 
 @router.put("/{id}", response_model=ModulePublic, responses=documented(400, 404, 409, 412, 413))
-def update_module(
+async def update_module(
     id: str, body: ModuleUpdate, services: ServicesDep, principal: Admin, response: Response, if_match: IfMatch = None
 ) -> dict[str, Any] | None:
     """Change the description, the draft source and imports, or the tool section."""
     given = body.model_fields_set
-    written = services.modules.update(
+    written = await run_in_threadpool(lambda: services.modules.update(
         principal.tenant,
         id,
         description=body.description if "description" in given else UNSET,
@@ -159,8 +162,8 @@ def update_module(
         tool=(body.tool.model_dump() if body.tool else None) if "tool" in given else UNSET,
         by=principal.name,
         expected=_expected(if_match),
-    )
-    return _answer(services, principal, written, response)
+    ))
+    return await _answer(services, principal, written, response)
 
 
 @router.post(
@@ -168,7 +171,7 @@ def update_module(
     response_model=ModulePublic | PublishPreview,
     responses=documented(400, 404, 409, 412, 422, 429, 503),
 )
-def publish_module(
+async def publish_module(
     id: str,
     services: ServicesDep,
     principal: Admin,
@@ -178,32 +181,36 @@ def publish_module(
 ) -> dict[str, Any] | None:
     """Publish the draft after checking the module and every module that imports it."""
     if dryRun:
-        return queries.publish_preview(services, principal, id)
-    written = services.modules.publish(principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal))
-    return _answer(services, principal, written, response)
+        return await run_in_threadpool(queries.publish_preview, services, principal, id)
+    written = await run_in_threadpool(lambda: services.modules.publish(
+        principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal)))
+    return await _answer(services, principal, written, response)
 
 
 @router.post("/{id}/revert", response_model=ModulePublic, responses=documented(400, 404, 409, 412))
-def revert_module(
+async def revert_module(
     id: str, body: RevertRequest, services: ServicesDep, principal: Admin, response: Response, if_match: IfMatch = None
 ) -> dict[str, Any] | None:
     """Make a published version's definition the draft again (B1); publish it to make it live."""
-    written = services.modules.revert(principal.tenant, id, body.version, by=principal.name, expected=_expected(if_match))
-    return _answer(services, principal, written, response)
+    written = await run_in_threadpool(lambda: services.modules.revert(
+        principal.tenant, id, body.version, by=principal.name, expected=_expected(if_match)))
+    return await _answer(services, principal, written, response)
 
 
 @router.delete("/{id}/draft", response_model=ModulePublic, responses=documented(404, 409, 412))
-def discard_draft(id: str, services: ServicesDep, principal: Admin, response: Response, if_match: IfMatch = None) -> dict[str, Any] | None:
+async def discard_draft(id: str, services: ServicesDep, principal: Admin, response: Response, if_match: IfMatch = None) -> dict[str, Any] | None:
     """Drop the draft and return to the published version."""
-    written = services.modules.discard_draft(principal.tenant, id, by=principal.name, expected=_expected(if_match))
-    return _answer(services, principal, written, response)
+    written = await run_in_threadpool(lambda: services.modules.discard_draft(
+        principal.tenant, id, by=principal.name, expected=_expected(if_match)))
+    return await _answer(services, principal, written, response)
 
 
 @router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409, 412))
-def delete_module(id: str, services: ServicesDep, principal: Admin, if_match: IfMatch = None) -> Response:
+async def delete_module(id: str, services: ServicesDep, principal: Admin, if_match: IfMatch = None) -> Response:
     """Delete a module nothing uses; its history stays."""
     answer = Response(status_code=204)
-    _answer(services, principal, services.modules.delete(principal.tenant, id, by=principal.name, expected=_expected(if_match)), answer)
+    written = await run_in_threadpool(lambda: services.modules.delete(principal.tenant, id, by=principal.name, expected=_expected(if_match)))
+    await _answer(services, principal, written, answer)
     return answer
 
 
@@ -214,8 +221,9 @@ def module_usage(id: str, services: ServicesDep, principal: Reader) -> dict[str,
 
 
 @router.post("/{id}/duplicate", status_code=201, response_model=ModulePublic, responses=documented(400, 404, 409, 413))
-def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
+async def duplicate_module(id: str, body: DuplicateRequest, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any] | None:
     """Start a new UNPUBLISHED module from this one's current definition."""
-    return _answer(services, principal, services.modules.duplicate(principal.tenant, id, body.id, by=principal.name), response)
+    written = await run_in_threadpool(lambda: services.modules.duplicate(principal.tenant, id, body.id, by=principal.name))
+    return await _answer(services, principal, written, response)
 
 

@@ -49,10 +49,10 @@ def _pages(request: Request) -> Any:
     return request.app.state.console_pages
 
 
-def _wait(request: Request, written: Written) -> None:
+async def _wait(request: Request, written: Written) -> None:
     """Read-your-writes for the list, as the REST routes do (bounded; the page does not depend on it)."""
     services = request.app.state.services
-    services.runner.wait(written.position, services.settings.read_your_writes_seconds)
+    await services.runner.wait_async(written.position, services.settings.read_your_writes_seconds)
 
 
 # -- create ------------------------------------------------------------------------------------
@@ -89,7 +89,7 @@ async def create_module(request: Request, visitor: Writer) -> Response:
     except IdTaken as taken:
         errors["id"] = f"Already used by a {taken.taken_by} (R2)."
     else:
-        await run_in_threadpool(_wait, request, written)
+        await _wait(request, written)
         return RedirectResponse(f"/console/modules/{values['id']}", status_code=303)
     # The form again, as typed, each message next to its field (200: a form answered, as sign-in does).
     return _pages(request).render(request, "modules/new.html", values=values, errors=errors, max_description=MAX_DESCRIPTION)
@@ -178,7 +178,7 @@ async def save_module(module_id: str, request: Request, visitor: Writer) -> Resp
         )
     except PreconditionFailed:
         return _conflict(request, tenant, module_id, mine)
-    await run_in_threadpool(_wait, request, written)
+    await _wait(request, written)
     module = written.module
     assert module is not None
     context = _page_context(request, tenant, module, queries.used_by(services, tenant, module_id))

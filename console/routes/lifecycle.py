@@ -54,10 +54,10 @@ def _htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
 
 
-def _wait(request: Request, written: Written) -> None:
+async def _wait(request: Request, written: Written) -> None:
     """Read-your-writes for the list and used-by, as the REST routes do (bounded)."""
     services = request.app.state.services
-    services.runner.wait(written.position, services.settings.read_your_writes_seconds)
+    await services.runner.wait_async(written.position, services.settings.read_your_writes_seconds)
 
 
 def _go(request: Request, url: str) -> Response:
@@ -118,7 +118,7 @@ async def publish(module_id: str, request: Request, visitor: Writer) -> Response
         )
     except ModuleError as error:  # CheckFailed 422, ImportCycle, NothingToPublish 409, PreconditionFailed 412
         return _refused(request, "modules/_review_refused.html", error, module_id=module_id)
-    await run_in_threadpool(_wait, request, written)
+    await _wait(request, written)
     return _go(request, f"/console/modules/{module_id}")
 
 
@@ -142,7 +142,7 @@ async def discard(module_id: str, request: Request, visitor: Writer) -> Response
         )
     except ModuleError as error:  # R11: no draft, never published; 412 when the module moved on
         return _refused(request, "modules/_review_message.html", error, module_id=module_id)
-    await run_in_threadpool(_wait, request, written)
+    await _wait(request, written)
     return _go(request, f"/console/modules/{module_id}")
 
 
@@ -166,7 +166,7 @@ async def delete(module_id: str, request: Request, visitor: Writer) -> Response:
         )
     except ModuleError as error:  # R12 in use (with the list), 412
         return _refused(request, "modules/_usage_refused.html", error, module_id=module_id)
-    await run_in_threadpool(_wait, request, written)
+    await _wait(request, written)
     return _go(request, f"/console/modules/{module_id}/deleted")
 
 
@@ -209,7 +209,7 @@ async def duplicate(module_id: str, request: Request, visitor: Writer) -> Respon
         if not _htmx(request):
             raise
         return _pages(request).render(request, "modules/_review_duplicate.html", status=422, **context)
-    await run_in_threadpool(_wait, request, written)
+    await _wait(request, written)
     return _go(request, f"/console/modules/{name}")
 
 
@@ -387,5 +387,5 @@ async def restore(module_id: str, request: Request, visitor: Writer) -> Response
         services.modules.revert, visitor.principal.tenant, module_id, int(chosen) if chosen.isdigit() else chosen,
         by=visitor.principal.name, expected=_expected(form),
     )
-    await run_in_threadpool(_wait, request, written)
+    await _wait(request, written)
     return _go(request, f"/console/modules/{module_id}")

@@ -50,6 +50,8 @@ OWN_ENGINES: dict[tuple[str, str], str] = {
     # The event store's PostgreSQL (POSTGRES_*): the graph lock holds an advisory lock on its own pool.
     # (The event store's connections themselves are made inside eventsourcing, not in this tree.)
     ("infrastructure.locks", "psycopg_pool.ConnectionPool"): "the event store's own database",
+    # Its LISTEN/NOTIFY: the projections runner hears the writes, the API the runner's positions.
+    ("infrastructure.notifications", "psycopg.connect"): "the event store's own database",
     # The sandbox service the API is configured to run code on (CODESANDBOX_URL, shared secret).
     ("sandbox.remote", "httpx.Client"): "the service's own sandbox service",
 }
