@@ -20,6 +20,7 @@ import dataclasses
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from typing import Any
 
 import anyio
@@ -118,6 +119,7 @@ class McpEndpoint:
         once, so each start (tests start one app several times) gets a new one."""
         manager = StreamableHTTPSessionManager(
             app=self.server,
+            json_response=True,
             security_settings=self.security,
             max_request_body_size=self.services.settings.max_body_bytes,
         )
@@ -160,7 +162,7 @@ class McpEndpoint:
         except UnknownRecord as error:
             return problems.problem(404, error.code, error.detail)
         scope.setdefault("state", {})[OFFER_STATE] = offer
-        scope["user"] = AuthenticatedUser(_session_owner(principal, server_id))
+        scope["user"] = _session_owner(principal, server_id)
         return None
 
 
@@ -169,11 +171,13 @@ def _bearer(request: Request) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def _session_owner(principal: Principal, server_id: str | None) -> AccessToken:
+@lru_cache(maxsize=4_096)
+def _session_owner(principal: Principal, server_id: str | None) -> AuthenticatedUser:
     """Who opened a session, as the SDK compares it on every later request of that session: the
-    principal (`client_id`) and the server (`subject`). The token itself is not kept."""
+    principal (`client_id`) and the server (`subject`). The token itself is not kept. Kept per
+    caller and server: every request of a session asks again, and the answer never changes."""
     who = orjson.dumps(dataclasses.asdict(principal), option=orjson.OPT_SORT_KEYS).decode()
-    return AccessToken(token="", client_id=who, scopes=[], subject=f"mcp-server:{server_id or ''}")
+    return AuthenticatedUser(AccessToken(token="", client_id=who, scopes=[], subject=f"mcp-server:{server_id or ''}"))
 
 
 def mount(app: FastAPI, services: Services) -> McpEndpoint:
@@ -181,4 +185,8 @@ def mount(app: FastAPI, services: Services) -> McpEndpoint:
     endpoint = McpEndpoint(services)
     app.add_route(DEFAULT_PATH, endpoint, include_in_schema=False)
     app.add_route(DEFAULT_PATH + "/{server_id}", endpoint, include_in_schema=False)
+    # Matched first: a tool call is the hottest request there is, and no other route starts with
+    # /mcp, so it need not be tried against every route of the API and the console before it.
+    routes = app.router.routes
+    routes[:] = routes[-2:] + routes[:-2]
     return endpoint
