@@ -38,6 +38,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from api import problems
+from api.mcp_direct import DirectCalls
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, ToolWatch, take_offer
 from domain.errors import UnknownRecord
@@ -111,6 +112,9 @@ class McpEndpoint:
         self.origins = AllowedNames(settings.listed(settings.mcp_allowed_origins))
         self.watch = ToolWatch(services)
         self.server = build_server(services, self.watch)
+        # A session's tool calls are answered in their own request's task (api.mcp_direct).
+        self.direct = DirectCalls(self.server)
+        self.server.middleware.append(self.direct.session_middleware)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
@@ -137,10 +141,17 @@ class McpEndpoint:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        if self._manager is None:
+        manager = self._manager
+        if manager is None:
             await problems.problem(503, "starting", "the MCP endpoint is not running")(scope, receive, send)
             return
-        await self._manager.handle_request(scope, receive, send)
+        found = self.direct.serves(manager, scope)
+        if found is not None:
+            rest = await self.direct.answer(found, scope, receive, send)
+            if rest is None:
+                return
+            receive = rest
+        await manager.handle_request(scope, receive, send)
 
     async def _gate(self, scope: Scope) -> Any:
         request = Request(scope)
