@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -40,13 +41,17 @@ from starlette.types import Receive, Scope, Send
 from api import problems
 from api.mcp_direct import DirectCalls
 from api.mcp_tools import ToolHandlers
-from api.mcp_watch import OFFER_STATE, ToolWatch, take_offer
+from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
 from domain.errors import UnknownRecord
 from infrastructure.auth import ADMIN, CALLER, Principal
 from api.services import Services
 
 DEFAULT_PATH = "/mcp"
 ROLES = (ADMIN, CALLER)
+
+# The offer the gate took for the request being served, for `input_schema` (which the SDK calls
+# without a request context).
+_REQUEST_OFFER: ContextVar[Offer | None] = ContextVar("toolsmith_mcp_request_offer", default=None)
 
 
 class ToolServer(Server[Any]):
@@ -64,6 +69,15 @@ class ToolServer(Server[Any]):
         )
 
 
+def input_schema(name: str) -> Mapping[str, Any] | None:
+    """The input schema of the tool `name` as this request's caller is offered it, which the SDK
+    checks a 2026-era call's `Mcp-Param-*` headers against. Without it the SDK runs `tools/list`
+    (every page of the caller's offer) on every such call that has arguments, to find the schema."""
+    offer = _REQUEST_OFFER.get()
+    entry = offer.tool(name) if offer is not None else None
+    return entry.input_schema if entry is not None else None
+
+
 def build_server(services: Services, watch: ToolWatch) -> ToolServer:
     handlers = ToolHandlers(services)
     server = ToolServer(
@@ -73,6 +87,7 @@ def build_server(services: Services, watch: ToolWatch) -> ToolServer:
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_subscriptions_listen=watch.listen,
+        get_tool_input_schema=input_schema,
         # What a caller is offered depends on its token: a list is never to be shared or kept.
         cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
     )
@@ -151,7 +166,11 @@ class McpEndpoint:
             if rest is None:
                 return
             receive = rest
-        await manager.handle_request(scope, receive, send)
+        token = _REQUEST_OFFER.set(scope["state"][OFFER_STATE])
+        try:
+            await manager.handle_request(scope, receive, send)
+        finally:
+            _REQUEST_OFFER.reset(token)
 
     async def _gate(self, scope: Scope) -> Any:
         request = Request(scope)

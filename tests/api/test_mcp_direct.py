@@ -130,3 +130,28 @@ def test_other_requests_of_a_session_still_go_to_the_sdk(client: TestClient) -> 
     assert listed.status_code == 200 and listed.headers["content-type"] == "application/json"
     assert [tool["name"] for tool in listed.json()["result"]["tools"]] == ["echo"]
     assert len(client.through_manager) == served + 1  # type: ignore[attr-defined]
+
+
+def test_a_2026_call_with_arguments_is_answered_without_listing_the_callers_tools(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server import _streamable_http_modern as modern
+
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    served: list[str] = []
+    serve_one = modern.serve_one
+
+    async def counted(app: Any, dctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        served.append(method)
+        return await serve_one(app, dctx, method, *args, **kwargs)
+
+    monkeypatch.setattr(modern, "serve_one", counted)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "modern"}, "_meta": meta}}
+    sent = {**ACCEPT, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+
+    answered = client.post("/mcp", json=body, headers=sent)
+
+    assert answered.status_code == 200 and answered.headers["content-type"] == "application/json", answered.text
+    assert answered.json()["result"]["content"] == [{"type": "text", "text": "modern"}]
+    # the Mcp-Param-* check took the schema from the caller's offer, not from a tools/list of it
+    assert served == ["tools/call"]
