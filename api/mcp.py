@@ -6,6 +6,11 @@ request is answered from the caller's current offer) and ONE stateful `Streamabl
 which also serves the 2026-07-28 era (one self-contained POST per request, `subscriptions/listen`
 for change notifications) next to the handshake era (initialize, session id, GET stream).
 
+A POST is answered with one JSON body (the SDK's JSON response mode): no SSE stream per request.
+What needs a stream still gets one: a session's GET stream (its `tools/list_changed`) and a
+`subscriptions/listen` call. A session's `tools/call` is answered in its own request's task
+(`api.mcp_direct`), without the session loop's hop.
+
 In front of the SDK, an HTTP gate refuses, as problem details: a Host or Origin the settings do
 not allow (DNS rebinding), a missing or unknown bearer token (401), a role that may not call tools
 (403), a server the caller's tenant does not have (404). It then takes the caller's offer (see
