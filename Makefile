@@ -39,7 +39,7 @@ test-browser: install
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
 bench: install
-	$(BIN)/python -m bench
+	@$(WITH_WRK); $(BIN)/python -m bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info console/node_modules console/static/dist
@@ -86,5 +86,15 @@ WITH_CHROMIUM = if ! command -v chromium >/dev/null 2>&1; then \
 	  if ! command -v chromium >/dev/null 2>&1; then \
 	    if [ "$$CI" = true ]; then echo "make: chromium is missing (apt-get install -y chromium)" >&2; exit 1; \
 	    else echo "make: chromium is missing; the browser tests will skip (apt-get install -y chromium)" >&2; fi; \
+	  fi; \
+	fi
+
+# -- wrk: Debian's package, the HTTP load generator of bench/mcp_call.py (MCP against REST) --
+# Installed when missing and this is root; in CI a wrk that cannot be had fails the run.
+WITH_WRK = if ! command -v wrk >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq wrk) >/dev/null 2>&1 || true; fi; \
+	  if ! command -v wrk >/dev/null 2>&1; then \
+	    if [ "$$CI" = true ]; then echo "make: wrk is missing (apt-get install -y wrk)" >&2; exit 1; \
+	    else echo "make: wrk is missing; bench.mcp_call will say so (apt-get install -y wrk)" >&2; fi; \
 	  fi; \
 	fi

@@ -6,6 +6,11 @@ request is answered from the caller's current offer) and ONE stateful `Streamabl
 which also serves the 2026-07-28 era (one self-contained POST per request, `subscriptions/listen`
 for change notifications) next to the handshake era (initialize, session id, GET stream).
 
+A POST is answered with one JSON body (the SDK's JSON response mode): no SSE stream per request.
+What needs a stream still gets one: a session's GET stream (its `tools/list_changed`) and a
+`subscriptions/listen` call. A session's `tools/call` is answered in its own request's task
+(`api.mcp_direct`), without the session loop's hop.
+
 In front of the SDK, an HTTP gate refuses, as problem details: a Host or Origin the settings do
 not allow (DNS rebinding), a missing or unknown bearer token (401), a role that may not call tools
 (403), a server the caller's tenant does not have (404). It then takes the caller's offer (see
@@ -18,8 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any
 
 import anyio
@@ -37,14 +44,19 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from api import problems
+from api.mcp_direct import DirectCalls
 from api.mcp_tools import ToolHandlers
-from api.mcp_watch import OFFER_STATE, ToolWatch, take_offer
+from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
 from domain.errors import UnknownRecord
 from infrastructure.auth import ADMIN, CALLER, Principal
 from api.services import Services
 
 DEFAULT_PATH = "/mcp"
 ROLES = (ADMIN, CALLER)
+
+# The offer the gate took for the request being served, for `input_schema` (which the SDK calls
+# without a request context).
+_REQUEST_OFFER: ContextVar[Offer | None] = ContextVar("toolsmith_mcp_request_offer", default=None)
 
 
 class ToolServer(Server[Any]):
@@ -62,6 +74,15 @@ class ToolServer(Server[Any]):
         )
 
 
+def input_schema(name: str) -> Mapping[str, Any] | None:
+    """The input schema of the tool `name` as this request's caller is offered it, which the SDK
+    checks a 2026-era call's `Mcp-Param-*` headers against. Without it the SDK runs `tools/list`
+    (every page of the caller's offer) on every such call that has arguments, to find the schema."""
+    offer = _REQUEST_OFFER.get()
+    entry = offer.tool(name) if offer is not None else None
+    return entry.input_schema if entry is not None else None
+
+
 def build_server(services: Services, watch: ToolWatch) -> ToolServer:
     handlers = ToolHandlers(services)
     server = ToolServer(
@@ -71,6 +92,7 @@ def build_server(services: Services, watch: ToolWatch) -> ToolServer:
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_subscriptions_listen=watch.listen,
+        get_tool_input_schema=input_schema,
         # What a caller is offered depends on its token: a list is never to be shared or kept.
         cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
     )
@@ -110,6 +132,9 @@ class McpEndpoint:
         self.origins = AllowedNames(settings.listed(settings.mcp_allowed_origins))
         self.watch = ToolWatch(services)
         self.server = build_server(services, self.watch)
+        # A session's tool calls are answered in their own request's task (api.mcp_direct).
+        self.direct = DirectCalls(self.server)
+        self.server.middleware.append(self.direct.session_middleware)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
@@ -118,6 +143,7 @@ class McpEndpoint:
         once, so each start (tests start one app several times) gets a new one."""
         manager = StreamableHTTPSessionManager(
             app=self.server,
+            json_response=True,
             security_settings=self.security,
             max_request_body_size=self.services.settings.max_body_bytes,
         )
@@ -135,10 +161,21 @@ class McpEndpoint:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        if self._manager is None:
+        manager = self._manager
+        if manager is None:
             await problems.problem(503, "starting", "the MCP endpoint is not running")(scope, receive, send)
             return
-        await self._manager.handle_request(scope, receive, send)
+        found = self.direct.serves(manager, scope)
+        if found is not None:
+            rest = await self.direct.answer(found, scope, receive, send)
+            if rest is None:
+                return
+            receive = rest
+        token = _REQUEST_OFFER.set(scope["state"][OFFER_STATE])
+        try:
+            await manager.handle_request(scope, receive, send)
+        finally:
+            _REQUEST_OFFER.reset(token)
 
     async def _gate(self, scope: Scope) -> Any:
         request = Request(scope)
@@ -160,7 +197,7 @@ class McpEndpoint:
         except UnknownRecord as error:
             return problems.problem(404, error.code, error.detail)
         scope.setdefault("state", {})[OFFER_STATE] = offer
-        scope["user"] = AuthenticatedUser(_session_owner(principal, server_id))
+        scope["user"] = _session_owner(principal, server_id)
         return None
 
 
@@ -169,11 +206,13 @@ def _bearer(request: Request) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def _session_owner(principal: Principal, server_id: str | None) -> AccessToken:
+@lru_cache(maxsize=4_096)
+def _session_owner(principal: Principal, server_id: str | None) -> AuthenticatedUser:
     """Who opened a session, as the SDK compares it on every later request of that session: the
-    principal (`client_id`) and the server (`subject`). The token itself is not kept."""
+    principal (`client_id`) and the server (`subject`). The token itself is not kept. Kept per
+    caller and server: every request of a session asks again, and the answer never changes."""
     who = orjson.dumps(dataclasses.asdict(principal), option=orjson.OPT_SORT_KEYS).decode()
-    return AccessToken(token="", client_id=who, scopes=[], subject=f"mcp-server:{server_id or ''}")
+    return AuthenticatedUser(AccessToken(token="", client_id=who, scopes=[], subject=f"mcp-server:{server_id or ''}"))
 
 
 def mount(app: FastAPI, services: Services) -> McpEndpoint:
@@ -181,4 +220,8 @@ def mount(app: FastAPI, services: Services) -> McpEndpoint:
     endpoint = McpEndpoint(services)
     app.add_route(DEFAULT_PATH, endpoint, include_in_schema=False)
     app.add_route(DEFAULT_PATH + "/{server_id}", endpoint, include_in_schema=False)
+    # Matched first: a tool call is the hottest request there is, and no other route starts with
+    # /mcp, so it need not be tried against every route of the API and the console before it.
+    routes = app.router.routes
+    routes[:] = routes[-2:] + routes[:-2]
     return endpoint

@@ -1,17 +1,21 @@
 """Benchmark 5: `tools/call` over MCP against `POST /api/v1/tools/{name}/call`, one `toolsmith serve`.
 
 One server process (SQLite, embedded sandbox) on a throwaway data dir serves a small published
-tool, exposed in chat. Two ways of calling it, from this process, in the same run:
+tool, exposed in chat (the only tool: the catalog costs nothing here). Two clients call it:
 
-- `mcp`:  the MCP SDK's client, ONE handshake-era session (initialize, session id), `call_tool`
-  from N concurrent tasks sharing that session: each call is a POST answered on an SSE stream.
-- `rest`: httpx, `POST /api/v1/tools/{name}/call` from N concurrent tasks on one connection pool.
+- wrk (the goal, issue 15: MCP ≥ 0.8 × REST): ONE handshake-era session is opened first
+  (initialize, notifications/initialized), then wrk POSTs `tools/call` with that session id on 4
+  connections, against wrk POSTing `/api/v1/tools/{name}/call` on 4 connections. A C client costs
+  the server's CPU little, so this ratio is what the server's MCP layer costs over its REST route.
+  Each answer is checked (status 200 and the tool's output in the body).
+- the MCP SDK's client (informative): one session, `call_tool` from N concurrent tasks (1 and 8),
+  against httpx from N tasks. Both clients run in this process, so these figures include their
+  client-side cost too, as a Python caller's would.
 
-Each round runs both variants at each concurrency (1 and 8), in a rotated order, for a fixed time
-each; a variant's figure is the median of its per-round calls/s. Ratio = MCP / REST (higher is
-better): what the MCP protocol layer (JSON-RPC, SSE framing, the SDK on both ends) costs over the
-plain REST call of the same tool. Both clients run in this process, so the figures include their
-client-side cost too, as a real caller's would.
+Each round runs both variants (and, for the SDK, each concurrency) in a rotated order, for a fixed
+time each; a variant's figure is the median of its per-round calls/s, and the ratio MCP / REST
+(higher is better) is of those medians. wrk comes from Debian (`apt-get install -y wrk`; `make
+bench` installs it when missing).
 
 Run: `python -m bench.mcp_call [--quick]`.
 """
@@ -20,6 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +45,9 @@ SOURCE = "exports.run = function (input) { return input.text.split('\\n').length
 ARGUMENTS = {"text": "a\nb\nc"}
 EXPECTED = 3
 CONCURRENCY = (1, 8)
+WRK_CONNECTIONS = 4
+GOAL = 0.8
+HANDSHAKE_VERSION = "2025-11-25"
 
 TITLE = "Benchmark 5 — tools/call over MCP (one session) vs POST /api/v1/tools/{name}/call, one toolsmith serve; medians"
 
@@ -62,6 +72,124 @@ def publish_tool(server: Server) -> None:
             raise SystemExit(f"bench.mcp_call: could not publish the tool: {created.text} {published.text}")
 
 
+def open_session(url: str) -> str:
+    """A handshake-era session, as a client opens one: `initialize`, then `notifications/initialized`."""
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream"}
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "bench.mcp_call", "version": "1"}}}
+    with httpx.Client(base_url=url, headers=headers, timeout=30) as http:
+        opened = http.post("/mcp", json=initialize)
+        session = opened.headers.get("mcp-session-id")
+        if opened.status_code != 200 or not session:
+            raise SystemExit(f"bench.mcp_call: initialize answered {opened.status_code}: {opened.text}")
+        headers = {"Mcp-Session-Id": session, "Mcp-Protocol-Version": HANDSHAKE_VERSION}
+        initialized = http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        if initialized.status_code != 202:
+            raise SystemExit(f"bench.mcp_call: notifications/initialized answered {initialized.status_code}")
+    return session
+
+
+# wrk's script: POSTs `head .. n .. tail` to `path`, n counting the requests when `numbered` (MCP:
+# the requests of one session are told apart by their JSON-RPC id), else `head` (REST: a tool takes
+# no member it does not declare); counts the answers that are not 200 with `expected` in the body,
+# and prints one line of JSON at the end.
+WRK_SCRIPT = """
+local path, head, tail, numbered, expected = {path}, {head}, {tail}, {numbered}, {expected}
+wrk.method = "POST"
+{headers}
+-- `first` and `wrong` are globals: the main state sets and reads them in each thread's state.
+local threads, counter = {{}}, 0
+wrong = 0
+function setup(thread) thread:set("first", #threads * 1000000000); table.insert(threads, thread) end
+function request()
+  if not numbered then return wrk.format(nil, path, nil, head) end
+  counter = counter + 1
+  return wrk.format(nil, path, nil, head .. (first + counter) .. tail)
+end
+function response(status, headers, body)
+  if status ~= 200 or not string.find(body, expected, 1, true) then wrong = wrong + 1 end
+end
+function done(summary, latency, requests)
+  local bad, e = 0, summary.errors
+  for _, thread in ipairs(threads) do bad = bad + thread:get("wrong") end
+  io.write(string.format('WRK {{"requests": %d, "micros": %d, "p50": %d, "wrong": %d, "errors": %d}}\\n',
+    summary.requests, summary.duration, latency:percentile(50), bad, e.connect + e.read + e.write + e.timeout))
+end
+"""
+
+
+def _lua(text: str) -> str:
+    return "[==[" + text + "]==]"
+
+
+def wrk_script(path: str, body: str | tuple[str, str], expected: str, headers: dict[str, str]) -> str:
+    """`body`: as it is, or a (head, tail) pair with a counter between them."""
+    head, tail = body if isinstance(body, tuple) else (body, "")
+    lines = "\n".join(f"wrk.headers[ {_lua(k)} ] = {_lua(v)}" for k, v in headers.items())
+    numbered = "true" if isinstance(body, tuple) else "false"
+    return WRK_SCRIPT.format(path=_lua(path), head=_lua(head), tail=_lua(tail), numbered=numbered, expected=_lua(expected), headers=lines)
+
+
+def wrk_variants(url: str, session: str) -> dict[str, str]:
+    """wrk's script for each variant: the same tool, the same arguments, over MCP and over REST."""
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    mcp_headers = {**auth, "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session, "Mcp-Protocol-Version": HANDSHAKE_VERSION}
+    params = json.dumps({"name": TOOL, "arguments": ARGUMENTS}, separators=(",", ":"))
+    call = ('{"jsonrpc":"2.0","method":"tools/call","params":' + params + ',"id":', "}")
+    return {
+        "mcp": wrk_script("/mcp", call, f'"text":"{EXPECTED}"', mcp_headers),
+        "rest": wrk_script(f"/api/v1/tools/{TOOL}/call", json.dumps(ARGUMENTS), f'"output":{EXPECTED}', auth),
+    }
+
+
+def run_wrk(url: str, script: Path, seconds: float) -> dict[str, float]:
+    command = ["wrk", "-t1", f"-c{WRK_CONNECTIONS}", f"-d{max(1, round(seconds))}s", "-s", str(script), url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
+    found = re.search(r"^WRK (\{.*\})$", done.stdout, re.MULTILINE)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"bench.mcp_call: wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    figures = json.loads(found.group(1))
+    return {"rate": figures["requests"] / figures["micros"] * 1e6, "p50": figures["p50"] / 1e6,
+            "wrong": figures["wrong"] + figures["errors"]}
+
+
+def ensure_wrk() -> None:
+    if shutil.which("wrk") is None:
+        raise SystemExit("bench.mcp_call: wrk is needed: apt-get install -y wrk (`make bench` installs it when missing)")
+
+
+def measure_wrk(url: str, tmp: str, args: argparse.Namespace, progress: Progress) -> tuple[Row, int]:
+    """The goal's figure: wrk, one session, 4 connections, MCP against REST, rounds interleaved."""
+    session = open_session(url)
+    scripts = {}
+    for name, text in wrk_variants(url, session).items():
+        scripts[name] = Path(tmp) / f"{name}.lua"
+        scripts[name].write_text(text)
+    progress(f"wrk: session {session[:8]}…, warming up for {args.warmup} s each")
+    for script in scripts.values():
+        run_wrk(url, script, args.warmup)
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in scripts}
+    progress(f"wrk: {args.rounds} rounds × {args.wrk_seconds} s per variant, {WRK_CONNECTIONS} connections")
+    for r in range(args.rounds):
+        for name in rotated(list(scripts), r):
+            runs[name].append(run_wrk(url, scripts[name], args.wrk_seconds))
+        progress("  round {}/{}: {}".format(r + 1, args.rounds, ", ".join(f"{n} {runs[n][-1]['rate']:,.0f}/s" for n in scripts)))
+    mcp, rest = ([run["rate"] for run in runs[name]] for name in ("mcp", "rest"))
+    q1, q3 = quartiles([m / r for m, r in zip(mcp, rest)])
+    p50 = {name: median([run["p50"] for run in runs[name]]) for name in runs}
+    ratio = median(mcp) / median(rest)
+    row = Row(
+        f"tools/call over wrk, one session, {WRK_CONNECTIONS} connections",
+        f"MCP {median(mcp):,.0f} calls/s (p50 {p50['mcp'] * 1e3:.1f} ms)",
+        f"REST {median(rest):,.0f} calls/s (p50 {p50['rest'] * 1e3:.1f} ms)",
+        ratio,
+        f"≥ {GOAL} (MCP/REST)",
+        ratio >= GOAL,
+        f"IQR {q1:.2f}–{q3:.2f}",
+    )
+    return row, int(sum(run["wrong"] for name in runs for run in runs[name]))
+
+
 async def _rate(call: Callable[[], Awaitable[object]], concurrency: int, seconds: float) -> tuple[float, int]:
     """Calls/s of `concurrency` tasks calling back to back for `seconds`, and how many answered wrong."""
     done = wrong = 0
@@ -70,7 +198,11 @@ async def _rate(call: Callable[[], Awaitable[object]], concurrency: int, seconds
     async def caller() -> None:
         nonlocal done, wrong
         while time.perf_counter() < deadline:
-            if await call() != EXPECTED:
+            try:
+                answered = await call()
+            except Exception:  # a dropped connection (the server's keep-alive ran out under load): not answered
+                answered = None
+            if answered != EXPECTED:
                 wrong += 1
             done += 1
 
@@ -145,12 +277,17 @@ def _rows(rates: dict[tuple[str, int], list[float]]) -> list[Row]:
 def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
     args = parse_args(argv)
     progress = Progress("mcp_call", quiet=quiet)
+    ensure_wrk()
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
         progress("starting toolsmith serve")
         serve = start_server(tmp)
         try:
             publish_tool(serve)
-            return anyio.run(_measure, serve.url, args, progress)
+            wrk_row, wrk_wrong = measure_wrk(serve.url, tmp, args, progress)
+            if wrk_wrong:
+                progress(f"WARNING: wrk saw {wrk_wrong} answers that were not 200 with {EXPECTED} in them")
+            rows, info = anyio.run(_measure, serve.url, args, progress)
+            return [wrk_row, *rows], info | {"wrk_wrong": wrk_wrong}
         finally:
             serve.stop()
 
@@ -160,10 +297,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a short run (about 10 s)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 6, quick 2)")
     parser.add_argument("--seconds", type=float, help="time per variant and concurrency per round (default 2, quick 1)")
+    parser.add_argument("--wrk-seconds", type=float, help="wrk's time per variant per round, whole seconds (default 3, quick 1)")
     parser.add_argument("--warmup", type=float, default=1.0, help="untimed seconds per variant first (default 1)")
     args = parser.parse_args(argv)
     args.rounds = args.rounds or (2 if args.quick else 6)
     args.seconds = args.seconds or (1.0 if args.quick else 2.0)
+    args.wrk_seconds = args.wrk_seconds or (1.0 if args.quick else 3.0)
     return args
 
 
