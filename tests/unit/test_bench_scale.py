@@ -30,7 +30,7 @@ def test_a_write_never_targets_a_module_twice_nor_one_that_is_imported():
 
 def _size(modules: int, p50_ms: float, stall_ms: float, rss_mb: float) -> Size:
     figures = Figures(times={key: [p50_ms / 1e3] * 3 for key, _ in FIGURES})
-    return Size(modules, 0, 0, figures, stall_ms / 1e3, 0.001, "list", int(rss_mb * 2**20))
+    return Size(modules, 0, 0, figures, stall_ms / 1e3, 0.001, "list", int(rss_mb * 2**20), int(rss_mb * 2**19))
 
 
 def test_a_figure_meets_its_goal_only_within_twice_the_small_figure_and_30_ms():
