@@ -363,7 +363,8 @@ async def mcp_workload(url: str, headers: dict[str, str], figures: Figures, samp
 
     async with (
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(600, read=600)) as mcp_http,
-        Client(streamable_http_client(f"{url}/mcp", http_client=mcp_http), mode="legacy") as session,
+        # No limit on one answer's size: an unpaged tools/list of 50,000 tools is many megabytes.
+        Client(streamable_http_client(f"{url}/mcp", http_client=mcp_http, max_sse_event_size=None), mode="legacy") as session,
     ):
         async def first_page_after_publish() -> float:
             await publish_untimed(3)
