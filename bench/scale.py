@@ -386,8 +386,9 @@ async def mcp_workload(url: str, headers: dict[str, str], figures: Figures, samp
                 break
         elapsed = time.perf_counter() - t0
         figures.times["mcp_all"] = [elapsed]
-        figures.notes.append(f"MCP tools/list, every page: {tools:,} tools in {pages:,} page{'s' if pages > 1 else ''}, {millis(elapsed)}")
-        progress(f"  MCP tools/list, every page: {tools:,} tools in {pages:,} pages, {millis(elapsed)}")
+        every = f"MCP tools/list, every page: {tools:,} tools in {pages:,} page{'s' if pages > 1 else ''}, {millis(elapsed)}"
+        figures.notes.append(every)
+        progress(f"  {every}")
 
 
 # -- one size ----------------------------------------------------------------------------------
