@@ -21,7 +21,7 @@ not stop the tool's work, which runs to its end in a worker thread either way.
 
 Reaching into the manager (its sessions, their owners, a transport's idle clock) uses SDK 2.3
 internals; if a later SDK moves them, `serves` answers False and every call takes the SDK's path
-again (slower, never wrong). `tests/e2e/test_mcp_direct.py` notices that.
+again (slower, never wrong). `tests/api/test_mcp_direct.py` notices that.
 """
 
 from __future__ import annotations
