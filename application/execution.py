@@ -158,8 +158,8 @@ def checked_in_order(
     caller's thread, the next one while the running checks run: only the sandbox is used from
     several threads. A check beyond the first starts only while the sandbox has a session to spare
     (`busy`), so the publish never holds the last ones against other callers' tool calls, and one
-    the sandbox refuses all the same (`SandboxBusy`) starts again once one of ours has finished; a
-    refusal with nothing of ours running is the caller's, as it always was. With
+    the sandbox refuses all the same (`SandboxBusy`) while another of ours runs starts again after
+    it; a refusal with nothing of ours running is the caller's, as it always was. With
     `first_failure_only`, nothing starts after a failure is known, and the failure answered is the
     first in order: the earlier checks still running are waited for.
     """
@@ -167,7 +167,7 @@ def checked_in_order(
     results: dict[int, ExecutionResult] = {}
     to_start = list(range(len(targets)))  # a heap: a refused check goes back in its place
     built: dict[int, Bundle] = {}
-    running: dict[Future[ExecutionResult], tuple[int, Bundle, bool]] = {}  # index, bundle, started alone
+    running: dict[Future[ExecutionResult], tuple[int, Bundle]] = {}
     finished: SimpleQueue[Future[ExecutionResult]] = SimpleQueue()
     stop = len(targets)  # the first failure known, with first_failure_only
 
@@ -183,18 +183,18 @@ def checked_in_order(
                 heappop(to_start)
                 execution = prepared(index)
                 future = pool.submit(sandbox.check, execution)
-                running[future] = (index, execution, not running)
+                running[future] = (index, execution)
                 future.add_done_callback(finished.put)
             if not running:
                 break
             if (index := next_index()) is not None and index not in built:
                 built[index] = bundle(targets[index])
             future = finished.get()
-            index, execution, alone = running.pop(future)
+            index, execution = running.pop(future)
             try:
                 results[index] = future.result()
             except SandboxBusy:
-                if alone:
+                if not running:
                     raise
                 heappush(to_start, index)
                 built[index] = execution

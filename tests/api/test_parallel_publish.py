@@ -112,18 +112,21 @@ def test_over_a_remote_sandbox_a_publish_checks_on_both_of_the_services_workers(
 
 
 class ScriptedSandbox(Sandbox):
-    """Two checks at a time; `failing[name]` makes the check of `name` fail after that many seconds.
-    Records the checks started, and the most that ran at once."""
+    """Two checks at a time; `failing[name]` makes the check of `name` fail after that many seconds;
+    with `refuse_second`, the first check asked waits for the second, which is refused a session.
+    Records the checks asked and started, and the most that ran at once."""
 
     max_active_sessions = 4
 
     def __init__(self) -> None:
         self.failing: dict[str, float] = {}
         self.full = False
-        self.refuse_next_second = False
+        self.refuse_second = False
+        self.asked = 0
         self.started: list[str] = []
         self.most_at_once = 0
         self._running = 0
+        self._second_asked = threading.Event()
         self._lock = threading.Lock()
 
     def parallelism(self) -> int:
@@ -138,9 +141,14 @@ class ScriptedSandbox(Sandbox):
     def check(self, execution: Any) -> ExecutionResult:
         name = execution.target.name
         with self._lock:
-            if self.refuse_next_second and self._running == 1:
-                self.refuse_next_second = False
-                raise SandboxBusy(self.max_active_sessions)  # another caller took the session first
+            self.asked += 1
+            asked = self.asked
+        if self.refuse_second and asked == 1:
+            self._second_asked.wait(5)
+        if self.refuse_second and asked == 2:
+            self._second_asked.set()
+            raise SandboxBusy(self.max_active_sessions)  # another caller took the session first
+        with self._lock:
             self.started.append(name)
             self._running += 1
             self.most_at_once = max(self.most_at_once, self._running)
@@ -220,9 +228,9 @@ def test_with_every_session_taken_a_publish_checks_one_at_a_time_and_leaves_the_
 def test_a_check_refused_for_a_session_while_another_runs_is_checked_again(scripted_client: TestClient, scripted: ScriptedSandbox) -> None:
     client = scripted_client
     lib, importers = published_library_with_importers(client, 4)
-    scripted.refuse_next_second = True  # someone takes the session our second check asks for
+    scripted.refuse_second, scripted.asked = True, 0  # someone takes the session our second check asks for
     scripted.started.clear()
 
     expect(client.post(f"{BASE}/{lib}/publish"), 200)
-    assert not scripted.refuse_next_second  # the refusal happened
+    assert scripted.asked == 6  # five checks, one of them asked twice
     assert sorted(scripted.started) == sorted([lib, *importers])  # and every module was checked once
