@@ -170,6 +170,7 @@ def checked_in_order(
     running: dict[Future[ExecutionResult], tuple[int, Bundle]] = {}
     finished: SimpleQueue[Future[ExecutionResult]] = SimpleQueue()
     stop = len(targets)  # the first failure known, with first_failure_only
+    refused = False  # since one of ours last finished: start no other before one does
 
     def next_index() -> int | None:
         return to_start[0] if to_start and to_start[0] < stop else None
@@ -179,7 +180,7 @@ def checked_in_order(
 
     with ThreadPoolExecutor(width, thread_name_prefix="publish-check") as pool:
         while True:
-            while len(running) < width and (index := next_index()) is not None and (not running or not sandbox.busy()):
+            while len(running) < width and (index := next_index()) is not None and (not running or not (refused or sandbox.busy())):
                 heappop(to_start)
                 execution = prepared(index)
                 future = pool.submit(sandbox.check, execution)
@@ -198,7 +199,9 @@ def checked_in_order(
                     raise
                 heappush(to_start, index)
                 built[index] = execution
+                refused = True
                 continue
+            refused = False
             if first_failure_only and results[index].error is not None:
                 stop = min(stop, index)
     return [(target, results[index]) for index, target in enumerate(targets[: stop + 1])]
