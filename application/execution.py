@@ -4,12 +4,15 @@ checks a publish makes of a module and of every module that imports it. Each run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from heapq import heappop, heappush
+from queue import SimpleQueue
 from typing import Any
 
 from application.imports import check_draft_imports, check_imports
 from application.store import Store
-from domain.errors import InvalidDefinition, ToolNotCallable, UnknownModule
+from domain.errors import InvalidDefinition, SandboxBusy, ToolNotCallable, UnknownModule
 from domain.graph import bundle_order, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph
 from domain.ports import Execution as Bundle
@@ -88,7 +91,7 @@ class Execution:
         context: dict[str, Any] | None = None,
     ) -> tuple[Definition, list[tuple[str, ExecutionResult]]]:
         """R5 again, then the sandbox's check of the module and of every module that imports it,
-        transitively, with the draft in place (R10)."""
+        transitively, with the draft in place (R10): on every worker at once, answered in order."""
         module._check_can_publish()
         module_id = module.module_id
         draft = module.draft
@@ -96,13 +99,12 @@ class Execution:
         edges = with_edges(graph.published_imports(), module_id, draft["imports"])
         check_imports(self._store, graph, module_id, draft["imports"], edges, at_publish=True)
         definitions = {module_id: draft}  # filled with each published definition loaded
-        checks = []
-        for target in [module_id, *transitive_importers(edges, module_id)]:
-            result = sandbox.check(self._bundle(tenant, target, edges, definitions, context=context))
-            checks.append((target, result))
-            if result.error is not None and first_failure_only:
-                break
-        return draft, checks
+        targets = [module_id, *transitive_importers(edges, module_id)]
+
+        def bundle(target: str) -> Bundle:
+            return self._bundle(tenant, target, edges, definitions, context=context)
+
+        return draft, checked_in_order(sandbox, targets, bundle, first_failure_only=first_failure_only)
 
     def _bundle(
         self,
@@ -117,7 +119,8 @@ class Execution:
         """The bundle for `target` (R6): published dependencies first, `definitions` overriding.
 
         Published definitions loaded on the way are added to `definitions`, so a caller that builds
-        many bundles (a publish) loads each module once.
+        many bundles (a publish) loads each module once. Not for several threads at once over one
+        `definitions`: a publish builds its bundles on its own thread (`checked_in_order`).
         """
         units = []
         for name in bundle_order(edges, target):
@@ -143,6 +146,81 @@ class Execution:
         if module is None or module.published is None:
             raise UnknownModule(module_id)
         return module.published
+
+
+def checked_in_order(
+    sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], *, first_failure_only: bool
+) -> list[tuple[str, ExecutionResult]]:
+    """R10's checks of `targets`, up to the sandbox's parallelism at a time, answered in the order
+    of `targets` whichever finishes first.
+
+    Checks start in that order (dependencies first), and the bundles are built here, on the
+    caller's thread, the next one while the running checks run: only the sandbox is used from
+    several threads. A check beyond the first starts only while the sandbox has a session to spare
+    (`busy`), so the publish never holds the last ones against other callers' tool calls, and one
+    the sandbox refuses all the same (`SandboxBusy`) while another of ours runs starts again after
+    it; a refusal with nothing of ours running is the caller's, as it always was. With
+    `first_failure_only`, nothing starts after a failure is known, and the failure answered is the
+    first in order: the earlier checks still running are waited for.
+    """
+    width = max(1, sandbox.parallelism())
+    if width == 1:
+        return _one_at_a_time(sandbox, targets, bundle, first_failure_only=first_failure_only)
+    results: dict[int, ExecutionResult] = {}
+    to_start = list(range(len(targets)))  # a heap: a refused check goes back in its place
+    built: dict[int, Bundle] = {}
+    running: dict[Future[ExecutionResult], tuple[int, Bundle]] = {}
+    finished: SimpleQueue[Future[ExecutionResult]] = SimpleQueue()
+    stop = len(targets)  # the first failure known, with first_failure_only
+    refused = False  # since one of ours last finished: start no other before one does
+
+    def next_index() -> int | None:
+        return to_start[0] if to_start and to_start[0] < stop else None
+
+    def prepared(index: int) -> Bundle:
+        return built.pop(index, None) or bundle(targets[index])
+
+    with ThreadPoolExecutor(width, thread_name_prefix="publish-check") as pool:
+        while True:
+            while len(running) < width and (index := next_index()) is not None and (not running or not (refused or sandbox.busy())):
+                heappop(to_start)
+                execution = prepared(index)
+                future = pool.submit(sandbox.check, execution)
+                running[future] = (index, execution)
+                future.add_done_callback(finished.put)
+            if not running:
+                break
+            if (index := next_index()) is not None and index not in built:
+                built[index] = bundle(targets[index])
+            future = finished.get()
+            index, execution = running.pop(future)
+            try:
+                results[index] = future.result()
+            except SandboxBusy:
+                if not running:
+                    raise
+                heappush(to_start, index)
+                built[index] = execution
+                refused = True
+                continue
+            refused = False
+            if first_failure_only and results[index].error is not None:
+                stop = min(stop, index)
+    return [(target, results[index]) for index, target in enumerate(targets[: stop + 1])]
+
+
+def _one_at_a_time(
+    sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], *, first_failure_only: bool
+) -> list[tuple[str, ExecutionResult]]:
+    """A sandbox of one worker: its checks on the caller's thread, where two thread hand-offs per
+    check would cost more than they overlap."""
+    checks = []
+    for target in targets:
+        result = sandbox.check(bundle(target))
+        checks.append((target, result))
+        if first_failure_only and result.error is not None:
+            break
+    return checks
 
 
 def arguments(tool: dict[str, Any], input: Any) -> Any:

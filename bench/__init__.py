@@ -1,7 +1,8 @@
 """Benchmarks for Toolsmith (DESIGN §1 and §5): run all with `python -m bench`.
 
 - `python -m bench.tool_call`: an in-process tool call against a bare QuickJS fresh context + eval.
-- `python -m bench.publish`: publishing a library with 200 transitive importers against 200 checks.
+- `python -m bench.publish`: publishing a library with 1,000 transitive importers, checked on two
+  workers, against 1,000 checks one after the other.
 - `python -m bench.compare OLD NEW`: the figures of a redesign step on two commits, each run by its
   own benchmark code, with a 5 % verdict per figure.
 

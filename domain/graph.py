@@ -8,6 +8,7 @@ published one plus a draft (at save), or the one a publish would produce.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from heapq import heapify, heappop, heappush
 
 import networkx as nx
 
@@ -52,21 +53,38 @@ def transitive_importers(edges: Mapping[str, Sequence[str]], module: str) -> lis
 def bundle_order(edges: Mapping[str, Sequence[str]], module: str) -> list[str]:
     """The modules that `module` needs, dependencies first, ending with `module` itself (R6).
 
-    Only the part of the graph reachable from `module` is built: a tool call pays for its own
-    dependencies, not for the size of the tenant.
+    Only the part of the graph reachable from `module` is visited, and no graph object is built: a
+    tool call pays for its own dependencies, not for the size of the tenant, and a publish that
+    orders a bundle per importer pays microseconds for each. The order is `_dependencies_first`'s.
     """
     if not edges.get(module):
         return [module]
-    needed = nx.DiGraph()
-    needed.add_node(module)
+    needs: dict[str, set[str]] = {}
     stack = [module]
     while stack:
         current = stack.pop()
-        for dependency in edges.get(current, ()):
-            if dependency not in needed:
-                stack.append(dependency)
-            needed.add_edge(current, dependency)
-    return _dependencies_first(needed)
+        if current not in needs:
+            needs[current] = set(edges.get(current, ()))
+            stack.extend(needs[current])
+    importers = dict.fromkeys(needs, 0)
+    for dependencies in needs.values():
+        for dependency in dependencies:
+            importers[dependency] += 1
+    # Kahn's algorithm from the importers down, smallest name first among the ready, then reversed.
+    ready = [name for name, count in importers.items() if count == 0]
+    heapify(ready)
+    order = []
+    while ready:
+        name = heappop(ready)
+        order.append(name)
+        for dependency in needs[name]:
+            importers[dependency] -= 1
+            if importers[dependency] == 0:
+                heappush(ready, dependency)
+    if len(order) != len(needs):
+        raise ValueError(f"the imports of {module} form a cycle")
+    order.reverse()
+    return order
 
 
 def _dependencies_first(graph: nx.DiGraph) -> list[str]:

@@ -1,7 +1,7 @@
 """The boundaries the application drives: the code sandbox, and the names the tool kinds hold.
 
-The embedded QuickJS runner (`sandbox/`) implements `Sandbox` today; the remote sandbox service
-implements the same port later and is held to the same contract tests.
+The embedded QuickJS runner (`sandbox/embedded.py`) and the client of the remote sandbox service
+(`sandbox/remote.py`) implement `Sandbox`, held to the same contract tests.
 """
 
 from __future__ import annotations
@@ -82,6 +82,12 @@ class Sandbox(ABC):
     def busy(self) -> bool:
         """Whether every session is taken right now (a hint for a fast refusal, not a promise)."""
         return False
+
+    def parallelism(self) -> int:
+        """How many calls run side by side at full speed (the worker processes kept running): how
+        many checks of one publish are given at once, so that the other sessions stay free for
+        other callers' tool calls."""
+        return 1
 
 
 class ToolNames(ABC):

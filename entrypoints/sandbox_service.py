@@ -10,7 +10,8 @@ carries the error: only the service's refusals are HTTP errors.
         Authorization: Bearer <secret>     required unless the service runs in insecure dev mode
         X-Sandbox-Caller: <name>           recorded in the log (default "unknown")
         X-Sandbox-Profile: <profile>       capabilities to grant (default: the configured profile)
-    GET /healthz                           no credentials; the session cap and the profile names
+    GET /healthz                           no credentials; the session cap, the parallelism (the
+                                           worker processes kept running) and the profile names
 """
 
 from __future__ import annotations
@@ -170,11 +171,12 @@ def create_sandbox_app(
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
-        """Liveness, the session cap and the capability profiles; needs no credentials."""
+        """Liveness, the session cap, the parallelism and the capability profiles; needs no credentials."""
         return {
             "status": "ok",
             "maxActiveSessions": sessions.limit,
             "activeSessions": sessions.active,
+            "parallelism": min(sandbox.parallelism(), sessions.limit),
             "profiles": list(PROFILES),
             "defaultProfile": default_profile,
         }

@@ -210,6 +210,9 @@ class EmbeddedSandbox(Sandbox):
     def busy(self) -> bool:
         return self._active >= self.max_active_sessions
 
+    def parallelism(self) -> int:
+        return max(1, min(self.config.workers, self.max_active_sessions))
+
     def worker_pids(self) -> list[int]:
         """The pids of the live workers (for the benchmark's memory figures and the tests)."""
         with self._lock:

@@ -5,6 +5,8 @@ presents the shared secret, the caller's name and the capability profile (the he
 `sandbox.wire`'s). What the code does comes back as a result, as from the embedded runner; what
 goes wrong with the service becomes the port's errors: `SandboxBusy` when every session is taken
 (429), `SandboxUnavailable` when the service cannot be reached, refuses the secret, or fails.
+The service's parallelism (how many checks of a publish it is given at once) is what its
+`/healthz` says, asked once.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class RemoteSandbox(Sandbox):
         )
         self._refusal_logged = False
         self._lock = threading.Lock()
+        self._parallelism: int | None = None  # the service's, once it has said
 
     def __repr__(self) -> str:  # never the headers: they hold the secret
         return f"RemoteSandbox({self.url!r}, profile={self.capability_profile!r})"
@@ -68,6 +71,19 @@ class RemoteSandbox(Sandbox):
 
     def check(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
         return self._call("/v1/check", execution, capabilities)
+
+    def parallelism(self) -> int:
+        """The service's own figure (`/healthz`), asked the first time a publish needs it; 1 while
+        the service cannot be reached (the checks then fail as the service's errors anyway) and
+        from a service that does not say."""
+        if self._parallelism is None:
+            try:
+                health = self._client.get("/healthz", timeout=self.timeout_margin_seconds).raise_for_status().json()
+            except (httpx.HTTPError, ValueError, RecursionError):
+                return 1
+            said = health.get("parallelism") if isinstance(health, dict) else None
+            self._parallelism = said if isinstance(said, int) and not isinstance(said, bool) and said >= 1 else 1
+        return self._parallelism
 
     def _call(self, path: str, execution: Execution, capabilities: Capabilities | None) -> ExecutionResult:
         seconds = execution.timeout_millis / 1000 + self.timeout_margin_seconds
