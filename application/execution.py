@@ -4,7 +4,7 @@ checks a publish makes of a module and of every module that imports it. Each run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from application.imports import check_draft_imports, check_imports
@@ -93,11 +93,11 @@ class Execution:
         module_id = module.module_id
         draft = module.draft
         assert draft is not None
-        edges = with_edges(graph.published_imports(), module_id, draft["imports"])
-        check_imports(self._store, graph, module_id, draft["imports"], edges, at_publish=True)
+        check_imports(self._store, graph, module_id, draft["imports"], at_publish=True)
+        edges = with_edges(graph.published_edges(), module_id, draft["imports"])
         definitions = {module_id: draft}  # filled with each published definition loaded
         checks = []
-        for target in [module_id, *transitive_importers(edges, module_id)]:
+        for target in [module_id, *transitive_importers(graph.published_importers(), edges, module_id)]:
             result = sandbox.check(self._bundle(tenant, target, edges, definitions, context=context))
             checks.append((target, result))
             if result.error is not None and first_failure_only:
@@ -108,7 +108,7 @@ class Execution:
         self,
         tenant: str,
         target: str,
-        edges: Mapping[str, list[str]],
+        edges: Mapping[str, Sequence[str]],
         definitions: dict[str, Definition],
         *,
         input: Any = None,
