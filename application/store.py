@@ -56,7 +56,9 @@ class SharedAggregateRepository(Repository):
     fast-forwards take: a thread reading that object meanwhile saw it change under it (issue 12,
     11a). Here a fast-forward applies the new events to a copy, and the copy replaces the cached
     object; the object a reader holds stays as it was read. Only a cache hit with newer events
-    pays for the copy; a hit with none (nearly every read) costs what it did.
+    pays for the copy; a hit with none (nearly every read) costs what it did. The tenant's import
+    graph, the one aggregate as large as the tenant, copies in O(1): its state is persistent
+    (see `ImportGraph`).
     """
 
     def get(

@@ -233,8 +233,8 @@ class ImportGraph(Chained):
     for a fast-forward shares it whole and costs O(1), and an event makes new maps along its own
     keys only, so an edit costs what it touches at 50,000 modules as at 50, and a thread reading
     a graph never sees it change under it. Two reverse indexes, kept by the event handlers, say
-    who imports a module without scanning the nodes: draft-or-published importers (R12) and
-    published importers (R10's transitive importers).
+    who imports a module without scanning the nodes: its published importers (R10's transitive
+    importers) and its draft importers (with the published ones, R12's).
 
     A snapshot stores what it always stored, `nodes` as a plain dict (`ImportGraph.Snapshot`); a
     graph restored from one, an older release's too, builds its maps and indexes on first use.
@@ -302,7 +302,8 @@ class ImportGraph(Chained):
 
     def importers_of(self, module_id: str) -> list[str]:
         """Modules whose draft or published imports name `module_id` (R12)."""
-        return sorted(self._indexed().importers.get(module_id, ()))
+        edges = self._indexed()
+        return sorted(edges.published_importers.get(module_id, frozenset()) | edges.draft_importers.get(module_id, frozenset()))
 
     def _indexed(self) -> _Edges:
         edges: _Edges | None = self.__dict__.get("_edges")
@@ -328,35 +329,31 @@ class ImportGraph(Chained):
 
 @dataclass(frozen=True)
 class _Edges:
-    """The graph's nodes and the two reverse indexes, persistent maps changed together."""
+    """The graph's nodes and its two reverse indexes, persistent maps changed together."""
 
     nodes: Map[str, Node]
-    # module id -> the modules whose draft or published imports name it (R12)
-    importers: Map[str, frozenset[str]]
-    # module id -> the modules whose published imports name it (R10)
+    # module id -> the modules whose published imports name it (R10; R12 with the drafts')
     published_importers: Map[str, frozenset[str]]
+    # module id -> the modules whose draft imports name it (only drafts that change imports)
+    draft_importers: Map[str, frozenset[str]]
 
     @classmethod
     def of(cls, nodes: Mapping[str, Node]) -> _Edges:
-        importers: dict[str, set[str]] = {}
-        published: dict[str, set[str]] = {}
+        """The maps of `nodes` (a graph restored from a snapshot): one pass over them."""
+        found: dict[str, dict[str, list[str]]] = {"published": {}, "draft": {}}
         for module_id, node in nodes.items():
-            for name in _named(node):
-                importers.setdefault(name, set()).add(module_id)
-            for name in node["published"] or ():
-                published.setdefault(name, set()).add(module_id)
-        return cls(
-            Map(nodes),
-            Map({name: frozenset(found) for name, found in importers.items()}),
-            Map({name: frozenset(found) for name, found in published.items()}),
-        )
+            for side, index in found.items():
+                for name in node[side] or ():
+                    index.setdefault(name, []).append(module_id)
+        published, draft = ({name: frozenset(importers) for name, importers in index.items()} for index in found.values())
+        return cls(Map(nodes), Map(published), Map(draft))
 
     def linked(self, module_id: str, node: Node) -> _Edges:
         before = self.nodes.get(module_id)
         return _Edges(
             self.nodes.set(module_id, node),
-            _moved(self.importers, module_id, _named(before), _named(node)),
-            _moved(self.published_importers, module_id, _published(before), _published(node)),
+            _moved(self.published_importers, module_id, _imports(before, "published"), _imports(node, "published")),
+            _moved(self.draft_importers, module_id, _imports(before, "draft"), _imports(node, "draft")),
         )
 
     def unlinked(self, module_id: str) -> _Edges:
@@ -365,18 +362,13 @@ class _Edges:
             return self
         return _Edges(
             self.nodes.delete(module_id),
-            _moved(self.importers, module_id, _named(before), set()),
-            _moved(self.published_importers, module_id, _published(before), set()),
+            _moved(self.published_importers, module_id, _imports(before, "published"), set()),
+            _moved(self.draft_importers, module_id, _imports(before, "draft"), set()),
         )
 
 
-def _named(node: Node | None) -> set[str]:
-    """What a node imports, draft or published."""
-    return set() if node is None else {*(node["published"] or ()), *(node["draft"] or ())}
-
-
-def _published(node: Node | None) -> set[str]:
-    return set() if node is None or node["published"] is None else set(node["published"])
+def _imports(node: Node | None, side: str) -> set[str]:
+    return set() if node is None else set(node[side] or ())
 
 
 def _moved(index: Map[str, frozenset[str]], importer: str, before: set[str], after: set[str]) -> Map[str, frozenset[str]]:
