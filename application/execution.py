@@ -96,10 +96,10 @@ class Execution:
         module_id = module.module_id
         draft = module.draft
         assert draft is not None
-        edges = with_edges(graph.published_imports(), module_id, draft["imports"])
-        check_imports(self._store, graph, module_id, draft["imports"], edges, at_publish=True)
+        check_imports(self._store, graph, module_id, draft["imports"], at_publish=True)
+        edges = with_edges(graph.published_edges(), module_id, draft["imports"])
         definitions = {module_id: draft}  # filled with each published definition loaded
-        targets = [module_id, *transitive_importers(edges, module_id)]
+        targets = [module_id, *transitive_importers(graph.published_importers(), edges, module_id)]
 
         def bundle(target: str) -> Bundle:
             return self._bundle(tenant, target, edges, definitions, context=context)
@@ -110,7 +110,7 @@ class Execution:
         self,
         tenant: str,
         target: str,
-        edges: Mapping[str, list[str]],
+        edges: Mapping[str, Sequence[str]],
         definitions: dict[str, Definition],
         *,
         input: Any = None,

@@ -1,27 +1,29 @@
 """R5, the import rules, checked where a draft is saved, run or published: imports name published
-modules, never the module itself, and close no cycle."""
+modules, never the module itself, and close no cycle.
+
+The cycle check searches only from the new imports, over the published graph (see `cycle_through`):
+it costs what those imports reach, not the size of the tenant.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from application.store import Store
 from domain.errors import ImportCycle, ImportRefused, Violation
-from domain.graph import find_cycle, with_edges
+from domain.graph import cycle_through, with_edges
 from domain.model import ImportGraph
 
 
-def check_draft_imports(store: Store, graph: ImportGraph, module_id: str, imports: list[str]) -> dict[str, list[str]]:
-    """R5 at save, against the published graph plus this draft; answers that graph."""
-    edges = with_edges(graph.published_imports(), module_id, imports)
-    check_imports(store, graph, module_id, imports, edges, at_publish=False)
-    return edges
+def check_draft_imports(store: Store, graph: ImportGraph, module_id: str, imports: list[str]) -> Mapping[str, Sequence[str]]:
+    """R5 at save, against the published graph plus this draft; answers that graph (a view)."""
+    check_imports(store, graph, module_id, imports, at_publish=False)
+    return with_edges(graph.published_edges(), module_id, imports)
 
 
-def check_imports(
-    store: Store, graph: ImportGraph, module_id: str, imports: list[str], edges: Mapping[str, list[str]], *, at_publish: bool
-) -> None:
-    """R5: imports name published modules, not the module itself, and close no cycle in `edges`."""
+def check_imports(store: Store, graph: ImportGraph, module_id: str, imports: list[str], *, at_publish: bool) -> None:
+    """R5: imports name published modules, not the module itself, and close no cycle in the
+    published graph with `module_id` importing `imports`."""
     found = [
         Violation(f"draftImports[{i}]", "R5", _import_problem(store, graph.tenant, module_id, name))
         for i, name in enumerate(imports)
@@ -29,7 +31,7 @@ def check_imports(
     ]
     if found:
         raise ImportRefused(found, at_publish=at_publish)
-    cycle = find_cycle(edges, through=module_id)
+    cycle = cycle_through(graph.published_edges(), module_id, imports)
     if cycle:
         raise ImportCycle(cycle, at_publish=at_publish)
 

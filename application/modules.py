@@ -115,12 +115,10 @@ class Modules:
                 current["tool"] if tool is UNSET else tool,
             )
             validate_definition(definition)
-            graph = self._store.graph(tenant, for_update=True)
-            # A graph node keeps draft imports only where they differ from the published ones.
-            node = graph.nodes.get(module_id, {"published": None, "draft": None})
-            edges_now = node["draft"] if node["draft"] is not None else (node["published"] or [])
-            imports_changed = definition["imports"] != edges_now
-            if imports_changed:
+            # The graph is loaded only when the imports change: the module knows its own.
+            imports_changed = definition["imports"] != current["imports"]
+            graph = self._store.graph(tenant, for_update=True) if imports_changed else None
+            if graph is not None:
                 check_draft_imports(self._store, graph, module_id, definition["imports"])
             # `enabled` is live (seed 003): it switches the published tool at once, draft or not.
             enabled_changed = definition["tool"] is not None and module.set_enabled(definition["tool"]["enabled"], by)
@@ -130,10 +128,12 @@ class Modules:
                 changed = module.change_draft(definition, by)
             if not changed and not enabled_changed:
                 return Change(module)
-            if imports_changed:
-                draft_edges = None if definition["imports"] == node["published"] else definition["imports"]
-                graph.link(module_id, published=node["published"], draft=draft_edges)
-            return Change(module, save=(module, graph if imports_changed else None), subject=subject)
+            if graph is not None:
+                # A graph node keeps draft imports only where they differ from the published ones.
+                node = graph.nodes.get(module_id)
+                published = node["published"] if node is not None else None
+                graph.link(module_id, published=published, draft=None if definition["imports"] == published else definition["imports"])
+            return Change(module, save=(module, graph), subject=subject)
 
         return Written(*self._commands.run(attempt, name=module_id, lock=lock))
 

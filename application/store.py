@@ -16,7 +16,7 @@ from copy import deepcopy
 from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, Repository, project_aggregate
+from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository, project_aggregate
 from eventsourcing.persistence import IntegrityError
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
@@ -56,7 +56,9 @@ class SharedAggregateRepository(Repository):
     fast-forwards take: a thread reading that object meanwhile saw it change under it (issue 12,
     11a). Here a fast-forward applies the new events to a copy, and the copy replaces the cached
     object; the object a reader holds stays as it was read. Only a cache hit with newer events
-    pays for the copy; a hit with none (nearly every read) costs what it did.
+    pays for the copy; a hit with none (nearly every read) costs what it did. The tenant's import
+    graph, the one aggregate as large as the tenant, copies in O(1): its state is persistent
+    (see `ImportGraph`).
     """
 
     def get(
@@ -95,8 +97,8 @@ class Store(Application):
     name = "toolsmith"
     # The aggregates that grow for as long as a tenant lives (every publish and import change is an
     # event of its graph) are snapshotted, so that a cold load replays at most an interval's events
-    # after the newest snapshot, not every event since version 1 (issue 13, 5). Taking one replays
-    # at most an interval's events too, once per interval: about one event's decoding per save.
+    # after the newest snapshot, not every event since version 1 (issue 13, 5). A save that reaches
+    # a multiple of the interval snapshots the aggregate it saved, as it stands (`_take_snapshots`).
     # Snapshots sit in their own table, outside the log that projections and the audit read.
     # `IS_SNAPSHOTTING_ENABLED=n` in the environment switches them off (loads replay everything).
     snapshotting_intervals: ClassVar[dict[type[Any], int]] = {
@@ -187,6 +189,24 @@ class Store(Application):
         return found
 
     # -- saving ----------------------------------------------------------------------------------
+
+    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
+        """eventsourcing's, except that an aggregate saved at the very version to snapshot is
+        snapshotted as the save holds it, rather than rebuilt from the snapshot before and up to
+        an interval's events (which, for a tenant's graph of 50,000 modules, is decoding 50,000
+        nodes inside the save). It is the state those events build: the audit checks each
+        snapshot against a replay of the log."""
+        if self.snapshots is None:
+            return
+        for event in processing_event.events:
+            aggregate = processing_event.aggregates.get(event.originator_id)
+            interval = self.snapshotting_intervals.get(type(aggregate))
+            if aggregate is None or interval is None or event.originator_version % interval:
+                continue
+            if aggregate.version == event.originator_version:
+                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
+            else:
+                self.take_snapshot(event.originator_id, version=event.originator_version)
 
     def save_or_conflict(self, *aggregates: Any) -> int | None:
         """Saves atomically; None when another writer got there first (nothing was written)."""

@@ -1,13 +1,16 @@
-"""The import graph (R5, R6, R10) on networkx: cycles, transitive importers and bundle order.
+"""The import graph (R5, R6, R10): cycles, transitive importers and bundle order.
 
-Edges point from an importer to the module it imports. Every function takes the edges as a plain
+Edges point from an importer to the module it imports. Every function takes the edges as a
 mapping `{module: [imports…]}`, so callers decide which graph they ask about: the published one, the
-published one plus a draft (at save), or the one a publish would produce.
+published one plus a draft (at save), or the one a publish would produce. The functions on the
+import graph visit only what they are about (a module's dependencies, its importers, what new
+imports reach), never the whole tenant: a tenant may hold 50,000 modules. `find_cycle` builds the
+whole graph it is given (plans, which are few).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from heapq import heapify, heappop, heappush
 
 import networkx as nx
@@ -21,11 +24,27 @@ def _graph(edges: Mapping[str, Sequence[str]]) -> nx.DiGraph:
     return graph
 
 
-def with_edges(edges: Mapping[str, Sequence[str]], module: str, imports: Sequence[str]) -> dict[str, list[str]]:
-    """The graph with `module`'s imports replaced."""
-    changed = {m: list(i) for m, i in edges.items()}
-    changed[module] = list(imports)
-    return changed
+def with_edges(edges: Mapping[str, Sequence[str]], module: str, imports: Sequence[str]) -> Mapping[str, Sequence[str]]:
+    """The graph with `module`'s imports replaced, as a read-only view of `edges` (nothing is copied)."""
+    return _WithEdges(edges, module, list(imports))
+
+
+class _WithEdges(Mapping[str, Sequence[str]]):
+    def __init__(self, edges: Mapping[str, Sequence[str]], module: str, imports: list[str]) -> None:
+        self._edges = edges
+        self._module = module
+        self._imports = imports
+
+    def __getitem__(self, module: str) -> Sequence[str]:
+        return self._imports if module == self._module else self._edges[module]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._edges
+        if self._module not in self._edges:
+            yield self._module
+
+    def __len__(self) -> int:
+        return len(self._edges) + (self._module not in self._edges)
 
 
 def find_cycle(edges: Mapping[str, Sequence[str]], through: str | None = None) -> list[str] | None:
@@ -41,13 +60,49 @@ def find_cycle(edges: Mapping[str, Sequence[str]], through: str | None = None) -
     return path
 
 
-def transitive_importers(edges: Mapping[str, Sequence[str]], module: str) -> list[str]:
-    """Every module that imports `module`, directly or not, each after the modules it imports."""
-    graph = _graph(edges)
-    if module not in graph:
-        return []
-    importers = nx.ancestors(graph, module)
-    return _dependencies_first(graph.subgraph(importers))
+def cycle_through(edges: Mapping[str, Sequence[str]], module: str, imports: Sequence[str]) -> list[str] | None:
+    """The cycle that `module` importing `imports` would close in `edges`, as a closed path
+    (`[module, b, …, module]`); None when it closes none.
+
+    `edges` must be acyclic (the published graph is: every publish is checked), so a cycle of the
+    changed graph goes through a new edge `module → b`, and there is one exactly when `module` is
+    reachable from `b`. The search starts there and visits only what the new imports reach, depth
+    first in import order (the path named is the one networkx's `find_cycle` names).
+    """
+    path = [module]
+    pending = [iter(imports)]
+    seen = {module}
+    while pending:
+        dependency = next(pending[-1], None)
+        if dependency is None:
+            pending.pop()
+            path.pop()
+        elif dependency == module:
+            return [*path, module]
+        elif dependency not in seen:
+            seen.add(dependency)
+            path.append(dependency)
+            pending.append(iter(edges.get(dependency, ())))
+    return None
+
+
+def transitive_importers(importers: Mapping[str, Collection[str]], edges: Mapping[str, Sequence[str]], module: str) -> list[str]:
+    """Every module that imports `module`, directly or not, each after the modules it imports.
+
+    `importers` is the reverse of `edges` (module → the modules that import it): the importers are
+    found by walking it up from `module`, then ordered over their own edges only.
+    """
+    found: set[str] = set()
+    stack = [module]
+    while stack:
+        for importer in importers.get(stack.pop(), ()):
+            if importer not in found and importer != module:
+                found.add(importer)
+                stack.append(importer)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(found)
+    graph.add_edges_from((importer, dependency) for importer in found for dependency in edges.get(importer, ()) if dependency in found)
+    return _dependencies_first(graph)
 
 
 def bundle_order(edges: Mapping[str, Sequence[str]], module: str) -> list[str]:

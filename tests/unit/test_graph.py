@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.graph import bundle_order, find_cycle, transitive_importers, with_edges
+from domain.graph import bundle_order, cycle_through, find_cycle, transitive_importers, with_edges
 
 
 def assert_closed_path(path: list[str] | None, edges: dict[str, list[str]]) -> None:
@@ -60,28 +60,65 @@ def test_a_module_unknown_to_the_graph_still_finds_an_existing_cycle() -> None:
     assert find_cycle({"a": []}, through="missing") is None
 
 
-def test_a_draft_that_closes_a_cycle_is_seen_on_the_changed_graph() -> None:
+# -- the cycle new imports would close (R5, at save and publish) -----------------------------------
+
+
+def test_a_draft_that_closes_a_cycle_names_it_from_the_module() -> None:
     # report imports dates; a draft of dates would import report
     published = {"report": ["dates"], "dates": []}
-    changed = with_edges(published, "dates", ["report"])
-    assert find_cycle(published, through="dates") is None
-    assert find_cycle(changed, through="dates") == ["dates", "report", "dates"]
+    assert cycle_through(published, "dates", []) is None
+    assert cycle_through(published, "dates", ["report"]) == ["dates", "report", "dates"]
+
+
+def test_the_cycle_named_follows_the_imports_in_order_as_networkx_does() -> None:
+    published = {"a": ["b", "c"], "b": ["lib"], "c": ["d"], "d": ["top"], "lib": []}
+    path = cycle_through(published, "top", ["lib", "a"])
+    assert path == find_cycle(with_edges(published, "top", ["lib", "a"]), through="top")
+    assert path == ["top", "a", "c", "d", "top"]
+
+
+def test_new_imports_that_reach_back_only_through_other_branches_close_no_cycle() -> None:
+    published = {"app": ["report", "dates"], "report": ["dates"], "dates": [], "other": ["app"]}
+    assert cycle_through(published, "report", ["dates"]) is None
+    assert cycle_through(published, "new", ["app", "report"]) is None
+
+
+def test_the_search_visits_only_what_the_new_imports_reach() -> None:
+    class Counting(dict[str, list[str]]):
+        looked_up: list[str] = []
+
+        def get(self, key: str, default: object = None) -> object:
+            self.looked_up.append(key)
+            return super().get(key, default)
+
+    published = Counting({f"m{i}": [f"m{i + 1}"] for i in range(1_000)} | {"lib": [], "user": ["lib"]})
+    assert cycle_through(published, "lib", ["m998"]) is None
+    assert sorted(published.looked_up) == ["m1000", "m998", "m999"]
 
 
 # -- transitive importers (R10) --------------------------------------------------------------------
 
 
+def transitive_importers_in(edges: dict[str, list[str]], module: str) -> list[str]:
+    """`transitive_importers` with the reverse index built here, as the graph aggregate keeps it."""
+    importers: dict[str, set[str]] = {}
+    for importer, imports in edges.items():
+        for name in imports:
+            importers.setdefault(name, set()).add(importer)
+    return transitive_importers(importers, edges, module)
+
+
 def test_transitive_importers_lists_direct_and_indirect_importers() -> None:
     # lib <- a <- b, and lib <- c; `other` does not import lib
     edges = {"lib": [], "a": ["lib"], "b": ["a"], "c": ["lib"], "other": []}
-    importers = transitive_importers(edges, "lib")
+    importers = transitive_importers_in(edges, "lib")
     assert sorted(importers) == ["a", "b", "c"]
     assert importers.index("a") < importers.index("b")
 
 
 def test_each_importer_comes_after_the_modules_it_imports() -> None:
     edges = {"lib": [], "top": ["mid", "lib"], "mid": ["base"], "base": ["lib"], "side": ["base"]}
-    importers = transitive_importers(edges, "lib")
+    importers = transitive_importers_in(edges, "lib")
     assert sorted(importers) == ["base", "mid", "side", "top"]
     for module in importers:
         for dependency in edges[module]:
@@ -91,17 +128,23 @@ def test_each_importer_comes_after_the_modules_it_imports() -> None:
 
 def test_transitive_importers_excludes_the_module_itself_and_its_dependencies() -> None:
     edges = {"dates": [], "report": ["dates"], "app": ["report"]}
-    assert transitive_importers(edges, "report") == ["app"]
+    assert transitive_importers_in(edges, "report") == ["app"]
 
 
 def test_a_module_nobody_imports_has_no_importers() -> None:
-    assert transitive_importers({"a": [], "b": ["a"]}, "b") == []
-    assert transitive_importers({"a": []}, "missing") == []
+    assert transitive_importers_in({"a": [], "b": ["a"]}, "b") == []
+    assert transitive_importers_in({"a": []}, "missing") == []
+
+
+def test_transitive_importers_walks_only_the_importers() -> None:
+    edges = {f"m{i}": [f"m{i + 1}"] for i in range(1_000)} | {"lib": [], "a": ["lib"], "b": ["a"]}
+    importers = {"lib": {"a"}, "a": {"b"}}  # the reverse index holds only what imports lib's side
+    assert transitive_importers(importers, edges, "lib") == ["a", "b"]
 
 
 def test_transitive_importers_is_repeatable() -> None:
     edges = {"lib": [], "z": ["lib"], "y": ["lib"], "x": ["lib"]}
-    assert transitive_importers(edges, "lib") == transitive_importers(dict(reversed(list(edges.items()))), "lib")
+    assert transitive_importers_in(edges, "lib") == transitive_importers_in(dict(reversed(list(edges.items()))), "lib")
 
 
 # -- bundle order (R6) -----------------------------------------------------------------------------
@@ -144,11 +187,11 @@ def test_with_edges_adds_a_module_the_graph_did_not_have() -> None:
     assert with_edges({"dates": []}, "report", ["dates"]) == {"dates": [], "report": ["dates"]}
 
 
-def test_with_edges_does_not_mutate_its_input() -> None:
+def test_with_edges_is_a_view_that_leaves_its_input_alone() -> None:
     edges = {"report": ["dates"], "app": ["report"]}
     changed = with_edges(edges, "app", ["dates"])
-    changed["report"].append("more")
-    assert edges == {"report": ["dates"], "app": ["report"]}
+    assert not hasattr(changed, "__setitem__")
+    assert (changed["app"], len(changed), edges) == (["dates"], 2, {"report": ["dates"], "app": ["report"]})
 
 
 def test_with_edges_does_not_keep_the_callers_import_list() -> None:

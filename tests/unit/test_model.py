@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any
 
 import pytest
-from eventsourcing.domain import Aggregate
+from eventsourcing.domain import Aggregate, Snapshot
+from eventsourcing.utils import get_topic
 
 from domain.errors import CannotDiscard, NothingToPublish, UnknownModule
 from domain.model import (
@@ -331,3 +333,31 @@ def test_replaying_the_graph_events_reproduces_its_edges() -> None:
     assert copy.id == graph_aggregate_id("acme")
     assert copy.nodes == graph.nodes
     assert copy.importers_of("dates") == ["app", "report"]
+
+
+def test_a_copy_of_the_graph_changes_alone_and_the_original_stays_as_it_was_read() -> None:
+    graph = linked_graph()
+    graph.collect_events()
+    copied = deepcopy(graph)
+    copied.link("report", published=["dates"], draft=["summary"])
+    copied.unlink("app")
+    assert graph.importers_of("dates") == ["app", "report", "summary"] and graph.nodes["report"]["draft"] is None
+    assert graph.published_importers()["report"] == {"app"}
+    assert copied.importers_of("summary") == ["report"] and "app" not in copied.nodes
+    assert "report" not in copied.published_importers()
+
+
+def test_a_graph_restored_from_a_snapshot_of_any_release_indexes_its_nodes_and_takes_events() -> None:
+    graph = linked_graph()
+    # eventsourcing's own snapshot class, as releases before issue 15 stored it: `nodes` a plain dict
+    state = {"tenant": "acme", "nodes": {m: dict(n) for m, n in graph.nodes.items()}, "chain_head": graph.chain_head,
+             "_created_on": graph.created_on, "_modified_on": graph.modified_on}
+    for snapshot_class in (Snapshot, ImportGraph.Snapshot):
+        taken = snapshot_class(originator_id=graph.id, originator_version=graph.version, timestamp=graph.modified_on,
+                               topic=get_topic(ImportGraph), state=state)
+        restored = taken.mutate(None)
+        assert restored.importers_of("dates") == ["app", "report", "summary"]
+        assert restored.published_importers()["report"] == {"app"}
+        restored.unlink("summary")
+        assert restored.importers_of("report") == ["app"] and dict(restored.nodes) == {m: n for m, n in graph.nodes.items() if m != "summary"}
+        assert ImportGraph.Snapshot.take(restored).state["nodes"] == {m: n for m, n in state["nodes"].items() if m != "summary"}
