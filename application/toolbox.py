@@ -233,6 +233,13 @@ class Toolbox(Tools):
         holders = self._catalog(tenant).listed.get(name)
         return holders[0] if holders else None
 
+    def entry_as_read(self, tenant: str, name: str) -> ToolEntry | None:
+        """`entry` as the catalog was last brought up to date, without asking the store where it
+        is: no I/O, for the event loop, when this request already brought it up (`position`)."""
+        catalog = self._catalogs.get(tenant)
+        holders = (catalog.listed if catalog is not None else self._catalog(tenant).listed).get(name)
+        return holders[0] if holders else None
+
     def holders(self, tenant: str, name: str) -> tuple[ToolEntry, ...]:
         """Every tool named `name`, the one a call reaches first (R15)."""
         return self._catalog(tenant).listed.get(name, ())
