@@ -174,7 +174,7 @@ def after_cursor(cursor: str | None) -> str | None:
     if not cursor:
         return None
     try:
-        return base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
+        return base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True).decode()
     except (ValueError, UnicodeError):
         raise ValueError(f"invalid cursor {cursor[:64]!r}: use the one the previous page gave") from None
 
