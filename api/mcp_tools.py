@@ -14,10 +14,11 @@ from typing import Any
 import anyio.to_thread
 import orjson
 from mcp.server.context import ServerRequestContext
-from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
 
 from api.mcp_watch import offer_of
-from api.queries import call_context
+from api.queries import after_cursor, call_context, cursor_after
 from domain.catalog import Permissions, ToolEntry
 from domain.errors import ModuleError
 from domain.ports import ExecutionResult
@@ -75,13 +76,31 @@ async def call_as(services: Services, principal: Principal, permissions: Permiss
     return mcp_result(result)
 
 
+def after(cursor: str | None) -> str | None:
+    """The name a cursor stands for; a cursor this server did not give is invalid params."""
+    try:
+        return after_cursor(cursor)
+    except ValueError as error:
+        raise MCPError(INVALID_PARAMS, str(error)) from None
+
+
 class ToolHandlers:
     def __init__(self, services: Services) -> None:
         self._services = services
+        self._page_size = services.settings.mcp_page_size
 
     async def list_tools(self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListToolsResult:
-        """Everything fits one page: a server offers at most what one tenant has."""
-        return ListToolsResult(tools=[mcp_tool(entry) for entry in offer_of(ctx).tools])
+        """One page of the caller's offer, sorted by name (`TOOLSMITH_MCP_PAGE_SIZE`), with
+        `nextCursor` while more remain. Built in a thread: the event loop serves everyone else."""
+        start = after(params.cursor if params is not None else None)
+        offer = offer_of(ctx)
+
+        def page() -> ListToolsResult:
+            entries, more = offer.page(start, self._page_size)
+            cursor = cursor_after(entries[-1].name) if more and entries else None
+            return ListToolsResult(tools=[mcp_tool(entry) for entry in entries], next_cursor=cursor)
+
+        return await anyio.to_thread.run_sync(page)
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         offer = offer_of(ctx)

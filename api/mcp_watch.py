@@ -1,26 +1,29 @@
 """What each MCP caller is offered, and telling every live session when that changes (DESIGN §4).
 
-An `Offer` is what one caller (a principal, on one server) is offered at one event-store position.
-The HTTP gate takes one per request, and the handlers answer from it.
+An `Offer` is what one caller (a principal, on one server) is offered: its permissions and the
+server's attached tools, read from the catalog when asked, a tool by name or a page of tools by
+name (issue 15: no request builds the whole list). The HTTP gate takes one per request, and the
+handlers answer from it.
 
 `ToolWatch` keeps the sessions that listen: handshake-era sessions (their connection's standalone
-stream) and 2026-era `subscriptions/listen` streams. It polls the toolbox's generation; when it
-moves, it takes each stale watcher's offer again and tells only those whose list (names,
-descriptions, schemas, tags) changed. The generation is the event store's position, so a change
-made by another process sharing the store is seen too. A watcher is forgotten when its connection
-or stream ends.
+stream) and 2026-era `subscriptions/listen` streams. It polls the store's position; when it moves,
+it asks each watched tenant's catalog what changed since (names whose winner changed, and changes
+of servers and usage profiles), and tells only the watchers that could see a changed tool before
+or after (its name, description, schema or tags), or whose server or permissions changed. Its
+cost is the changes times the tenant's watchers, never the catalog's size. The position is the
+event store's, so a change made by another process sharing the store is seen too. A watcher is
+forgotten when its connection or stream ends.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import orjson
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ToolsListChanged, event_to_notification
@@ -34,49 +37,75 @@ from mcp_types import (
 )
 
 from api.deps import permissions_of
-from domain.catalog import Permissions, ToolEntry
+from domain.catalog import Permissions, ToolEntry, shown_alike
 from domain.errors import UnknownRecord
 from infrastructure.auth import Principal
 from api.services import Services
+
+if TYPE_CHECKING:
+    from application.toolbox import Change, Toolbox
 
 log = logging.getLogger("toolsmith.mcp")
 
 # The key under which the HTTP gate leaves the request's `Offer` in the ASGI scope's state.
 OFFER_STATE = "toolsmith_mcp_offer"
 
-Fingerprint = tuple[tuple[str, str, bytes, tuple[str, ...]], ...]
-
 
 @dataclass(frozen=True)
 class Offer:
-    """What `principal` is offered on `server_id` (None: the default server) at `generation`."""
+    """What `principal` is offered on `server_id` (None: the default server; `attached`, that
+    server's tools), as of `generation` (the tenant's catalog position) or later."""
 
     principal: Principal
     server_id: str | None
     permissions: Permissions
+    attached: frozenset[str] | None
     generation: int
-    tools: tuple[ToolEntry, ...]
+    toolbox: Toolbox = field(repr=False, compare=False)
+
+    def shows(self, entry: ToolEntry | None) -> bool:
+        return entry is not None and self.toolbox.offers(entry, self.permissions, self.attached)
 
     def tool(self, name: str) -> ToolEntry | None:
-        return next((entry for entry in self.tools if entry.name == name), None)
+        """The tool `name` if this caller is offered it here, as of the catalog `take_offer`
+        brought up to date for this request: no I/O, fit for the event loop."""
+        entry = self.toolbox.entry_as_read(self.principal.tenant, name)
+        return entry if self.shows(entry) else None
+
+    def page(self, after: str | None, limit: int) -> tuple[list[ToolEntry], bool]:
+        """Up to `limit` offered tools named after `after`, and whether more follow (blocking).
+        A server's attached tools, or a profile that names its tools only, are looked at alone."""
+        if self.permissions.none:
+            return [], False
+        among = self.attached
+        if among is None and not self.permissions.everything and not self.permissions.tags:
+            among = self.permissions.tools
+        names = sorted(n for n in among if after is None or n > after) if among is not None else None
+        return self.toolbox.page(self.principal.tenant, after=after, limit=limit, accept=self.shows, winners_only=True, among=names)
+
+    def affected_by(self, change: Change) -> bool:
+        """Whether the change is one this caller sees: a tool shown before or after, not alike."""
+        before, after = self.shows(change.before), self.shows(change.after)
+        if before != after:
+            return True
+        return before and not shown_alike(change.before, change.after)  # type: ignore[arg-type]
 
     @property
-    def fingerprint(self) -> Fingerprint:
-        """What a client sees of the list: a change here is worth a `list_changed`."""
-        return tuple(
-            (e.name, e.description, orjson.dumps(e.input_schema, option=orjson.OPT_SORT_KEYS), e.tags) for e in self.tools
-        )
+    def terms(self) -> tuple[Permissions, frozenset[str] | None]:
+        """What decides which tools are offered, besides the tools themselves."""
+        return self.permissions, self.attached
 
 
 def take_offer(services: Services, principal: Principal, server_id: str | None) -> Offer:
     """Blocking (the event store): run it in a thread. Raises `UnknownRecord` for a server the
     principal's tenant does not have."""
-    # The generation is read first: a change landing in between makes the offer look older than
-    # it is, and the watch takes it again; never the other way round.
-    generation = services.toolbox.generation()
+    toolbox = services.toolbox
+    # The position is read first: a change landing in between makes the offer look older than it
+    # is, and the watch looks at that change again; never the other way round.
+    generation = toolbox.position(principal.tenant)
     permissions = permissions_of(services, principal)
-    tools = services.toolbox.offered(principal.tenant, permissions, server_id)
-    return Offer(principal, server_id, permissions, generation, tuple(tools))
+    attached = toolbox.attached(principal.tenant, server_id)
+    return Offer(principal, server_id, permissions, attached, generation, toolbox)
 
 
 def offer_of(ctx: ServerRequestContext[Any, Any]) -> Offer:
@@ -90,10 +119,8 @@ def offer_of(ctx: ServerRequestContext[Any, Any]) -> Offer:
 
 @dataclass(eq=False)
 class _Watcher:
-    principal: Principal
-    server_id: str | None
-    generation: int
-    fingerprint: Fingerprint
+    offer: Offer
+    position: int
     tell: Callable[[], Awaitable[None]] = field(repr=False)
 
 
@@ -111,7 +138,7 @@ class ToolWatch:
         return len(self._watchers)
 
     def watch(self, key: Hashable, offer: Offer, tell: Callable[[], Awaitable[None]]) -> None:
-        self._watchers[key] = _Watcher(offer.principal, offer.server_id, offer.generation, offer.fingerprint, tell)
+        self._watchers[key] = _Watcher(offer, offer.generation, tell)
 
     def forget(self, key: Hashable) -> None:
         self._watchers.pop(key, None)
@@ -182,30 +209,42 @@ class ToolWatch:
                 log.exception("the MCP tool watch failed a round; trying again")
 
     async def check(self) -> None:
-        """One round: every watcher whose offer is older than the store is offered again."""
-        toolbox = self._services.toolbox
-        current = await anyio.to_thread.run_sync(toolbox.generation)
-        stale = [w for w in list(self._watchers.values()) if w.generation != current]
-        if not stale:
-            return
-        offers = await anyio.to_thread.run_sync(self._offers, {(w.principal, w.server_id) for w in stale})
-        for watcher in stale:
-            offer = offers[(watcher.principal, watcher.server_id)]
-            # A server deleted since offers nothing: its sessions hear that their list emptied.
-            fingerprint = offer.fingerprint if offer is not None else ()
-            watcher.generation = offer.generation if offer is not None else current
-            if fingerprint != watcher.fingerprint:
-                watcher.fingerprint = fingerprint
+        """One round: every watcher behind the store hears of the changes it can see."""
+        current = await anyio.to_thread.run_sync(self._services.toolbox.generation)
+        behind = [w for w in list(self._watchers.values()) if w.position < current]
+        if behind:
+            for watcher in await anyio.to_thread.run_sync(self._review, behind):
                 await self._tell(watcher)
 
-    def _offers(self, keys: Iterable[tuple[Principal, str | None]]) -> dict[tuple[Principal, str | None], Offer | None]:
-        offers: dict[tuple[Principal, str | None], Offer | None] = {}
-        for principal, server_id in keys:
+    def _review(self, behind: list[_Watcher]) -> list[_Watcher]:
+        """The watchers to tell, each brought up to its tenant's catalog (blocking)."""
+        by_tenant: dict[str, list[_Watcher]] = {}
+        for watcher in behind:
+            by_tenant.setdefault(watcher.offer.principal.tenant, []).append(watcher)
+        told = []
+        for tenant, watchers in by_tenant.items():
+            changes, position = self._services.toolbox.changes_since(tenant, min(w.position for w in watchers))
+            for watcher in watchers:
+                if self._affected(watcher, changes):
+                    told.append(watcher)
+                watcher.position = max(watcher.position, position)
+        return told
+
+    def _affected(self, watcher: _Watcher, changes: list[Change] | None) -> bool:
+        if changes is None:  # the catalog was built afresh since: its changes are not known one by one
+            return True
+        mine = [c for c in changes if c.position > watcher.position]
+        affected = False
+        if any(c.name is None for c in mine):
+            offer = watcher.offer
             try:
-                offers[(principal, server_id)] = take_offer(self._services, principal, server_id)
+                fresh = take_offer(self._services, offer.principal, offer.server_id)
             except UnknownRecord:
-                offers[(principal, server_id)] = None
-        return offers
+                # A server deleted since offers nothing: its sessions hear that their list emptied.
+                fresh = replace(offer, attached=frozenset())
+            affected = fresh.terms != offer.terms
+            watcher.offer = fresh
+        return affected or any(watcher.offer.affected_by(c) for c in mine if c.name is not None)
 
     async def _tell(self, watcher: _Watcher) -> None:
         # A notification is advisory: a client that stopped reading must not hold up the others.

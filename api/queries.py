@@ -5,6 +5,7 @@ presenter composes the read model and the event store itself."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -146,17 +147,36 @@ def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
 
 
 def tools(services: Services, tenant: str, *, call_type: str | None = None, tag: str | None = None,
-          search: str | None = None) -> list[ToolEntry]:
-    """The tool catalog (every kind, shadowed entries included), filtered by call type, tag and a
-    case-insensitive search of the name and description."""
+          search: str | None = None, after: str | None = None, limit: int = 100) -> tuple[list[ToolEntry], bool]:
+    """A page of the tool catalog (every kind, shadowed entries included) by name: up to `limit`
+    entries named after `after`, filtered by call type, tag and a case-insensitive search of the
+    name and description; and whether more follow."""
     needle = (search or "").strip().casefold()
-    return [
-        entry
-        for entry in services.toolbox.entries(tenant)
-        if (call_type is None or entry.call_type == call_type)
-        and (tag is None or tag in entry.tags)
-        and (not needle or needle in entry.name.casefold() or needle in entry.description.casefold())
-    ]
+
+    def accept(entry: ToolEntry) -> bool:
+        return (
+            (call_type is None or entry.call_type == call_type)
+            and (tag is None or tag in entry.tags)
+            and (not needle or needle in entry.name.casefold() or needle in entry.description.casefold())
+        )
+
+    return services.toolbox.page(tenant, after=after, limit=limit, accept=accept)
+
+
+def cursor_after(name: str) -> str:
+    """The opaque cursor of the page of tools that follows the tool `name` (REST and MCP alike)."""
+    return base64.urlsafe_b64encode(name.encode()).decode()
+
+
+def after_cursor(cursor: str | None) -> str | None:
+    """The tool name a cursor stands for; None for none. Raises ValueError for a cursor this
+    service did not give."""
+    if not cursor:
+        return None
+    try:
+        return base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True).decode()
+    except (ValueError, UnicodeError):
+        raise ValueError(f"invalid cursor {cursor[:64]!r}: use the one the previous page gave") from None
 
 
 def reaches(services: Services, tenant: str, allowed_tools: list[str], allowed_tags: list[str]) -> list[str]:

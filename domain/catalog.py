@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from domain.ports import ExecutionResult
@@ -87,14 +87,20 @@ def resolve(entries: Iterable[ToolEntry], order: Sequence[str]) -> list[ToolEntr
         by_name.setdefault(entry.name, []).append(entry)
     resolved: list[ToolEntry] = []
     for name in sorted(by_name):
-        holders = sorted(by_name[name], key=lambda e: order.index(e.call_type))
-        winner = holders[0]
-        resolved.append(winner)
-        resolved.extend(_shadowed(e, winner.call_type) for e in holders[1:])
+        resolved.extend(ranked(sorted(by_name[name], key=lambda e: order.index(e.call_type))))
     return resolved
 
 
-def _shadowed(entry: ToolEntry, by: str) -> ToolEntry:
-    from dataclasses import replace
+def ranked(holders: Sequence[ToolEntry]) -> tuple[ToolEntry, ...]:
+    """R15 for one name: `holders` in the kinds' order, the first the one called, the others
+    marked `shadowed_by` it."""
+    if not holders:
+        return ()
+    winner = holders[0]
+    return (winner, *(replace(e, shadowed_by=winner.call_type) for e in holders[1:]))
 
-    return replace(entry, shadowed_by=by)
+
+def shown_alike(before: ToolEntry, after: ToolEntry) -> bool:
+    """Whether a client of MCP sees two entries of one name alike (description, schema, tags):
+    when not, a session offered the tool is told its list changed."""
+    return (before.description, before.input_schema, before.tags) == (after.description, after.input_schema, after.tags)

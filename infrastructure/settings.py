@@ -104,6 +104,9 @@ class Settings(BaseSettings):
                                    validation_alias=_env("mcp_allowed_hosts", "TOOLSMITH_MCP_ALLOWED_HOSTS"))
     mcp_allowed_origins: str = Field("http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
                                      validation_alias=_env("mcp_allowed_origins", "TOOLSMITH_MCP_ALLOWED_ORIGINS"))
+    # How many tools one `tools/list` page holds (MCP's cursor pagination): a client asks for the
+    # next page with the cursor it was given, and no answer grows with the tenant's catalog.
+    mcp_page_size: int = Field(100, ge=1, le=1000, validation_alias=_env("mcp_page_size", "TOOLSMITH_MCP_PAGE_SIZE"))
 
     @field_validator("opensearch_url", mode="before")
     @classmethod

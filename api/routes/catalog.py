@@ -5,13 +5,18 @@
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 
 from api import queries
 from api.deps import Reader, ServicesDep
 from api.problems import documented
 from api.schemas import ToolOut
 from domain.catalog import ToolEntry
+from domain.errors import InvalidInput, Violation
+
+# A page of the catalog: 100 tools unless asked, at most 1,000 (issue 15: no answer grows with the tenant).
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1_000
 
 
 def tool_out(entry: ToolEntry) -> dict[str, Any]:
@@ -35,12 +40,25 @@ def router_for(call_types: Sequence[str]) -> APIRouter:
 
     @router.get("", response_model=list[ToolOut], responses=documented(400))
     def list_tools(
+        request: Request,
+        response: Response,
         services: ServicesDep,
         principal: Reader,
         callType: Annotated[str | None, Query(pattern="^(" + "|".join(call_types) + ")$")] = None,
         tag: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="how many tools a page holds at most")] = DEFAULT_LIMIT,
+        cursor: Annotated[str | None, Query(description="where the page starts: the `next` link's cursor of the previous page")] = None,
     ) -> list[dict[str, Any]]:
-        """Every tool of every kind (code modules, plans, native and external MCP tools, …), by name."""
-        return [tool_out(entry) for entry in queries.tools(services, principal.tenant, call_type=callType, tag=tag)]
+        """A page of every tool of every kind (code modules, plans, native and external MCP tools,
+        …), by name; while more follow, a `Link` header (`rel="next"`) gives the next page's URL."""
+        try:
+            after = queries.after_cursor(cursor)
+        except ValueError as error:
+            raise InvalidInput([Violation("cursor", "page", str(error))]) from None
+        entries, more = queries.tools(services, principal.tenant, call_type=callType, tag=tag, after=after, limit=limit)
+        if more and entries:
+            following = request.url.include_query_params(cursor=queries.cursor_after(entries[-1].name))
+            response.headers["Link"] = f'<{following}>; rel="next"'
+        return [tool_out(entry) for entry in entries]
 
     return router

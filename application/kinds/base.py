@@ -7,7 +7,8 @@ A kind says:
   and `availability` call a tool of this kind: `module`, `plan`, `native tool`, …);
 - what it offers: its catalog `entries` (each a `ToolEntry` with its JSON Schema) and whether it
   `holds` a name (R2, which may reach further than the catalog: an unpublished module holds its
-  name); whether it is `available` at all (code only while a sandbox is configured);
+  name); whether it is `available` at all (code only while a sandbox is configured); which of
+  its names an event `touched` and each one's `entry`, so the catalog keeps itself per change;
 - how a call goes: `admit` refuses at once when the kind's own capacity is taken (only JavaScript
   waits on the JavaScript pool), `call` validates and executes, `check_permissions` adds what R14
   asks beyond the entry itself (a plan's nodes), `call_unlisted` explains a name the catalog does
@@ -26,7 +27,7 @@ a plan runs any kind's tools without knowing which.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
@@ -102,6 +103,10 @@ class KindDeps:
     sandbox: Sandbox | None = None  # None: code execution is switched off
 
 
+# What `ToolKind.touched` answers for a kind that cannot say which of its tools an event changed.
+OPAQUE: frozenset[str] = frozenset({"*"})
+
+
 class ToolKind(ABC):
     """One kind of tool. Subclasses set `call_type` and `label`, and are built from `KindDeps`."""
 
@@ -119,6 +124,19 @@ class ToolKind(ABC):
     def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
         """This kind's tools of `tenant`. `others` holds the other kinds' winners for a `derived`
         kind, and is empty for the rest."""
+
+    def entry(self, tenant: str, name: str) -> ToolEntry | None:
+        """This kind's tool `name` of `tenant` as the catalog lists it, or None: what the catalog
+        reads again for a name an event `touched`. (This default reads every entry: a kind with
+        many tools answers from one aggregate.) A `derived` kind is never asked."""
+        return next((e for e in self.entries(tenant, Ranked({}, ())) if e.name == name), None)
+
+    def touched(self, event: Any) -> Collection[str] | None:
+        """The names of this kind's tools that `event` may have changed, so that the catalog reads
+        only those again (in the event's tenant: its `tenant`, or its aggregate's); None when the
+        event is none of this kind's. A kind that does not say (this default, `OPAQUE`) is read
+        again in full whenever its tenant's catalog moves, as every kind was before."""
+        return OPAQUE
 
     @abstractmethod
     def holds(self, tenant: str, name: str) -> bool:

@@ -6,7 +6,7 @@ published tools to the catalog and calls them, each call into either made in one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -27,6 +27,16 @@ class CodeKind(ToolKind):
 
     def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
         return [code_entry(module) for module in self.deps.store.published_tools(tenant)]
+
+    def entry(self, tenant: str, name: str) -> ToolEntry | None:
+        module = self.deps.store.find(tenant, name)
+        if module is None or module.deleted or module.published is None or module.published["tool"] is None:
+            return None
+        return code_entry(module)
+
+    def touched(self, event: Any) -> Collection[str] | None:
+        """A module's event touches that module's tool only (its importers' entries do not change)."""
+        return (event.module_id,) if isinstance(event, CodeModule.Event) else None
 
     def holds(self, tenant: str, name: str) -> bool:
         """R2: any module that is not deleted, published or not, tool or library."""

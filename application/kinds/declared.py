@@ -8,6 +8,7 @@ arguments against the declared JSON Schema.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from application.kinds.base import KindDeps, Ranked, ToolKind, Tools, validated
@@ -27,6 +28,14 @@ class DeclaredKind(ToolKind):
 
     def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
         return [tool.entry for tool in self._tools.values()]
+
+    def entry(self, tenant: str, name: str) -> ToolEntry | None:
+        tool = self._tools.get(name)
+        return tool.entry if tool is not None else None
+
+    def touched(self, event: Any) -> Collection[str] | None:
+        """The tools file is read once, at start: no event changes its tools."""
+        return None
 
     def holds(self, tenant: str, name: str) -> bool:
         return name in self._tools

@@ -12,6 +12,7 @@ that calls code waits on the JavaScript pool as the code would, one of native to
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import Any
 
 from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
@@ -72,6 +73,13 @@ class PlanKind(ToolKind):
             )
             for plan in plans.values()
         ]
+
+    def touched(self, event: Any) -> Collection[str] | None:
+        """A plan's record. (The catalog reads a derived kind's entries again whenever anything of
+        its tenant changed, since a plan's schema follows its first node's tool.)"""
+        if isinstance(event, (callers.CallerRegistry.RecordSaved, callers.CallerRegistry.RecordDeleted)) and event.kind == callers.PLAN:
+            return (event.record_id,)
+        return None
 
     def holds(self, tenant: str, name: str) -> bool:
         return self._exposed(tenant, name) is not None

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 
 from api.mcp_watch import ToolWatch, take_offer
+from application.toolbox import Change
 from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry
 from domain.errors import UnknownRecord
 from infrastructure.auth import Principal
@@ -18,25 +19,55 @@ CALLER = Principal(name="c", role="caller", tenant="t", usage_profile="p")
 
 @dataclass
 class FakeToolbox:
-    """Tools per server id (None: the default server); `generation` moves with every change."""
+    """One tenant's winners by name and its servers' attached tools; every change moves the
+    position and is kept as the real catalog keeps it (`Change`)."""
 
-    tools: dict[str | None, list[ToolEntry]] = field(default_factory=dict)
-    position: int = 1
+    tools: dict[str, ToolEntry] = field(default_factory=dict)
+    servers: dict[str, frozenset[str]] = field(default_factory=dict)
+    at: int = 1
+    changes: list[Change] = field(default_factory=list)
+    floor: int = 0
 
     def generation(self) -> int:
-        return self.position
+        return self.at
+
+    def position(self, tenant: str) -> int:
+        return self.at
 
     def permissions(self, tenant: str, role: str, usage_profile: str | None) -> Permissions:
         return EVERYTHING if role == "admin" else NOTHING
 
-    def offered(self, tenant: str, permissions: Permissions, server_id: str | None = None) -> list[ToolEntry]:
-        if server_id not in self.tools:
-            raise UnknownRecord("MCP server", server_id or "")
-        return [t for t in self.tools[server_id] if permissions.allow(t)]
+    def attached(self, tenant: str, server_id: str | None) -> frozenset[str] | None:
+        if server_id is None:
+            return None
+        if server_id not in self.servers:
+            raise UnknownRecord("MCP server", server_id)
+        return self.servers[server_id]
 
-    def change(self, server_id: str | None, tools: list[ToolEntry]) -> None:
-        self.tools[server_id] = tools
-        self.position += 1
+    def offers(self, entry: ToolEntry, permissions: Permissions, attached: frozenset[str] | None) -> bool:
+        return entry.offered_in_chat and (attached is None or entry.name in attached) and permissions.allow(entry)
+
+    def changes_since(self, tenant: str, position: int) -> tuple[list[Change] | None, int]:
+        if position < self.floor:
+            return None, self.at
+        return [c for c in self.changes if c.position > position], self.at
+
+    def put(self, entry: ToolEntry | None, name: str = "") -> None:
+        name = entry.name if entry is not None else name
+        self.at += 1
+        self.changes.append(Change(self.at, name, self.tools.get(name), entry))
+        if entry is None:
+            self.tools.pop(name, None)
+        else:
+            self.tools[name] = entry
+
+    def server(self, server_id: str, tools: frozenset[str] | None) -> None:
+        if tools is None:
+            del self.servers[server_id]
+        else:
+            self.servers[server_id] = tools
+        self.at += 1
+        self.changes.append(Change(self.at, None))
 
 
 @dataclass
@@ -52,54 +83,76 @@ def scenario(body: Any) -> None:
     anyio.run(body)
 
 
-def test_only_the_sessions_whose_list_changed_are_told() -> None:
+def watched(watch: ToolWatch, services: FakeServices, told: list[str], *who: tuple[str, Principal, str | None]) -> None:
+    for label, principal, server_id in who:
+        async def tell(label: str = label) -> None:
+            told.append(label)
+        watch.watch(label, take_offer(services, principal, server_id), tell)  # type: ignore[arg-type]
+
+
+def test_only_the_sessions_that_can_see_a_changed_tool_are_told() -> None:
     async def body() -> None:
-        toolbox = FakeToolbox({None: [tool("a")], "s": [tool("a")]})
+        toolbox = FakeToolbox({"a": tool("a"), "b": tool("b")}, {"s": frozenset({"a"})})
         services = FakeServices(toolbox)
         watch = ToolWatch(services)  # type: ignore[arg-type]
         told: list[str] = []
-
-        def teller(label: str) -> Any:
-            async def tell() -> None:
-                told.append(label)
-            return tell
-
-        watch.watch("admin-default", take_offer(services, ADMIN, None), teller("admin-default"))  # type: ignore[arg-type]
-        watch.watch("admin-s", take_offer(services, ADMIN, "s"), teller("admin-s"))  # type: ignore[arg-type]
-        watch.watch("caller-default", take_offer(services, CALLER, None), teller("caller-default"))  # type: ignore[arg-type]
+        watched(watch, services, told, ("admin-default", ADMIN, None), ("admin-s", ADMIN, "s"), ("caller-default", CALLER, None))
         # nothing changed
         await watch.check()
         assert told == []
-        # a new schema on the default server: its admin session hears it; the caller, offered nothing, does not
-        toolbox.change(None, [tool("a", input_schema={"type": "object", "properties": {"x": {"type": "string"}}})])
+        # a new schema of `b`, which server `s` does not offer: the default server's admin hears it
+        toolbox.put(tool("b", input_schema={"type": "object", "properties": {"x": {"type": "string"}}}))
         await watch.check()
         assert told == ["admin-default"]
         # a move of the store that changes nothing offered tells no one
-        toolbox.position += 1
+        toolbox.at += 1
         await watch.check()
         assert told == ["admin-default"]
-        # the server is deleted: its sessions hear that their list emptied
-        del toolbox.tools["s"]
-        toolbox.position += 1
+        # `a` leaves the chat: both admin sessions see it go; the caller, offered nothing, does not
+        toolbox.put(tool("a", expose_in_chat=False))
         await watch.check()
-        assert told == ["admin-default", "admin-s"]
+        assert sorted(told) == ["admin-default", "admin-default", "admin-s"]
+        # the server is deleted: its sessions hear that their list emptied, once
+        told.clear()
+        toolbox.put(tool("a"))
+        toolbox.server("s", None)
+        await watch.check()
+        assert sorted(told) == ["admin-default", "admin-s"]
+        told.clear()
+        toolbox.put(tool("a", description="new words"))
+        await watch.check()
+        assert told == ["admin-default"]
         # a forgotten session is told nothing more
         watch.forget("admin-default")
-        toolbox.change(None, [])
+        toolbox.put(None, "b")
         await watch.check()
-        assert told == ["admin-default", "admin-s"] and len(watch) == 2
+        assert told == ["admin-default"] and len(watch) == 2
+
+    scenario(body)
+
+
+def test_a_tool_attached_to_a_server_tells_that_servers_sessions_only() -> None:
+    async def body() -> None:
+        toolbox = FakeToolbox({"a": tool("a")}, {"s": frozenset(), "t": frozenset()})
+        services = FakeServices(toolbox)
+        watch = ToolWatch(services)  # type: ignore[arg-type]
+        told: list[str] = []
+        watched(watch, services, told, ("on-s", ADMIN, "s"), ("on-t", ADMIN, "t"))
+        toolbox.server("s", frozenset({"a"}))
+        await watch.check()
+        assert told == ["on-s"]
 
     scenario(body)
 
 
 def test_an_offer_taken_before_a_change_is_checked_again() -> None:
     async def body() -> None:
-        toolbox = FakeToolbox({None: [tool("a")]})
+        toolbox = FakeToolbox({"a": tool("a")})
         services = FakeServices(toolbox)
         watch = ToolWatch(services)  # type: ignore[arg-type]
         told: list[int] = []
         stale = take_offer(services, ADMIN, None)  # type: ignore[arg-type]
-        toolbox.change(None, [tool("a"), tool("b")])
+        toolbox.put(tool("b"))
         await watch.check()  # the loop saw the new generation before the session was watched
 
         async def tell() -> None:
@@ -108,5 +161,20 @@ def test_an_offer_taken_before_a_change_is_checked_again() -> None:
         watch.watch("late", stale, tell)
         await watch.check()
         assert told == [1]
+
+    scenario(body)
+
+
+def test_a_watcher_older_than_the_changes_kept_is_told() -> None:
+    async def body() -> None:
+        toolbox = FakeToolbox({"a": tool("a")})
+        services = FakeServices(toolbox)
+        watch = ToolWatch(services)  # type: ignore[arg-type]
+        told: list[str] = []
+        watched(watch, services, told, ("old", ADMIN, None))
+        toolbox.at += 5
+        toolbox.floor = toolbox.at  # the catalog was built afresh: what changed is not known name by name
+        await watch.check()
+        assert told == ["old"]
 
     scenario(body)
