@@ -37,7 +37,7 @@ from typing import Any
 import httpx
 
 from bench._common import Progress, Row, bench_settings, format_table, machine_line, millis, rotated
-from bench._server import Server, launch
+from bench._server import Server, serve_store
 
 TITLE = "Console pages (HTML) against the JSON of the same data, over {modules:,} modules; p50 / p95"
 TOKEN = "tsa_bench-console-admin-token"
@@ -107,20 +107,7 @@ def start(tmp: Path, modules: int, progress: Progress) -> tuple[Server, dict[str
         info |= {"readModel": f"OpenSearch at {opensearch} (index {index})", "opensearchIndex": index, "opensearchUrl": opensearch}
     progress(f"read model: {info['readModel']}")
     server = Server(data_dir=tmp / "data", token=TOKEN, inherit_settings=False, log_file=tmp / "serve.log", log_mode="w", env=env)
-    started = time.perf_counter()
-    try:
-        server.process = launch(server.command(), url=server.url, log_path=server.log_path, env=server.environment(),
-                                timeout=240, mode="w")
-    except RuntimeError as failed:
-        raise SystemExit(f"bench.console: {failed}") from None
-    # the read model has every module (the rebuild at start, or the runner filling OpenSearch)
-    with server.client() as http:
-        deadline = time.monotonic() + 240
-        while (total := http.get("/api/v1/admin/code-modules", params={"limit": 1}).json().get("total", 0)) < modules:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"bench.console: the read model holds {total} of {modules} modules after 240 s")
-            time.sleep(0.5)
-    info["readySeconds"] = time.perf_counter() - started
+    info["readySeconds"] = serve_store(server, modules, timeout=240, bench="bench.console")
     progress(f"server ready with {modules:,} modules in its read model in {info['readySeconds']:.1f} s")
     return server, info
 

@@ -47,7 +47,7 @@ import anyio
 import httpx
 
 from bench._common import Progress, Row, bench_settings, format_table, machine_line, millis
-from bench._server import Server, launch
+from bench._server import Server, serve_store
 
 TITLE = "Scale: each write and read at {small:,} and {large:,} modules, one toolsmith serve each (embedded defaults); p50 / p95"
 TOKEN = "tsa_bench-scale-admin-token"
@@ -148,19 +148,7 @@ def start(folder: Path, modules: int, progress: Progress, settings: dict[str, st
     added to its environment (`--set`)."""
     server = Server(data_dir=folder / "data", token=TOKEN, inherit_settings=False, log_file=folder / "serve.log", log_mode="w",
                     env={"TOOLSMITH_ADMIN_TOKEN": TOKEN, "TOOLSMITH_LOG_LEVEL": "WARNING"} | settings)
-    started = time.perf_counter()
-    try:
-        server.process = launch(server.command(), url=server.url, log_path=server.log_path, env=server.environment(),
-                                timeout=600, mode="w")
-    except RuntimeError as failed:
-        raise SystemExit(f"bench.scale: {failed}") from None
-    with server.client() as http:
-        deadline = time.monotonic() + 600
-        while (total := http.get("/api/v1/admin/code-modules", params={"limit": 1}).json().get("total", 0)) < modules:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"bench.scale: the read model holds {total} of {modules} modules after 600 s")
-            time.sleep(0.2)
-    ready = time.perf_counter() - started
+    ready = serve_store(server, modules, timeout=600, bench="bench.scale")
     progress(f"  serve ready with {modules:,} modules in its read model in {ready:.1f} s")
     return server, ready
 
