@@ -10,14 +10,16 @@ cached and shared between request threads, which only ever read them (see
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from copy import deepcopy
 from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository, project_aggregate
+from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository
 from eventsourcing.persistence import IntegrityError
+from eventsourcing.utils import get_topic
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
 from domain.errors import UnknownModule
@@ -28,6 +30,25 @@ from domain.rules import id_violations
 # 200 events: a cold load then decodes at most 199 events after the snapshot (a few milliseconds),
 # and a tenant's graph of 10,000 events holds 50 snapshot rows.
 SNAPSHOT_INTERVAL = 200
+# Events a query of `Store.published_tools` reads.
+TOOLS_PAGE = 2_000
+
+
+@functools.cache
+def _module_topics() -> tuple[str, ...]:
+    """The topic of every `CodeModule` event, as the event store records it."""
+    return tuple(sorted(
+        get_topic(kind) for kind in vars(CodeModule).values()
+        if isinstance(kind, type) and issubclass(kind, CodeModule.Event) and kind is not CodeModule.Event
+    ))
+
+
+def project_events(aggregate: Any, events: Any) -> Any:
+    """eventsourcing's `project_aggregate` without its assertion that each event matches a
+    runtime-checkable protocol: that `isinstance` took a quarter of every aggregate load."""
+    for domain_event in events:
+        aggregate = domain_event.mutate(aggregate)
+    return aggregate
 
 
 class NewestAggregateCache(LRUCache):
@@ -66,7 +87,7 @@ class SharedAggregateRepository(Repository):
         aggregate_id: Any,
         *,
         version: int | None = None,
-        projector_func: Any = project_aggregate,
+        projector_func: Any = project_events,
         fastforward_skipping: bool = False,
         deepcopy_from_cache: bool = True,
     ) -> Any:
@@ -179,14 +200,28 @@ class Store(Application):
         return module is not None and not module.deleted
 
     def published_tools(self, tenant: str) -> list[CodeModule]:
-        """Every module whose published version is a tool, from the import graph's published nodes."""
-        graph = self.graph(tenant)
-        found = []
-        for name in list(graph.published_edges()):
-            module = self.find(tenant, name)
-            if module is not None and module.published is not None and module.published["tool"] is not None:
-                found.append(module)
-        return found
+        """Every module whose published version is a tool: the import graph's published nodes, each
+        rebuilt from its events.
+
+        One pass over the log (`TOOLS_PAGE` events a query, only module events, only those of the
+        graph's published modules decoded) rather than a query per module: a tenant of 50,000
+        modules is read in seconds, not in the 45 s that 45,000 loads took (issue 15). The modules
+        rebuilt here bypass the aggregate cache (they would evict what requests use), and the pass
+        reads to the end of the log, so it answers each module as of now at least, as `find` does.
+        """
+        wanted = {module_aggregate_id(tenant, name): name for name in list(self.graph(tenant).published_edges())}
+        modules: dict[UUID, Any] = {}
+        after: int | None = None
+        while True:
+            page = self.recorder.select_notifications(after, TOOLS_PAGE, topics=_module_topics(), inclusive_of_start=after is None)
+            for notification in page:
+                if notification.originator_id in wanted:
+                    event = self.mapper.to_domain_event(notification)
+                    modules[event.originator_id] = event.mutate(modules.get(event.originator_id))
+            if len(page) < TOOLS_PAGE:
+                break
+            after = page[-1].id
+        return [m for m in modules.values() if m is not None and m.published is not None and m.published["tool"] is not None]
 
     # -- saving ----------------------------------------------------------------------------------
 
