@@ -3,6 +3,7 @@ them, built by the composition root (`entrypoints/compose.py`)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from application.execution import Execution
@@ -18,6 +19,8 @@ from infrastructure.auth import Authenticator
 from infrastructure.settings import Settings
 from projections.interface import ModuleReadModel
 from projections.runner import PullingProjectionRunner, TrackingWatcher
+
+log = logging.getLogger("toolsmith.services")
 
 
 @dataclass
@@ -44,6 +47,11 @@ class Services:
 
     def start(self) -> None:
         self.runner.start()
+        try:
+            self.toolbox.warm(self.settings.tenant)
+        except Exception as error:  # noqa: BLE001 - the first request that needs the catalog builds it, or answers why not
+            log.warning("tool catalog not built at start; the first request that needs it builds it",
+                        extra={"error": type(error).__name__})
 
     def close(self) -> None:
         self.runner.stop()
