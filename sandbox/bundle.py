@@ -153,19 +153,36 @@ def _units(units: tuple[SourceUnit, ...], first_line: int) -> tuple[str, tuple[t
     """Statements that define each unit's exports in `$m`; their line map; the capabilities named."""
     parts = []
     unit_lines: list[tuple[int, str]] = []
+    named: frozenset[str] = frozenset()
     line = first_line
     for unit in units:
-        params = ",".join(("exports", *unit.imports))
-        args = ",".join(("{}", *(f"$m[{json.dumps(i)}]" for i in unit.imports)))
+        text, lines, names = _unit(unit)
         unit_lines.append((line + 1, unit.name))
-        text = f"$m[{json.dumps(unit.name)}]=(function({params}){{\n{unit.content}\n;return exports}})({args});\n"
         parts.append(text)
-        line += text.count("\n")
-    return "".join(parts), tuple(unit_lines), _named(units)
+        named |= names
+        line += lines
+    return "".join(parts), tuple(unit_lines), named
+
+
+@lru_cache(maxsize=8192)
+def _unit(unit: SourceUnit) -> tuple[str, int, frozenset[str]]:
+    """One unit's statement, its number of lines, and the capabilities its source names. Cached
+    per unit, not only per bundle: a publish's bundles are all new (the published module's new
+    version is in each), but each importer's own unit is the one its last check used (issue 15)."""
+    params = ",".join(("exports", *unit.imports))
+    args = ",".join(("{}", *(f"$m[{json.dumps(i)}]" for i in unit.imports)))
+    text = f"$m[{json.dumps(unit.name)}]=(function({params}){{\n{unit.content}\n;return exports}})({args});\n"
+    return text, text.count("\n"), _named_in(unit.content)
 
 
 def _named(units: tuple[SourceUnit, ...]) -> frozenset[str]:
-    source = "".join(unit.content for unit in units)
+    named: frozenset[str] = frozenset()
+    for unit in units:
+        named |= _unit(unit)[2]
+    return named
+
+
+def _named_in(source: str) -> frozenset[str]:
     return frozenset(name for name, pattern in _NAMES.items() if pattern.search(source))
 
 
