@@ -5,9 +5,8 @@ checks a publish makes of a module and of every module that imports it. Each run
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from heapq import heappop, heappush
-from queue import SimpleQueue
 from typing import Any
 
 from application.imports import check_draft_imports, check_imports
@@ -154,59 +153,102 @@ def checked_in_order(
     """R10's checks of `targets`, up to the sandbox's parallelism at a time, answered in the order
     of `targets` whichever finishes first.
 
-    Checks start in that order (dependencies first), and the bundles are built here, on the
-    caller's thread, the next one while the running checks run: only the sandbox is used from
-    several threads. A check beyond the first starts only while the sandbox has a session to spare
-    (`busy`), so the publish never holds the last ones against other callers' tool calls, and one
-    the sandbox refuses all the same (`SandboxBusy`) while another of ours runs starts again after
-    it; a refusal with nothing of ours running is the caller's, as it always was. With
-    `first_failure_only`, nothing starts after a failure is known, and the failure answered is the
-    first in order: the earlier checks still running are waited for.
+    Checks start in that order (dependencies first). Each of `parallelism` threads (the caller's
+    one of them) takes the next target, builds its bundle and checks it, then takes the next:
+    no thread hands a check to another, which cost more CPU than the checks themselves on a
+    machine as busy as its sandbox's workers make it (issue 15). Bundles are built one at a time
+    (`bundle` shares what it loads between them). A check beyond the first starts only while the
+    sandbox has a session to spare (`busy`), so the publish never holds the last ones against
+    other callers' tool calls, and one the sandbox refuses all the same (`SandboxBusy`) while
+    another of ours runs starts again after it; a refusal with nothing of ours running is the
+    caller's, as it always was. With `first_failure_only`, nothing starts after a failure is
+    known, and the failure answered is the first in order: the earlier checks still running are
+    waited for. An error other than a check's result (a bundle that cannot be built) ends the
+    publish: nothing starts after it, and it is raised once the running checks are done.
     """
-    width = max(1, sandbox.parallelism())
+    width = max(1, min(sandbox.parallelism(), len(targets)))
     if width == 1:
         return _one_at_a_time(sandbox, targets, bundle, first_failure_only=first_failure_only)
-    results: dict[int, ExecutionResult] = {}
-    to_start = list(range(len(targets)))  # a heap: a refused check goes back in its place
-    built: dict[int, Bundle] = {}
-    running: dict[Future[ExecutionResult], tuple[int, Bundle]] = {}
-    finished: SimpleQueue[Future[ExecutionResult]] = SimpleQueue()
-    stop = len(targets)  # the first failure known, with first_failure_only
-    refused = False  # since one of ours last finished: start no other before one does
+    state = _Checks(sandbox, targets, bundle, first_failure_only)
+    helpers = [threading.Thread(target=state.work, name=f"publish-check-{n}", daemon=True) for n in range(1, width)]
+    for helper in helpers:
+        helper.start()
+    state.work()
+    for helper in helpers:
+        helper.join()
+    if state.failure is not None:
+        raise state.failure
+    return [(target, state.results[index]) for index, target in enumerate(targets[: state.stop + 1])]
 
-    def next_index() -> int | None:
-        return to_start[0] if to_start and to_start[0] < stop else None
 
-    def prepared(index: int) -> Bundle:
-        return built.pop(index, None) or bundle(targets[index])
+class _Checks:
+    """What `checked_in_order`'s threads share, under one lock."""
 
-    with ThreadPoolExecutor(width, thread_name_prefix="publish-check") as pool:
-        while True:
-            while len(running) < width and (index := next_index()) is not None and (not running or not (refused or sandbox.busy())):
-                heappop(to_start)
-                execution = prepared(index)
-                future = pool.submit(sandbox.check, execution)
-                running[future] = (index, execution)
-                future.add_done_callback(finished.put)
-            if not running:
-                break
-            if (index := next_index()) is not None and index not in built:
-                built[index] = bundle(targets[index])
-            future = finished.get()
-            index, execution = running.pop(future)
+    def __init__(self, sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], first_failure_only: bool) -> None:
+        self.sandbox = sandbox
+        self.targets = targets
+        self.bundle = bundle
+        self.first_failure_only = first_failure_only
+        self.results: dict[int, ExecutionResult] = {}
+        self.to_start = list(range(len(targets)))  # a heap: a refused check goes back in its place
+        self.built: dict[int, Bundle] = {}  # refused checks' bundles, kept for their next start
+        self.stop = len(targets)  # the first failure known, with first_failure_only
+        self.failure: BaseException | None = None
+        self.running = 0
+        self.refused = False  # since one of ours last finished: start no other before one does
+        self.changed = threading.Condition()
+
+    def work(self) -> None:
+        while (taken := self._take()) is not None:
+            index, execution = taken
             try:
-                results[index] = future.result()
-            except SandboxBusy:
-                if not running:
-                    raise
-                heappush(to_start, index)
-                built[index] = execution
-                refused = True
+                result = self.sandbox.check(execution)
+            except SandboxBusy as busy:
+                with self.changed:
+                    self.running -= 1
+                    if self.running == 0 and self.failure is None:
+                        self.failure = busy  # nothing of ours ran: the caller's refusal
+                    else:
+                        heappush(self.to_start, index)
+                        self.built[index] = execution
+                        self.refused = True
+                    self.changed.notify_all()
                 continue
-            refused = False
-            if first_failure_only and results[index].error is not None:
-                stop = min(stop, index)
-    return [(target, results[index]) for index, target in enumerate(targets[: stop + 1])]
+            except BaseException as error:
+                self._fail(error)
+                return
+            with self.changed:
+                self.running -= 1
+                self.refused = False
+                self.results[index] = result
+                if self.first_failure_only and result.error is not None:
+                    self.stop = min(self.stop, index)
+                self.changed.notify_all()
+
+    def _take(self) -> tuple[int, Bundle] | None:
+        with self.changed:
+            while True:
+                if self.failure is not None or not self.to_start or self.to_start[0] >= self.stop:
+                    return None
+                if self.running == 0 or not (self.refused or self.sandbox.busy()):
+                    break
+                self.changed.wait()
+            index = heappop(self.to_start)
+            self.running += 1
+            try:
+                execution = self.built.pop(index, None) or self.bundle(self.targets[index])
+            except BaseException as error:
+                self.running -= 1
+                self.failure = self.failure or error
+                self.changed.notify_all()
+                return None
+            return index, execution
+
+    def _fail(self, error: BaseException) -> None:
+        with self.changed:
+            self.running -= 1
+            self.failure = self.failure or error
+            self.changed.notify_all()
 
 
 def _one_at_a_time(
