@@ -91,12 +91,21 @@ MAPPINGS: dict[str, Any] = {
 _DERIVED = ("kind", "deleted", "text", "idKey", "descriptionKey", "store")
 
 
+# The translog is written at every request but synced to disk every few seconds, not at each
+# request: a sync per bulk was a third of a small write's time (issue 15, write → listed). The index
+# is a projection of the event store, and safe so: a crash of the node loses at most the newest
+# operations, in the order they were made, so a tracking position that survives has every document
+# before it, and the runner applies again whatever came after the position that survived.
+DURABILITY = {"translog.durability": "async"}
+
+
 def index_settings(replicas: int, *, rebuilding: bool = False) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "number_of_shards": 1,
         "number_of_replicas": 0 if rebuilding else replicas,
         # Paging reaches every module of a large tenant (the list allows any offset).
         "max_result_window": 1_000_000,
+        **DURABILITY,
     }
     if rebuilding:
         settings["refresh_interval"] = "-1"
@@ -159,6 +168,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         self.retry_base_seconds = retry_base_seconds
         # A failpoint for the fault tests: called between the documents' write and the tracking's.
         self.on_documents_written = on_documents_written
+        # Told each batch's positions once its documents can be found, before they are stored.
+        self.on_searchable: Callable[[dict[str, int]], None] | None = None
         self._pending: dict[str, tuple[Document, int]] = {}
         self._pending_tracking: dict[str, int] = {}
         self._prefetched: dict[str, Document | None] = {}
@@ -177,6 +188,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             if self.client.indices.exists_alias(name=self.index) or self.client.indices.exists(index=self.index):
                 # An index made before documents recorded their store gets the field (a no-op after).
                 self.client.indices.put_mapping(index=self.index, body={"properties": {"store": _KEYWORD}})
+                # An index made before the translog was synced in the background gets it too.
+                self.client.indices.put_settings(index=self.index, body={"index": DURABILITY})
                 return
             self.client.indices.create(
                 index=f"{self.index}-000001",
@@ -197,7 +210,8 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     def max_tracking_id(self, application_name: str) -> int | None:
         """The position written to OpenSearch (a batch in progress does not count); None when
-        the index holds no position of this view's event store (another store's means nothing)."""
+        the index holds no position of this view's event store (another store's means nothing).
+        Every document before it can be found (see `write`)."""
         tracked = self.tracking(application_name)
         position = tracked[0] if tracked is not None and self.store in (None, tracked[1]) else None
         if position is None:
@@ -272,6 +286,10 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         return batch
 
     def write(self, batch: Batch | None) -> None:
+        """The documents, made searchable (with `refresh`), then the positions, not refreshed: a
+        position that can be read, however it is read, has every document before it searchable,
+        and a write costs one refresh, most of a small write's time (issue 15, write → listed).
+        `on_searchable(positions)` hears of the batch between the two, as early as a reader may."""
         if batch is None:
             return
         actions = [_action(self.index, key, version, source if source.get("deleted") else _indexed(source, self._stamp))
@@ -279,12 +297,15 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         self._bulk(actions)
         if self.on_documents_written is not None:
             self.on_documents_written()
+        if self.on_searchable is not None and (self.refresh or not actions):
+            self.on_searchable(dict(batch.positions))
         self._bulk(
             [
                 _action(self.index, _tracking_id(name), position,
                         {"kind": TRACKING, "application": name, "position": position, **self._stamp})
                 for name, position in batch.positions.items()
-            ]
+            ],
+            refresh=False,
         )
         self._known_positions.update(batch.positions)
 
@@ -293,15 +314,17 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         self._pending, self._pending_tracking, self._prefetched, self._recent = {}, {}, {}, {}
         self._known_positions.clear()
 
-    def _bulk(self, actions: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
-        """Sends the actions; retries the items rejected with 429 (only those) with backoff."""
+    def _bulk(self, actions: list[tuple[dict[str, Any], dict[str, Any]]], *, refresh: bool | None = None) -> None:
+        """Sends the actions (refreshing as the view does, unless `refresh` says); retries the
+        items rejected with 429 (only those) with backoff."""
+        refresh = self.refresh if refresh is None else refresh
         attempt = 0
         while actions:
             # One NDJSON body serialized by orjson: the client's per-line json.dumps took a
             # rebuild's writer thread seconds, holding the GIL the applying thread needs.
             body = b"".join(orjson.dumps(line) + b"\n" for action in actions for line in action)
             try:
-                response = self._call(lambda: self.client.bulk(body=body, refresh="true" if self.refresh else "false"))
+                response = self._call(lambda: self.client.bulk(body=body, refresh="true" if refresh else "false"))
             except Overloaded:
                 response = {"errors": True, "items": [{"index": {"status": 429}}] * len(actions)}  # the whole request, again
             if not response.get("errors"):

@@ -170,6 +170,16 @@ class PullingProjectionRunner:
         if self.view.store is None:
             # The view records which event store its documents come from (issue 12, 10).
             self.view.store = store_identity(app)
+        if announce is not None and hasattr(self.view, "on_searchable"):
+            # The API processes hear of a batch as soon as its documents can be found, not after
+            # its position is stored too (a request less per write, issue 15).
+            self.view.on_searchable = self._searchable
+
+    def _searchable(self, positions: dict[str, int]) -> None:
+        position = positions.get(self.app.name)
+        if position is not None and self._announce is not None and position != self._announced:
+            self._announce(position)
+            self._announced = position
 
     def start(self) -> None:
         """Applies everything recorded so far (when the view can be reached), then follows the

@@ -110,6 +110,37 @@ def test_repeated_and_older_writes_change_nothing(sqlite_app: ApplicationService
     assert not view.is_taken(TENANT, "tool5") and view.is_taken(TENANT, "tool3")
 
 
+def test_a_position_can_be_read_only_once_its_documents_can_be_found(
+        sqlite_app: ApplicationServices, opensearch: OpenSearch, opensearch_index: str) -> None:
+    """A batch's documents are written and refreshed, then its position without a refresh (one
+    refresh per write, issue 15). Whoever reads the position (another API process, however it
+    reads it) must find what it covers; the runner's announcement comes between the two."""
+    view = _view(opensearch, opensearch_index)
+    announced: list[int] = []
+    runner = PullingProjectionRunner(sqlite_app.store, ModuleSummaries(view=view), announce=announced.append)
+    _history(sqlite_app)
+    runner.catch_up()
+    applied = sqlite_app.store.position()
+    watcher = _view(opensearch, opensearch_index)  # another process's view of the same index
+    assert watcher.max_tracking_id("toolsmith") == applied and announced[-1] == applied
+    assert watcher.list(TENANT, ListQuery(limit=50)).total == 6  # read-your-writes, with no refresh after the position
+
+    seen: list[tuple[int | None, list[str], list[int]]] = []
+    view.on_documents_written = lambda: seen.append((
+        watcher.max_tracking_id("toolsmith"),
+        [m["id"] for m in watcher.list(TENANT, ListQuery(limit=50)).collection],
+        list(announced),
+    ))
+    source = "exports.run = function () { return 2; };"
+    sqlite_app.modules.create(TENANT, "late", description="Written late", content=source, imports=[], tool=None, by="t")
+    runner.catch_up()
+    position, listed, heard = seen[0]
+    assert "late" in listed  # searchable ...
+    assert position == applied and heard[-1] == applied  # ... before its position is stored or announced
+    assert announced[-1] == applied + 1 == watcher.max_tracking_id("toolsmith")
+    assert "late" in [m["id"] for m in watcher.list(TENANT, ListQuery(limit=50)).collection]
+
+
 class RejectingClient:
     """The real client, except that the first bulk request has two of its items answered with 429
     instead of being sent, as an overloaded node answers per item."""
