@@ -59,7 +59,9 @@ async def _answer(services: Services, principal: Principal, written: Written, re
         return None
     response.headers["ETag"] = etag(written.module.version)
     module = written.module
-    return await run_in_threadpool(lambda: module_out(module, queries.used_by(services, principal.tenant, module.module_id)))
+    # Its used-by list from the import graph, the event store's, as exact as the read model's and
+    # one query fewer for a write to answer (with OpenSearch, 5 ms of issue 15's write → listed).
+    return await run_in_threadpool(lambda: module_out(module, services.store.graph(principal.tenant).importers_of(module.module_id)))
 
 
 IfMatch = Annotated[
