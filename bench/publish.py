@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bench._common import Progress, Row, bench_settings, format_table, machine_line, median, millis, micros, rotated
 
@@ -106,6 +108,19 @@ class TimedChecks:
         self.wall_seconds = 0.0
         self._running = 0
         self._first_started = 0.0
+
+
+def _workers_cpu(sandbox) -> dict[int, float]:
+    """CPU seconds (user + system) of each live worker process, by pid."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for pid in sandbox.worker_pids():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return found
 
 
 def _setup(services, tenant: str, importers: int, progress: Progress) -> None:
@@ -177,6 +192,8 @@ class Arm:
     ratios: list[float] = field(default_factory=list)
     in_checks: list[float] = field(default_factory=list)
     idle: list[float] = field(default_factory=list)  # no check running
+    api_cpu: list[float] = field(default_factory=list)  # CPU seconds of this process (every thread) during the publish
+    worker_cpu: list[float] = field(default_factory=list)  # CPU seconds of the sandbox's workers during it
     counts: list[int] = field(default_factory=list)
     at_once: list[int] = field(default_factory=list)
 
@@ -213,12 +230,17 @@ def _measure(services, args: argparse.Namespace, progress: Progress) -> tuple[li
         gc.collect()
         timed.reset()
         try:
-            t0 = time.perf_counter()
+            workers_before = _workers_cpu(sandbox)
+            c0, t0 = time.process_time(), time.perf_counter()
             modules.publish(tenant, "lib", by="bench")
-            elapsed = time.perf_counter() - t0
+            elapsed, api_cpu = time.perf_counter() - t0, time.process_time() - c0
+            workers_after = _workers_cpu(sandbox)
         finally:
             vars(sandbox).pop("parallelism", None)
         arm = arms[name]
+        arm.api_cpu.append(api_cpu)
+        # Workers that retired during the publish are not counted (a few at most; CALLS_PER_WORKER).
+        arm.worker_cpu.append(sum(workers_after[pid] - workers_before[pid] for pid in workers_after.keys() & workers_before.keys()))
         arm.publishes.append(elapsed)
         arm.in_checks.append(timed.seconds)
         arm.idle.append(elapsed - timed.wall_seconds)
@@ -266,6 +288,18 @@ def _measure(services, args: argparse.Namespace, progress: Progress) -> tuple[li
             median(arm.in_checks) / (n * one),
         ))
         rows.append(Row("  no check running (graph, importers, first bundle, save)", millis(median(arm.idle)), ""))
+        if goal:
+            # The floor this machine sets: the CPU the publish used, spread perfectly over its cores.
+            cores = os.cpu_count() or 1
+            cpu = median([a + w for a, w in zip(arm.api_cpu, arm.worker_cpu, strict=True)])
+            rows.append(Row(
+                f"  CPU it used: API process {millis(median(arm.api_cpu))} + workers {millis(median(arm.worker_cpu))}; "
+                f"spread over {cores} cores",
+                millis(cpu / cores),
+                f"{n} × one check = {millis(n * one)}",
+                cpu / cores / (n * one),
+                "(the floor of the ratio on this machine)",
+            ))
     rows.append(Row(
         f"speed-up on {workers} workers (one at a time / on every worker)",
         f"{median(old.publishes) / median(ours.publishes):.2f}×",
