@@ -14,6 +14,7 @@ import functools
 import sys
 import threading
 from copy import deepcopy
+from collections.abc import Iterator
 from typing import Any, ClassVar
 from uuid import UUID
 
@@ -30,8 +31,9 @@ from domain.rules import id_violations
 # 200 events: a cold load then decodes at most 199 events after the snapshot (a few milliseconds),
 # and a tenant's graph of 10,000 events holds 50 snapshot rows.
 SNAPSHOT_INTERVAL = 200
-# Events a query of `Store.published_tools` reads.
+# Events a query of `Store.published_tools` reads, and the most modules one of its passes rebuilds.
 TOOLS_PAGE = 2_000
+TOOLS_PER_PASS = 10_000
 
 
 @functools.cache
@@ -199,29 +201,38 @@ class Store(Application):
         module = self.find(tenant, name)
         return module is not None and not module.deleted
 
-    def published_tools(self, tenant: str) -> list[CodeModule]:
+    def published_tools(self, tenant: str) -> Iterator[CodeModule]:
         """Every module whose published version is a tool: the import graph's published nodes, each
         rebuilt from its events.
 
-        One pass over the log (`TOOLS_PAGE` events a query, only module events, only those of the
+        Passes over the log (`TOOLS_PAGE` events a query, only module events, only those of the
         graph's published modules decoded) rather than a query per module: a tenant of 50,000
-        modules is read in seconds, not in the 45 s that 45,000 loads took (issue 15). The modules
-        rebuilt here bypass the aggregate cache (they would evict what requests use), and the pass
-        reads to the end of the log, so it answers each module as of now at least, as `find` does.
+        modules is read in seconds, not in the 45 s that 45,000 loads took (issue 15). Each pass
+        rebuilds at most `TOOLS_PER_PASS` modules and hands them over before the next rebuilds
+        more, so the modules of a large tenant are never all held at once (the memory they took
+        stayed the process's after they were dropped). The modules bypass the aggregate cache
+        (they would evict what requests use), and each pass reads to the end of the log, so it
+        answers each module as of now at least, as `find` does.
         """
-        wanted = {module_aggregate_id(tenant, name): name for name in list(self.graph(tenant).published_edges())}
-        modules: dict[UUID, Any] = {}
-        after: int | None = None
-        while True:
-            page = self.recorder.select_notifications(after, TOOLS_PAGE, topics=_module_topics(), inclusive_of_start=after is None)
-            for notification in page:
-                if notification.originator_id in wanted:
-                    event = self.mapper.to_domain_event(notification)
-                    modules[event.originator_id] = event.mutate(modules.get(event.originator_id))
-            if len(page) < TOOLS_PAGE:
-                break
-            after = page[-1].id
-        return [m for m in modules.values() if m is not None and m.published is not None and m.published["tool"] is not None]
+        names = sorted(self.graph(tenant).published_edges())
+        passes = max(1, -(-len(names) // TOOLS_PER_PASS))
+        for part in range(passes):
+            wanted = {module_aggregate_id(tenant, name) for name in names[part::passes]}
+            modules: dict[UUID, Any] = {}
+            after: int | None = None
+            while True:
+                page = self.recorder.select_notifications(after, TOOLS_PAGE, topics=_module_topics(), inclusive_of_start=after is None)
+                for notification in page:
+                    if notification.originator_id in wanted:
+                        event = self.mapper.to_domain_event(notification)
+                        modules[event.originator_id] = event.mutate(modules.get(event.originator_id))
+                if len(page) < TOOLS_PAGE:
+                    break
+                after = page[-1].id
+            found = [m for m in modules.values() if m is not None and m.published is not None and m.published["tool"] is not None]
+            modules.clear()
+            yield from found
+            del found  # this pass's modules go before the next pass rebuilds more
 
     # -- saving ----------------------------------------------------------------------------------
 
