@@ -19,10 +19,10 @@ from console.security import Reader
 
 router = APIRouter(prefix="/console/tools", route_class=ConsoleRoute, include_in_schema=False)
 
-# Where a tool of a kind has its own page in the console.
 # How many tools one page of the catalog screen shows.
 PAGE_SIZE = 100
 
+# Where a tool of a kind has its own page in the console.
 PAGES = {"CODE": "/console/modules/{}", "PLAN": "/console/plans/{}"}
 
 
