@@ -62,6 +62,29 @@ def test_the_catalog_lists_filters_and_links_each_tool(page, console_server) -> 
     assert link.get_attribute("href") == f"/console/modules/{name}"
 
 
+def test_the_catalog_pages_a_hundred_tools_at_a_time(page, console_server) -> None:
+    """Issue 15: the catalog screen pages as the REST catalog does; the next page's link keeps the
+    filter. The tools' names sort after every other test's, so no other list of this server moves."""
+    run = uuid4().hex[:6]
+    names = [f"zpage{run}n{i:03d}" for i in range(101)]
+    with console_server.client() as rest:
+        for name in names:
+            made = rest.post(MODULES, json={"id": name, "description": "paged", "draftContent": "exports.run = function () { return 1; };",
+                                            "tool": {"tags": [f"paged{run}"]}})
+            assert made.status_code == 201, made.text
+            assert rest.post(f"{MODULES}/{name}/publish").status_code == 200
+    sign_in(page, then=f"/console/tools?tag=paged{run}")
+    body = page.locator("tbody")
+    assert body.get_by_role("row").count() == 100
+    assert page.get_by_role("status").inner_text().startswith("100 tools on this page of ")
+    assert body.get_by_role("link", name=names[99], exact=True).is_visible()
+    page.get_by_role("link", name="Next page of tools").click()
+    page.wait_for_url(f"**/console/tools?*tag=paged{run}*cursor=*")
+    assert [row.get_by_role("link").first.inner_text() for row in body.get_by_role("row").all()] == [names[100]]
+    assert page.get_by_role("link", name="Next page of tools").count() == 0
+    assert_accessible(page, "the tool catalog, second page")
+
+
 def test_an_mcp_server_made_in_the_console_offers_what_is_attached(page, console_server) -> None:
     tool = published_tool(console_server)
     server = f"s{uuid4().hex[:8]}"
