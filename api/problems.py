@@ -109,6 +109,7 @@ def _status(error: errors.ModuleError) -> int:
         errors.PreconditionFailed: 412,
         errors.InvalidRecord: 400,
         errors.RecordTaken: 409,
+        errors.SecretInUse: 409,
     }.get(type(error), 400)
 
 
@@ -134,6 +135,8 @@ def from_domain(error: errors.ModuleError) -> JSONResponse:
         extra["cycle"] = error.cycle
     if isinstance(error, errors.InUse):
         extra["usedBy"] = error.used_by
+    if isinstance(error, errors.SecretInUse):
+        extra["usedBy"] = error.tools
     if isinstance(error, errors.CheckFailed):
         extra["failingModule"] = error.failing_module
         extra["error"] = {"type": error.error_type, "message": error.message}

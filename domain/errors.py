@@ -225,3 +225,14 @@ class UnknownVersion(ModuleError):
     def __init__(self, module_id: str, version: object) -> None:
         self.module_id = module_id
         super().__init__(f"{module_id!r} has no published version {version!r}")
+
+
+class SecretInUse(ModuleError):
+    """A secret is referenced by tools (by id): it cannot be deleted until none does (DESIGN §10)."""
+
+    code = "secret-in-use"
+
+    def __init__(self, secret_id: str, tools: list[str]) -> None:
+        self.secret_id = secret_id
+        self.tools = tools
+        super().__init__(f"the secret {secret_id!r} is still used by {', '.join(tools)}")

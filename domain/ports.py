@@ -119,3 +119,56 @@ class GraphLock(ABC):
 
     def close(self) -> None:
         """Releases what the lock keeps open (a cross-process lock's connections)."""
+
+
+class SecretValues(ABC):
+    """The tenant's secrets as a tool call reads them (DESIGN §10): by id, decrypted only for the
+    request that needs the value, never kept, logged or answered."""
+
+    @abstractmethod
+    def exists(self, tenant: str, secret_id: str) -> bool:
+        """Whether `tenant` has a secret `secret_id` (a tool that names it may be saved)."""
+
+    @abstractmethod
+    def value(self, tenant: str, secret_id: str) -> str:
+        """The secret's current value; raises `UnknownRecord` ("secret") when there is none."""
+
+
+@dataclass(frozen=True)
+class OutboundRequest:
+    """One request a tool makes on the model's behalf (DESIGN §10.1), as the egress path sends it.
+    `sensitive` names the (lower-case) headers whose values are secrets: dropped when a redirect
+    leaves the origin, and never shown back."""
+
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    sensitive: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class OutboundResponse:
+    status: int
+    headers: list[tuple[str, str]]  # (lower-case name, value), in order
+    body: bytes
+    url: str  # the last hop's
+
+
+class OutboundError(Exception):
+    """Why an outbound request was refused or failed (the egress policy, a timeout, the byte cap,
+    a connection); the message names no header value. `kind` is `refused`, `timeout`, `connect`
+    or `response`."""
+
+    def __init__(self, message: str, kind: str = "refused") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Outbound(ABC):
+    """The one egress path for API URL tools and their token requests (DESIGN §10.1)."""
+
+    @abstractmethod
+    def send(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
+             max_redirects: int) -> OutboundResponse:
+        """The answer to `request` within the limits; raises `OutboundError`."""

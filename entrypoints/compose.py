@@ -20,7 +20,7 @@ from application.tokens import Tokens
 from application.toolbox import Toolbox
 from domain.catalog import DeclaredTool
 from domain.errors import SandboxUnavailable
-from domain.ports import GraphLock, Sandbox, ToolNames
+from domain.ports import GraphLock, Outbound, Sandbox, SecretValues, ToolNames
 from api.kinds import KindPlugin
 from application.kinds.base import KindDeps, ToolKinds
 from entrypoints.kinds import DEFAULT_KINDS
@@ -154,16 +154,18 @@ class ApplicationServices:
 
 def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_lock: GraphLock | None = None,
                       declared: Sequence[DeclaredTool] = (), code_sandbox: Sandbox | None = None,
-                      names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> ApplicationServices:
+                      names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
+                      secrets: SecretValues | None = None, outbound: Outbound | None = None) -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
     refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
     `graph_lock` serializes each tenant's graph changes, and `kinds` are the kinds of tool
-    installed in `names` (the registry `store` asks for R2; a new one by default)."""
+    installed in `names` (the registry `store` asks for R2; a new one by default); `secrets` and
+    `outbound` are what a kind reads secrets with and sends its outbound requests through."""
     commands = CommandRunner(store, graph_lock)
     execution = Execution(store, sandbox)
     history = History(store)
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
-                                         sandbox=code_sandbox, kinds=kinds))
+                                         sandbox=code_sandbox, kinds=kinds, secrets=secrets, outbound=outbound))
     return ApplicationServices(
         store=store,
         commands=commands,
@@ -178,7 +180,8 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
 
 def build_kinds(store: Store, execution: Execution | None = None, names: ToolKinds | None = None, *,
                 commands: CommandRunner | None = None, declared: Sequence[DeclaredTool] = (),
-                sandbox: Sandbox | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> ToolKinds:
+                sandbox: Sandbox | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
+                secrets: SecretValues | None = None, outbound: Outbound | None = None) -> ToolKinds:
     """Each kind of `kinds`, built on `store`, installed in `names` (a new registry by default)
     in their order; a CLI command needs them without a sandbox or a tools file (the audit export
     asks them whose events are whose), and then runs nothing."""
@@ -186,7 +189,7 @@ def build_kinds(store: Store, execution: Execution | None = None, names: ToolKin
         execution = Execution(store, _runs_no_code)
     installed = names if names is not None else ToolKinds()
     deps = KindDeps(store=store, execution=execution, commands=commands or CommandRunner(store), names=installed,
-                    declared=tuple(declared), sandbox=sandbox)
+                    declared=tuple(declared), sandbox=sandbox, secrets=secrets, outbound=outbound)
     installed.install(plugin.kind(deps) for plugin in kinds)
     return installed
 

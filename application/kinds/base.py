@@ -36,7 +36,7 @@ from jsonschema import Draft202012Validator
 
 from domain.catalog import DeclaredTool, Permissions, ToolEntry
 from domain.errors import InvalidInput, Violation
-from domain.ports import ExecutionResult, Sandbox, ToolNames
+from domain.ports import ExecutionResult, Outbound, Sandbox, SecretValues, ToolNames
 
 if TYPE_CHECKING:
     from application.commands import CommandRunner
@@ -101,6 +101,8 @@ class KindDeps:
     names: ToolKinds  # R2 over every kind, for a kind's own commands
     declared: Sequence[DeclaredTool] = ()  # the tools file's native and external MCP tools
     sandbox: Sandbox | None = None  # None: code execution is switched off
+    secrets: SecretValues | None = None  # the tenants' secrets, read by id during a call
+    outbound: Outbound | None = None  # the one egress path for a kind's outbound requests (DESIGN §10.1)
 
 
 # What `ToolKind.touched` answers for a kind that cannot say which of its tools an event changed.
@@ -169,6 +171,13 @@ class ToolKind(ABC):
         """An admin's call of a name the catalog does not list: this kind's own reason (raised),
         or None when the name is none of its tools."""
         return None
+
+    # -- secrets -------------------------------------------------------------------------------
+
+    def secrets_used(self, tenant: str) -> Mapping[str, Sequence[str]]:
+        """Which of `tenant`'s secrets this kind's tools refer to: secret id -> tool names (a
+        secret in use cannot be deleted, and the console shows who uses each)."""
+        return {}
 
     # -- the audit -----------------------------------------------------------------------------
 
