@@ -11,11 +11,11 @@ from typing import Any
 
 from application.imports import check_draft_imports, check_imports
 from application.store import Store
-from domain.errors import InvalidDefinition, SandboxBusy, ToolNotCallable, UnknownModule
+from domain.errors import InvalidDefinition, SandboxBusy, SandboxUnavailable, ToolNotCallable, UnknownModule
 from domain.graph import bundle_order, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph
 from domain.ports import Execution as Bundle
-from domain.ports import ExecutionResult, Sandbox, SourceUnit
+from domain.ports import ExecutionError, ExecutionResult, Sandbox, SourceUnit
 from domain.rules import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT,
@@ -83,6 +83,21 @@ class Execution:
         sandbox = self._sandbox()
         edges = self._store.graph(tenant).published_edges()
         bundle = self._bundle(tenant, name, edges, {name: module.published}, input=given, context=context)
+        return sandbox.run(bundle)
+
+    def post_process(self, tenant: str, name: str, response: Any, *, context: dict[str, Any]) -> ExecutionResult:
+        """An API URL tool's answer post-processed by the published tool module `name`: its
+        `run(response)` with `{status, headers, body}`, no V1 on that input (the module's parameters
+        are for the model's calls, this input is the API's). An error result when it cannot run."""
+        module = self._store.find(tenant, name)
+        if module is None or module.deleted or module.published is None or module.published["tool"] is None:
+            return ExecutionResult(error=ExecutionError("config", f"{name!r} is no longer a published tool module"))
+        try:
+            sandbox = self._sandbox()
+        except SandboxUnavailable as e:
+            return ExecutionResult(error=ExecutionError("config", e.detail))
+        edges = self._store.graph(tenant).published_edges()
+        bundle = self._bundle(tenant, name, edges, {name: module.published}, input=response, context=context)
         return sandbox.run(bundle)
 
     def publish_checks(

@@ -7,7 +7,8 @@ the web app mounts their routes. A new kind is its own files plus one line here.
 from __future__ import annotations
 
 from api.kinds import KindPlugin
-from api.routes import callers, module_history, modules
+from api.routes import api_tools, callers, module_history, modules
+from application.kinds.api_tools import ApiToolKind
 from application.kinds.code import CodeKind
 from application.kinds.declared import ExternalMcpKind, NativeKind
 from application.kinds.plans import PlanKind
@@ -21,4 +22,5 @@ DEFAULT_KINDS: tuple[KindPlugin, ...] = (
     # The list first: `/console/modules/new` and `/availability` before the editor's `/{id}`.
     KindPlugin(CodeKind, routers=(modules.router, module_history.router),
                console=(module_pages.router, editor.router, lifecycle.router)),
+    KindPlugin(ApiToolKind, routers=(api_tools.router,)),
 )

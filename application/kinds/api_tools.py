@@ -1,0 +1,594 @@
+"""API URL tools as a kind of tool (callType API_URL; seed 003, DESIGN §10.1).
+
+A call goes: V1 on the arguments, then the call's own checks (`domain.api_tools.call_violations`),
+then the request is built — the URL from the template (each path value one encoded segment), the
+operator's fixed query, headers and body, the model's header values and body values placed into a
+JSON object at their `bodyPath`, the auth — and sent through the one egress path (`Outbound`),
+which resolves once, checks every address and every redirect hop, and caps bytes and time. A
+non-2xx answer is an error result naming the status; a 2xx answer is extracted (JMESPath, or a
+published code module's `run(response)` in the sandbox) and cut at `maxOutputChars` with a marker.
+
+Secrets are read by id for the request that needs them and nowhere else: the request shown back
+(the Playground's `test`) has them replaced, and any secret value an answer or an error echoes is
+replaced before anyone sees it.
+
+OAuth 2 client credentials follow Authlib's client behaviour: a token is reused until shortly before
+it expires (60 s of leeway, or half its lifetime when that is shorter), one fetch at a time per
+client, and a 401 from the API drops the token and retries the call once with a new one.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import dataclasses
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+from uuid import UUID
+
+import jmespath
+import jmespath.exceptions
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.utils import get_topic
+from uritemplate import URITemplate
+
+from application.commands import Change
+from application.kinds.base import Ranked, ToolKind, Tools, tagged
+from domain import callers
+from domain.api_tools import (
+    API_URL, ApiTool, Config, api_tool_id, as_text, call_violations, normalise, secret_ids, violations,
+)
+from domain.catalog import ToolEntry
+from domain.errors import IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
+from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
+from domain.rules import id_violations, input_schema, validate_input
+
+API_TAG = "api"
+LABEL = "API URL tool"
+SECRET_SHOWN = "[secret]"
+CUT_MARKER = "\n[output cut: {shown} of {total} characters shown (maxOutputChars)]"
+ERROR_BODY_CHARS = 500
+TOKEN_LEEWAY_SECONDS = 60
+TOKEN_DEFAULT_LIFETIME = 3_600  # a token answer without expires_in (RFC 6749 leaves it optional)
+
+
+@dataclass
+class Trace:
+    """What one call did, as the Playground shows it: the request with every secret replaced, the
+    answer's status and size, and the time."""
+
+    method: str = ""
+    url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    status: int | None = None
+    bytes: int = 0
+    millis: float = 0.0
+    attempts: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"request": {"method": self.method, "url": self.url, "headers": self.headers, "body": self.body},
+                "status": self.status, "bytes": self.bytes, "durationMillis": round(self.millis, 3)}
+
+
+class _Token:
+    __slots__ = ("value", "expires_at")
+
+    def __init__(self, value: str, expires_at: float) -> None:
+        self.value, self.expires_at = value, expires_at
+
+
+class ApiToolKind(ToolKind):
+    call_type = API_URL
+    label = LABEL
+
+    def __init__(self, deps: Any) -> None:
+        super().__init__(deps)
+        self._tokens: dict[tuple[Any, ...], _Token] = {}
+        self._token_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def tools(self, tenant: str) -> list[ApiTool]:
+        """Every live API URL tool of `tenant`, by name (the log's `Created` events say which exist)."""
+        found: dict[str, ApiTool] = {}
+        seen: set[UUID] = set()
+        recorder = self.deps.store.recorder
+        start = 1
+        while True:
+            batch = recorder.select_notifications(start, 1_000, topics=[get_topic(ApiTool.Created)])
+            for notification in batch:
+                if notification.originator_id in seen:
+                    continue
+                seen.add(notification.originator_id)
+                tool = self._load(notification.originator_id)
+                if tool is not None and tool.tenant == tenant and not tool.deleted:
+                    found[tool.tool_id] = tool
+            if len(batch) < 1_000:
+                break
+            start = batch[-1].id + 1
+        return [found[name] for name in sorted(found)]
+
+    def find(self, tenant: str, name: str) -> ApiTool | None:
+        """The live tool `name` of `tenant`, or None."""
+        if not isinstance(name, str) or id_violations(name):
+            return None
+        tool = self._load(api_tool_id(tenant, name))
+        return tool if tool is not None and not tool.deleted else None
+
+    def get(self, tenant: str, name: str) -> ApiTool:
+        tool = self.find(tenant, name)
+        if tool is None:
+            raise UnknownRecord(LABEL, name)
+        return tool
+
+    def events(self, tenant: str, name: str) -> list[Any]:
+        """Every event of the tool through all its lives (history, `asOf`); empty when it never existed."""
+        if not isinstance(name, str) or id_violations(name):
+            return []
+        return self.deps.store.stored_events(api_tool_id(tenant, name))
+
+    def _load(self, aggregate_id: UUID, *, for_update: bool = False) -> ApiTool | None:
+        try:
+            return self.deps.store.repository.get(aggregate_id, deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return None
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def save(self, tenant: str, name: str, given: dict[str, Any], *, by: str, create: bool,
+             expected: int | None = None) -> tuple[ApiTool, int | None]:
+        """POST (create) or PUT (replace) a tool; every change is live at once. Answers the tool and
+        the log position to wait for (None when nothing changed)."""
+        config = normalise(given)
+        found = id_violations(name) + violations(config)
+        if found:
+            raise InvalidDefinition(found)
+        self._check_references(tenant, config)
+        aggregate_id = api_tool_id(tenant, name)
+
+        def attempt() -> Change[ApiTool]:
+            existing = self._load(aggregate_id, for_update=True)
+            live = existing is not None and not existing.deleted
+            if create:
+                if live:
+                    raise IdTaken(name, LABEL)
+                holder = self.deps.names.holder_of(tenant, name, besides=self.label)  # R2 across every kind
+                if holder is not None:
+                    raise IdTaken(name, holder)
+                if existing is None:
+                    tool = ApiTool(tenant=tenant, tool_id=name, config=config, by=by)
+                else:
+                    tool = existing
+                    tool.recreate(config, by)
+                return Change(tool, save=[tool], subject=self.deps.commands.subject(tool, name))
+            if not live:
+                raise UnknownRecord(LABEL, name)
+            assert existing is not None
+            subject = self.deps.commands.subject(existing, name, expected)
+            changed = existing.change(config, by)
+            return Change(existing, save=[existing] if changed else [], subject=subject)
+
+        return self.deps.commands.run(attempt, name=name, lock=tenant if create else None)
+
+    def set_enabled(self, tenant: str, name: str, enabled: bool, *, by: str) -> tuple[ApiTool, int | None]:
+        tool = self.get(tenant, name)
+        return self.save(tenant, name, {**tool.config, "enabled": enabled}, by=by, create=False)
+
+    def delete(self, tenant: str, name: str, *, by: str) -> int | None:
+        """Deletes the tool; refused (R12) while a plan or an agent names it."""
+        def attempt() -> Change[None]:
+            tool = self._load(api_tool_id(tenant, name), for_update=True)
+            if tool is None or tool.deleted:
+                raise UnknownRecord(LABEL, name)
+            users = self.deps.store.registry(tenant).users_of(name)
+            if any(users.values()):
+                raise InUse(name, users)
+            tool.delete(by)
+            return Change(None, save=[tool], subject=self.deps.commands.subject(tool, name))
+
+        _, position = self.deps.commands.run(attempt, name=name, lock=tenant)
+        return position
+
+    def _check_references(self, tenant: str, config: Config) -> None:
+        """What only the store can say: each secret exists, the post-processing module is a
+        published tool module."""
+        found = []
+        secrets = self.deps.secrets
+        for secret in secret_ids(config):
+            if secrets is None or not secrets.exists(tenant, secret):
+                found.append(Violation(_secret_field(config, secret), "API", f"no secret with id {secret!r}"))
+        module_name = config["response"]["module"]
+        if module_name is not None:
+            module = self.deps.store.find(tenant, module_name)
+            if module is None or module.deleted:
+                found.append(Violation("response.module", "API", f"no code module {module_name!r}"))
+            elif module.published is None:
+                found.append(Violation("response.module", "API", f"the module {module_name!r} is not published"))
+            elif module.published["tool"] is None:
+                found.append(Violation("response.module", "API", f"the module {module_name!r} is a library, not a tool"))
+        if found:
+            raise InvalidDefinition(found)
+
+    # -- the catalog and R2 --------------------------------------------------------------------
+
+    def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
+        return [api_entry(tool) for tool in self.tools(tenant)]
+
+    def entry(self, tenant: str, name: str) -> ToolEntry | None:
+        tool = self.find(tenant, name)
+        return None if tool is None else api_entry(tool)
+
+    def touched(self, event: Any) -> Collection[str] | None:
+        return (event.tool_id,) if isinstance(event, ApiTool.Event) else None
+
+    def holds(self, tenant: str, name: str) -> bool:
+        return self.find(tenant, name) is not None
+
+    def secrets_used(self, tenant: str) -> Mapping[str, Sequence[str]]:
+        used: dict[str, list[str]] = {}
+        for tool in self.tools(tenant):
+            for secret in secret_ids(tool.config):
+                used.setdefault(secret, []).append(tool.tool_id)
+        return used
+
+    def tenant_of(self, state: Mapping[str, Any], aggregate_id: UUID) -> str | None:
+        tenant, name = state.get("tenant"), state.get("tool_id")
+        if isinstance(tenant, str) and isinstance(name, str) and api_tool_id(tenant, name) == aggregate_id:
+            return tenant
+        return None
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+        tool = self.find(tenant, entry.name)
+        if tool is None:
+            raise ToolNotCallable(entry.name, "no such tool")
+        result, _ = self.perform(tenant, tool.tool_id, tool.config, arguments, context)
+        return result
+
+    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult | None:
+        tool = self.find(tenant, name)
+        if tool is None:
+            return None
+        if not tool.config["enabled"]:
+            raise ToolNotCallable(name, "the tool is disabled")
+        return self.perform(tenant, name, tool.config, arguments, context)[0]
+
+    def test(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> tuple[ExecutionResult, Trace]:
+        """The Playground (`POST /{id}/test`): a call through exactly the path MCP uses, enabled or
+        not, with what it sent (secrets replaced), the status, the bytes and the time."""
+        tool = self.get(tenant, name)
+        return self.perform(tenant, name, tool.config, arguments, context)
+
+    def perform(self, tenant: str, name: str, config: Config, arguments: Any, context: dict[str, Any]) -> tuple[ExecutionResult, Trace]:
+        """One call: refused (`InvalidInput`) before anything is sent when the arguments break a rule;
+        otherwise an answer or an error result, never an exception for what the API does."""
+        started = time.perf_counter()
+        arguments = validate_input(config["parameters"], arguments)
+        if not config["parameters"] and arguments not in (None, {}):
+            raise InvalidInput([Violation("input", "V1", "the tool takes no arguments")])
+        arguments = arguments or {}
+        found = call_violations(config, arguments)
+        if found:
+            raise InvalidInput(found)
+        trace = Trace()
+        secrets: dict[str, str] = {}
+        try:
+            request, shown = self._request(tenant, name, config, arguments, secrets)
+            trace.method, trace.url, trace.headers, trace.body = shown
+            response = self._send_with_auth(tenant, name, config, request, secrets, trace)
+            trace.status, trace.bytes = response.status, len(response.body)
+            result = self._answer(tenant, config, response, context)
+        except OutboundError as error:
+            result = ExecutionError(_ERROR_TYPES.get(error.kind, "egress"), str(error))
+        except _Failed as failed:
+            result = failed.error
+        trace.millis = (time.perf_counter() - started) * 1000
+        if isinstance(result, ExecutionError):
+            result = ExecutionResult(error=ExecutionError(result.type, _scrub(result.message, secrets)))
+        else:
+            result = ExecutionResult(output=_scrub_value(result.output, secrets), logs=result.logs)
+        return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
+
+    # -- the request ---------------------------------------------------------------------------
+
+    def _secret(self, tenant: str, secret_id: str, used: dict[str, str]) -> str:
+        secrets = self.deps.secrets
+        if secrets is None:
+            raise _Failed(ExecutionError("config", f"the secret {secret_id!r} cannot be read: secrets are not configured"))
+        try:
+            value = secrets.value(tenant, secret_id)
+        except UnknownRecord:
+            raise _Failed(ExecutionError("config", f"the secret {secret_id!r} no longer exists")) from None
+        used[secret_id] = value
+        return value
+
+    def _request(self, tenant: str, name: str, config: Config, arguments: dict[str, Any],
+                 secrets: dict[str, str]) -> tuple[OutboundRequest, tuple[str, str, dict[str, str], Any]]:
+        params = config["parameters"]
+        variables = {p["name"]: _url_value(arguments[p["name"]]) for p in params
+                     if p["location"] in ("path", "query") and arguments.get(p["name"]) is not None}
+        url = URITemplate(config["urlTemplate"]).expand(variables)
+        query: list[tuple[str, str]] = [(k, as_text(v)) for k, v in config["fixedQuery"].items()]
+        shown_query = list(query)
+        auth = config["auth"]
+        headers: dict[str, str] = {}
+        shown_headers: dict[str, str] = {}
+        sensitive: set[str] = set()
+        for header, value in config["headers"].items():
+            if isinstance(value, dict):
+                headers[header] = self._secret(tenant, value["secret"], secrets)
+                shown_headers[header] = f"[secret {value['secret']}]"
+                sensitive.add(header.lower())
+            else:
+                headers[header] = value
+                shown_headers[header] = value
+        for p in params:
+            if p["location"] == "header" and arguments.get(p["name"]) is not None:
+                headers[p["header"]] = shown_headers[p["header"]] = as_text(arguments[p["name"]])
+        if auth["type"] == "apiKey":
+            key = self._secret(tenant, auth["secret"], secrets)
+            if auth["in"] == "header":
+                headers[auth["name"]] = key
+                shown_headers[auth["name"]] = f"[secret {auth['secret']}]"
+                sensitive.add(auth["name"].lower())
+            else:
+                query.append((auth["name"], key))
+                shown_query.append((auth["name"], f"[secret {auth['secret']}]"))
+        elif auth["type"] == "bearer":
+            headers["Authorization"] = "Bearer " + self._secret(tenant, auth["secret"], secrets)
+            shown_headers["Authorization"] = f"Bearer [secret {auth['secret']}]"
+        elif auth["type"] == "basic":
+            password = self._secret(tenant, auth["secret"], secrets)
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{auth['username']}:{password}".encode()).decode("ascii")
+            shown_headers["Authorization"] = f"Basic {auth['username']}:[secret {auth['secret']}]"
+        elif auth["type"] == "oauth2ClientCredentials":
+            shown_headers["Authorization"] = "Bearer [token from " + auth["tokenUrl"] + "]"
+        body: Any = None
+        body_params = [p for p in params if p["location"] == "body"]
+        if config["fixedBody"] is not None or body_params:
+            body = copy.deepcopy(config["fixedBody"]) if config["fixedBody"] is not None else {}
+            for p in body_params:
+                if arguments.get(p["name"]) is not None:
+                    _place(body, p["bodyPath"].split("."), arguments[p["name"]])
+            headers.setdefault("Content-Type", "application/json")
+            shown_headers.setdefault("Content-Type", "application/json")
+        headers.setdefault("Accept", "application/json, text/plain;q=0.9, */*;q=0.5")
+        headers.setdefault("User-Agent", "toolsmith-api-tool")
+        full_url = _with_query(url, query)
+        request = OutboundRequest(
+            method=config["method"], url=full_url, headers=headers,
+            body=None if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
+            sensitive=frozenset(sensitive | ({"authorization"} if "Authorization" in headers else set())),
+        )
+        return request, (config["method"], _with_query(url, shown_query, safe="[] "), shown_headers, body)
+
+    def _send_with_auth(self, tenant: str, name: str, config: Config, request: OutboundRequest,
+                        secrets: dict[str, str], trace: Trace) -> OutboundResponse:
+        auth = config["auth"]
+        if auth["type"] != "oauth2ClientCredentials":
+            trace.attempts = 1
+            return self._send(config, request)
+        key = self._token_key(tenant, name, auth, secrets)
+        token = self._token(tenant, config, key, secrets, stale=None)
+        response = self._send(config, _bearer(request, token))
+        trace.attempts = 1
+        if response.status == 401:
+            token = self._token(tenant, config, key, secrets, stale=token)
+            response = self._send(config, _bearer(request, token))
+            trace.attempts = 2
+        return response
+
+    def _send(self, config: Config, request: OutboundRequest) -> OutboundResponse:
+        outbound = self.deps.outbound
+        if outbound is None:
+            raise _Failed(ExecutionError("config", "outbound requests are not configured in this service"))
+        return outbound.send(request, seconds=config["timeoutMillis"] / 1000, connect_seconds=config["connectTimeoutMillis"] / 1000,
+                             max_bytes=config["response"]["maxBytes"], max_redirects=config["maxRedirects"])
+
+    # -- OAuth 2 client credentials ------------------------------------------------------------
+
+    def _token_key(self, tenant: str, name: str, auth: dict[str, Any], secrets: dict[str, str]) -> tuple[Any, ...]:
+        client_secret = self._secret(tenant, auth["clientSecret"], secrets)
+        # The secret's value is part of the key (hashed): a rotated client secret gets a new token.
+        digest = hashlib.sha256(client_secret.encode()).hexdigest()
+        return (tenant, auth["tokenUrl"], auth["clientId"], auth.get("scope"), auth.get("audience"),
+                auth.get("clientAuth", "clientSecretBasic"), digest)
+
+    def _token(self, tenant: str, config: Config, key: tuple[Any, ...], secrets: dict[str, str], stale: str | None) -> str:
+        """A token for `key`: the cached one while it is fresh (and is not `stale`, the one the API
+        just refused), else one fetched by one thread while the others wait for it."""
+        with self._guard:
+            lock = self._token_locks.setdefault(key, threading.Lock())
+        with lock:
+            cached = self._tokens.get(key)
+            if cached is not None and cached.value != stale and time.monotonic() < cached.expires_at:
+                return cached.value
+            token = self._fetch_token(config, secrets)
+            self._tokens[key] = token
+            return token.value
+
+    def _fetch_token(self, config: Config, secrets: dict[str, str]) -> _Token:
+        auth = config["auth"]
+        client_secret = secrets[auth["clientSecret"]]
+        form = {"grant_type": "client_credentials"}
+        for key in ("scope", "audience"):
+            if auth.get(key):
+                form[key] = auth[key]
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+        if auth.get("clientAuth", "clientSecretBasic") == "clientSecretPost":
+            form.update(client_id=auth["clientId"], client_secret=client_secret)
+        else:
+            # RFC 6749 §2.3.1: each part form-encoded before the Basic encoding (as Authlib does).
+            pair = f"{quote(auth['clientId'], safe='')}:{quote(client_secret, safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        request = OutboundRequest(method="POST", url=auth["tokenUrl"], headers=headers, body=urlencode(form).encode(),
+                                  sensitive=frozenset({"authorization"}))
+        try:
+            response = self._send({**config, "maxRedirects": 0, "response": {**config["response"], "maxBytes": 65_536}}, request)
+        except OutboundError as error:
+            raise _Failed(ExecutionError("auth", f"the token request failed: {error}")) from None
+        if not 200 <= response.status < 300:
+            raise _Failed(ExecutionError("auth", f"the token endpoint answered {response.status}"))
+        try:
+            answer = json.loads(response.body)
+            value = answer["access_token"]
+            if not isinstance(value, str) or not value:
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            raise _Failed(ExecutionError("auth", "the token endpoint's answer has no access_token")) from None
+        lifetime = answer.get("expires_in")
+        lifetime = float(lifetime) if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool) and lifetime > 0 else TOKEN_DEFAULT_LIFETIME
+        leeway = min(TOKEN_LEEWAY_SECONDS, lifetime / 2)
+        return _Token(value, time.monotonic() + lifetime - leeway)
+
+    # -- the answer ----------------------------------------------------------------------------
+
+    def _answer(self, tenant: str, config: Config, response: OutboundResponse, context: dict[str, Any]) -> ExecutionResult:
+        text = _text(response)
+        if not 200 <= response.status < 300:
+            start = text[:ERROR_BODY_CHARS] + ("…" if len(text) > ERROR_BODY_CHARS else "")
+            raise _Failed(ExecutionError("http", f"the API answered {response.status}: {start}" if start.strip()
+                                         else f"the API answered {response.status}"))
+        parsed: Any = _json(text)
+        expression, module = config["response"]["jmespath"], config["response"]["module"]
+        logs: tuple[str, ...] = ()
+        if expression is not None:
+            if parsed is _NOT_JSON:
+                raise _Failed(ExecutionError("response", "the answer is not JSON, so the jmespath cannot apply"))
+            try:
+                output: Any = jmespath.search(expression, parsed)
+            except jmespath.exceptions.JMESPathError as e:
+                raise _Failed(ExecutionError("response", f"jmespath failed: {e}")) from None
+        elif module is not None:
+            given = {"status": response.status, "headers": dict(response.headers), "body": text if parsed is _NOT_JSON else parsed}
+            result = self.deps.execution.post_process(tenant, module, given, context=context)
+            if result.error is not None:
+                raise _Failed(ExecutionError(result.error.type, f"post-processing by {module!r} failed: {result.error.message}"))
+            output, logs = result.output, result.logs
+        else:
+            output = text if parsed is _NOT_JSON else parsed
+        return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"]), logs=logs)
+
+
+class _Failed(Exception):
+    """A call that ends in an error result (not a refusal): `error` is what the caller sees."""
+
+    def __init__(self, error: ExecutionError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+_NOT_JSON: Any = object()
+# An outbound failure's kind, as the error result's type.
+_ERROR_TYPES = {"refused": "egress", "timeout": "timeout", "connect": "connect", "response": "response"}
+
+
+def api_entry(tool: ApiTool) -> ToolEntry:
+    config = tool.config
+    return ToolEntry(
+        name=tool.tool_id,
+        description=config["description"],
+        call_type=API_URL,
+        input_schema=_schema(config["parameters"]),
+        tags=tagged(config["tags"], API_TAG),
+        expose_in_chat=config["exposeInChat"],
+        enabled=config["enabled"],
+    )
+
+
+def _schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    if not parameters:
+        return {"type": "object", "properties": {}, "additionalProperties": False}
+    return input_schema([{k: v for k, v in p.items() if k in ("name", "description", "type", "required", "default")} for p in parameters])
+
+
+def _secret_field(config: Config, secret: str) -> str:
+    for header, value in config["headers"].items():
+        if isinstance(value, dict) and value.get("secret") == secret:
+            return f"headers.{header}"
+    return "auth.clientSecret" if config["auth"].get("clientSecret") == secret else "auth.secret"
+
+
+def _url_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [as_text(v) if not isinstance(v, (dict, list)) else json.dumps(v, separators=(",", ":")) for v in value]
+    return as_text(value)
+
+
+def _with_query(url: str, query: list[tuple[str, str]], safe: str = "") -> str:
+    """`url` with `query` appended, each name and value percent-encoded (`safe` left as is: the
+    placeholders of a URL shown back)."""
+    if not query:
+        return url
+    joiner = "&" if "?" in url else "?"
+    return url + joiner + "&".join(f"{quote(k, safe=safe)}={quote(v, safe=safe)}" for k, v in query)
+
+
+def _place(body: dict[str, Any], path: list[str], value: Any) -> None:
+    node = body
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+
+
+def _bearer(request: OutboundRequest, token: str) -> OutboundRequest:
+    return dataclasses.replace(request, headers={**request.headers, "Authorization": f"Bearer {token}"},
+                   sensitive=request.sensitive | {"authorization"})
+
+
+def _text(response: OutboundResponse) -> str:
+    charset = "utf-8"
+    for name, value in response.headers:
+        if name == "content-type" and "charset=" in value.lower():
+            charset = value.lower().split("charset=", 1)[1].split(";")[0].strip().strip('"') or "utf-8"
+    try:
+        return response.body.decode(charset, errors="replace")
+    except LookupError:
+        return response.body.decode("utf-8", errors="replace")
+
+
+def _json(text: str) -> Any:
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in '{["0123456789-tfn':
+        return _NOT_JSON
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
+def _cut(output: Any, limit: int) -> Any:
+    """The output, or its text cut at `limit` characters with a marker saying so."""
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= limit:
+        return output
+    return text[:limit] + CUT_MARKER.format(shown=limit, total=len(text))
+
+
+def _scrub(text: str, secrets: dict[str, str]) -> str:
+    for value in sorted(secrets.values(), key=len, reverse=True):
+        if value:
+            text = text.replace(value, SECRET_SHOWN)
+    return text
+
+
+def _scrub_value(value: Any, secrets: dict[str, str]) -> Any:
+    """`value` with every secret value an answer echoed replaced (in strings, keys included)."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return _scrub(value, secrets)
+    if isinstance(value, list):
+        return [_scrub_value(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k, secrets): _scrub_value(v, secrets) for k, v in value.items()}
+    return value

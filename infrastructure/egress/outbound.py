@@ -1,0 +1,41 @@
+"""The `Outbound` port of the application layer (API URL tools and their OAuth token requests) over
+this package's `Egress`, with `ApiPolicy`: public `https` hosts, and `http` or private addresses
+only through `TOOLSMITH_EGRESS_ALLOW`; metadata never (DESIGN §10.1)."""
+
+from __future__ import annotations
+
+import httpcore
+
+from domain.ports import Outbound, OutboundError, OutboundRequest, OutboundResponse
+from infrastructure.egress.exchange import Egress, NetworkBackend, Request, decoded
+from infrastructure.egress.policy import ApiPolicy, EgressConnectError, EgressError, EgressTimeout
+from infrastructure.egress.resolve import Resolve, resolve_addresses
+
+
+class ApiOutbound(Outbound):
+    """Each request on its own `Egress` (its caps are the tool's), under one policy."""
+
+    def __init__(self, policy: ApiPolicy, *, resolve: Resolve = resolve_addresses,
+                 network_backend: NetworkBackend | None = None) -> None:
+        self.policy = policy
+        self._resolve = resolve
+        self._network = network_backend  # tests only: makes the TCP connection to a judged address
+
+    def send(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
+             max_redirects: int) -> OutboundResponse:
+        egress = Egress(self.policy, max_response_bytes=max_bytes, max_redirects=max_redirects, resolve=self._resolve,
+                        network_backend=self._network)
+        try:
+            url = egress.url(request.url)
+            answer = egress.send(Request(url, request.method, dict(request.headers), request.body, request.sensitive),
+                                 seconds, connect_seconds=min(connect_seconds, seconds))
+        except EgressTimeout as e:
+            raise OutboundError(f"timed out: {e}", "timeout") from None
+        except EgressConnectError as e:
+            raise OutboundError(f"could not connect: {e}", "connect") from None
+        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as e:
+            raise OutboundError(f"the connection failed: {e or type(e).__name__}", "connect") from None
+        except EgressError as e:
+            kind = "response" if str(e).startswith(("response body larger", "could not decode", "unsupported content")) else "refused"
+            raise OutboundError(str(e), kind) from None
+        return OutboundResponse(status=answer.status, headers=decoded(answer.headers), body=answer.body, url=str(answer.url))
