@@ -104,7 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
                     body = seen.body.decode(errors="replace")
             self._send(200, {"method": seen.method, "path": seen.path, "headers": seen.headers, "body": body})
         elif path.startswith("/status/"):
-            self._send(int(path.removeprefix("/status/")), {"error": "nope", "detail": "x" * 2_000})
+            self._send(int(path.removeprefix("/status/").split("/")[0]), {"error": "nope", "detail": "x" * 2_000})
         elif path == "/text":
             self._send(200, "plain " * 10_000, content_type="text/plain; charset=utf-8")
         elif path == "/token":
