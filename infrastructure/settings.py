@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sandbox.config import SandboxConfig
 
+if TYPE_CHECKING:
+    from infrastructure.egress.policy import ApiPolicy
 
 POSTGRES = "eventsourcing.postgres"
 
@@ -87,6 +89,17 @@ class Settings(BaseSettings):
             capability_profile=self.sandbox_capability_profile,
         )
 
+    # What API URL tools may reach beyond public https hosts (DESIGN §10.1): comma-separated
+    # `host:port` entries (`[::1]:8080`) and CIDRs (`10.0.0.0/8`); `http` and any address that is
+    # not public need one. Metadata addresses never. A bad entry stops the start, named.
+    egress_allow: str = Field("", validation_alias=_env("egress_allow", "TOOLSMITH_EGRESS_ALLOW"))
+
+    def api_policy(self) -> ApiPolicy:
+        """The egress policy of API URL tools, from `TOOLSMITH_EGRESS_ALLOW`."""
+        from infrastructure.egress.policy import ApiPolicy, EgressAllow
+
+        return ApiPolicy(EgressAllow.parse(self.egress_allow))
+
     # Native and external MCP tools (the catalog's LOCAL and MCP kinds), declared in a JSON file.
     tools_file: Path | None = Field(None, validation_alias=_env("tools_file", "TOOLSMITH_TOOLS_FILE"))
 
@@ -125,6 +138,15 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.strip() == "":
             return None
         return value
+
+    @field_validator("egress_allow")
+    @classmethod
+    def _egress_allow(cls, value: str) -> str:
+        # Imported here: reading settings should not load the HTTP stack (a sandbox worker reads them too).
+        from infrastructure.egress.policy import EgressAllow
+
+        EgressAllow.parse(value)  # ValueError naming the bad entry
+        return value.strip()
 
     @field_validator("sandbox_url")
     @classmethod

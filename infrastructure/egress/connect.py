@@ -1,10 +1,12 @@
 """Sockets to checked addresses only, for `httpcore` (the synchronous egress of `exchange.py`).
 
-`httpcore` asks its network backend for a connection to a host and port; `PinnedBackend` answers
-with a connection to an address `resolve.checked_addresses` judged for that host, resolved once per
-backend (one exchange: the request and its redirects) and pinned: a later connection to the same
-host goes to the same addresses, without asking DNS again. TLS still verifies the certificate
-against the name. Every step, reads and writes included, is bounded by one deadline.
+Before each request of an exchange (the first and every redirect hop), `PinnedBackend.check`
+judges the addresses of the request's host with the policy for the request's scheme: the name is
+resolved once per backend (one exchange) and its answers pinned, so a later hop to the same host
+goes to the same addresses without asking DNS again. `httpcore` then asks for a connection to that
+host and port, and gets one to a judged address, or none. TLS still verifies the certificate
+against the name. Every step, reads and writes included, is bounded by one deadline; connecting
+(resolving, TCP and TLS) may have a shorter one of its own.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import Any
 
 import httpcore
 
-from infrastructure.egress.policy import EgressError, EgressTimeout, Policy
-from infrastructure.egress.resolve import Resolve, checked_addresses, resolve_addresses
+from infrastructure.egress.policy import EgressError, Policy, netloc
+from infrastructure.egress.resolve import Resolve, judged, resolve_addresses, resolve_before
 
 
 def _left(deadline: float, timeout: type[httpcore.TimeoutException]) -> float:
@@ -27,32 +29,43 @@ def _left(deadline: float, timeout: type[httpcore.TimeoutException]) -> float:
 
 
 class PinnedBackend(httpcore.NetworkBackend):
-    """Connects only to addresses the policy has judged, and bounds every step by one deadline."""
+    """Connects only to addresses `check` has judged, and bounds every step by one deadline."""
 
-    def __init__(self, policy: Policy, deadline: float, *, resolve: Resolve = resolve_addresses,
+    def __init__(self, deadline: float, *, resolve: Resolve = resolve_addresses, connect_seconds: float | None = None,
                  inner: httpcore.NetworkBackend | None = None) -> None:
         # `inner` (tests only) makes the TCP connection to an address already judged.
-        self._policy, self._deadline, self._resolve = policy, deadline, resolve
+        self._deadline, self._resolve, self._connect_seconds = deadline, resolve, connect_seconds
         self._inner = inner or httpcore.SyncBackend()
-        self._pinned: dict[tuple[str, int], list[str]] = {}
+        self._answers: dict[tuple[str, int], list[str]] = {}  # what DNS said, once per host and port
+        self._judged: dict[tuple[str, int], list[str]] = {}  # what the request being sent may connect to
+        self._connect_deadline = deadline
 
-    def addresses(self, host: str, port: int) -> list[str]:
-        """The judged addresses for `host`, resolved on first use and pinned from then on."""
+    def check(self, policy: Policy, host: str, port: int) -> list[str]:
+        """Before each request: the addresses `policy` (the request's, for its scheme) lets it
+        connect to for `host`, resolved on first use and pinned from then on; else EgressError
+        (EgressTimeout when time ran out). The time to connect starts now."""
+        if self._connect_seconds is not None:
+            self._connect_deadline = min(self._deadline, time.monotonic() + self._connect_seconds)
         key = (host, port)
-        if key not in self._pinned:
-            try:
-                self._pinned[key] = checked_addresses(self._policy, host, port, self._deadline, self._resolve)
-            except EgressTimeout as e:
-                raise httpcore.ConnectTimeout(str(e)) from None
-        return self._pinned[key]
+        literal = policy.check_name(host, port)
+        if literal is not None:
+            self._judged[key] = [str(literal)]
+        else:
+            if key not in self._answers:
+                self._answers[key] = resolve_before(self._resolve, host, port, self._connect_deadline)
+            self._judged[key] = judged(policy, host, port, self._answers[key])
+        return self._judged[key]
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
-        addresses = self.addresses(host, port)
+        addresses = self._judged.get((host, port))
+        if addresses is None:  # a connection nobody checked: never made
+            raise EgressError(f"{netloc(host, port)} was not checked")
+        connect_deadline = self._connect_deadline
         failure: Exception | None = None
         for address in addresses:
             try:
-                stream = self._inner.connect_tcp(address, port, timeout=_left(self._deadline, httpcore.ConnectTimeout), socket_options=socket_options)
-                return _DeadlineStream(stream, self._deadline)
+                stream = self._inner.connect_tcp(address, port, timeout=_left(connect_deadline, httpcore.ConnectTimeout), socket_options=socket_options)
+                return _DeadlineStream(stream, self._deadline, connect_deadline)
             except httpcore.ConnectError as e:
                 failure = e
         raise failure or httpcore.ConnectError(f"no address for {host}")
@@ -65,8 +78,8 @@ class PinnedBackend(httpcore.NetworkBackend):
 
 
 class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
-        self._inner, self._deadline = inner, deadline
+    def __init__(self, inner: httpcore.NetworkStream, deadline: float, connect_deadline: float) -> None:
+        self._inner, self._deadline, self._connect_deadline = inner, deadline, connect_deadline
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         return self._inner.read(max_bytes, _left(self._deadline, httpcore.ReadTimeout))
@@ -78,8 +91,8 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._inner.close()
 
     def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
-        remaining = _left(self._deadline, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, remaining), self._deadline)
+        remaining = _left(self._connect_deadline, httpcore.ConnectTimeout)  # the TLS handshake is part of connecting
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, remaining), self._deadline, self._connect_deadline)
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)

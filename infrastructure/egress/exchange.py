@@ -2,16 +2,20 @@
 policy and caps on bytes and time. `http.fetch` sends its requests through it.
 
 The request goes straight through an `httpcore` pool over `PinnedBackend`: there is no HTTP client
-that could read proxy variables or a `.netrc` from the environment. Every redirect hop is checked
-as the first URL was, and credentials are dropped when the origin changes. The body is read (and
-decoded from gzip or deflate) without ever holding more than the cap.
+that could read proxy variables or a `.netrc` from the environment. Header names and values are
+checked before anything is resolved. Every redirect hop is checked as the first URL was, scheme
+included, and credentials (and the headers a request marks sensitive) are dropped when the origin
+changes. The body is read (and decoded from gzip or deflate) without ever holding more than the
+cap: at the cap the connection is closed, not drained.
 """
 
 from __future__ import annotations
 
+import re
 import ssl
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpcore
@@ -22,7 +26,11 @@ from infrastructure.egress.policy import EgressConnectError, EgressError, Egress
 from infrastructure.egress.resolve import Resolve, resolve_addresses
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+CREDENTIALS = frozenset({"authorization", "cookie"})  # dropped when a redirect changes the origin
 NetworkBackend = httpcore.NetworkBackend  # what makes a TCP connection to a judged address (tests pass a stub)
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 field name
+_NOT_PRINTABLE = re.compile(r"[^\t\x20-\x7e]")
 
 
 @dataclass
@@ -31,6 +39,9 @@ class Request:
     method: str
     headers: dict[str, str]
     body: bytes | None
+    # Lower-case names of headers whose values are secrets (an API key): dropped, as
+    # `CREDENTIALS` are, when a redirect leaves the origin they were meant for.
+    sensitive: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -38,7 +49,8 @@ class Response:
     url: httpx.URL  # the last hop's
     status: int
     headers: list[tuple[bytes, bytes]]
-    body: bytes
+    body: bytes  # decoded from gzip or deflate
+    bytes_read: int = 0  # the body's bytes as they came off the network (before decoding)
 
 
 class Egress:
@@ -67,35 +79,41 @@ class Egress:
         """`text` as a URL the policy allows (scheme, user info, host and port); else EgressError."""
         return checked_url(text, self.policy)
 
-    def send(self, request: Request, seconds: float) -> Response:
-        """The answer to `request` (its URL from `url`), following redirects, all within `seconds`.
+    def send(self, request: Request, seconds: float, connect_seconds: float | None = None) -> Response:
+        """The answer to `request` (its URL from `url`), following redirects, all within `seconds`;
+        each connection (resolving, TCP and TLS) within `connect_seconds` too, when given.
         Raises EgressError: EgressTimeout when time runs out, EgressConnectError when no checked
-        address takes the connection."""
+        address takes the connection. Bad headers and a URL the policy refuses are refused
+        before anything is resolved or connected."""
+        check_headers(request.headers)
+        checked_url(str(request.url), self.policy)
         try:
-            return self._send(request, seconds)
+            return self._send(request, seconds, connect_seconds)
         except httpcore.TimeoutException as e:
             raise EgressTimeout(str(e)) from e
         except httpcore.ConnectError as e:
             raise EgressConnectError(str(e)) from e
 
-    def _send(self, request: Request, seconds: float) -> Response:
+    def _send(self, request: Request, seconds: float, connect_seconds: float | None) -> Response:
         deadline = time.monotonic() + seconds
         if seconds <= 0:
             raise httpcore.ConnectTimeout("deadline passed")
         if self._ssl is None:
             self._ssl = httpx.create_ssl_context()
-        backend = PinnedBackend(self.policy, deadline, resolve=self._resolve, inner=self._network)
+        backend = PinnedBackend(deadline, resolve=self._resolve, connect_seconds=connect_seconds, inner=self._network)
         timeouts = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
         with httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend, max_connections=4) as pool:
             redirects = 0
             while True:
+                # this hop's addresses, judged for its scheme, before the pool may connect
+                backend.check(self.policy.for_scheme(request.url.scheme), request.url.raw_host.decode("ascii"), port_of(request.url))
                 built = httpx.Request(request.method, request.url, headers=request.headers, content=request.body)
                 target = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port, target=request.url.raw_path)
                 with pool.stream(request.method, target, headers=built.headers.raw, content=request.body, extensions={"timeout": timeouts}) as response:
                     location = header(response.headers, "location")
                     if response.status not in REDIRECTS or location is None:
-                        body = b"" if request.method == "HEAD" else self._body(response)
-                        return Response(request.url, response.status, response.headers, body)
+                        body, read = (b"", 0) if request.method == "HEAD" else self._body(response)
+                        return Response(request.url, response.status, response.headers, body, read)
                 if redirects == self.max_redirects:
                     raise EgressError(f"too many redirects (more than {self.max_redirects})")
                 redirects += 1
@@ -112,19 +130,22 @@ class Egress:
             method, body = "GET", None
             headers.pop("content-type", None)
         if (url.scheme, url.raw_host, port_of(url)) != (request.url.scheme, request.url.raw_host, port_of(request.url)):
-            headers.pop("authorization", None)
-            headers.pop("cookie", None)
-        return Request(url, method, headers, body)
+            dropped = CREDENTIALS | request.sensitive
+            headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
+        return Request(url, method, headers, body, request.sensitive)
 
-    def _body(self, response: httpcore.Response) -> bytes:
-        """The body, decoded from gzip or deflate without ever holding more than the cap."""
+    def _body(self, response: httpcore.Response) -> tuple[bytes, int]:
+        """The body, decoded from gzip or deflate without ever holding more than the cap, and the
+        number of bytes read for it. Past the cap it stops reading: the caller's `with` closes the
+        connection with the rest unread."""
         encoding = ", ".join(value for name, value in decoded(response.headers) if name == "content-encoding").strip().lower()
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
             raise EgressError(f"unsupported content-encoding: {encoding[:40]}")
         inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding not in ("", "identity") else None
-        cap, chunks, size = self.max_response_bytes, [], 0
+        cap, chunks, size, read = self.max_response_bytes, [], 0, 0
         try:
             for chunk in response.iter_stream():
+                read += len(chunk)
                 if inflate is not None:
                     chunk = inflate.decompress(chunk, cap - size + 1)
                 size += len(chunk)
@@ -133,7 +154,23 @@ class Egress:
                 chunks.append(chunk)
         except zlib.error:
             raise EgressError(f"could not decode the {encoding} response body") from None
-        return b"".join(chunks)
+        return b"".join(chunks), read
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Every name a field name and every value one line of printable ASCII (tab allowed); else
+    EgressError naming the header (never its value, which may be a secret)."""
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise EgressError(f"invalid header name {str(name)[:40]!r}")
+        if not isinstance(value, str):
+            raise EgressError(f"header {name} is not text")
+        if "\r" in value or "\n" in value:
+            raise EgressError(f"header {name} has a line break")
+        if "\0" in value:
+            raise EgressError(f"header {name} has a NUL byte")
+        if _NOT_PRINTABLE.search(value):
+            raise EgressError(f"header {name} has a character that is not printable ASCII")
 
 
 def decoded(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:

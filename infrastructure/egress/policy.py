@@ -1,10 +1,12 @@
 """What an outbound request may reach (DESIGN §10.1, "One egress path"): hosts, ports and addresses.
 
-Two policies. `AllowListPolicy` is `http.fetch`'s: the host must be on the allow-list
+Three policies. `AllowListPolicy` is `http.fetch`'s: the host must be on the allow-list
 (`CODESANDBOX_ALLOWED_DOMAINS`), and every address it resolves to must be public unless the entry
 names the host and port exactly; metadata addresses never. `DeclaredOrigin` is an external MCP
 tool's: the admin declared the URL in the tools file, so its addresses are trusted as declared (a
 sidecar on localhost is fine), but nothing else is reachable: no other host, port or scheme.
+`ApiPolicy` is an API URL tool's: any public `https` host; `http`, and any address that is not
+public, only through an entry of `TOOLSMITH_EGRESS_ALLOW` (`EgressAllow`); metadata never.
 
 The checks here are pure: resolving and connecting are `resolve.py` and `connect.py`.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from typing import Protocol
 
@@ -111,6 +113,12 @@ def judge(address: Address) -> tuple[str, bool] | None:
     if not address.is_global or address.is_multicast or address.is_reserved:
         return "reserved", False
     return None
+
+
+def is_metadata(address: Address) -> bool:
+    """A cloud metadata address, in any form: refused whatever an allow-list says."""
+    verdict = judge(address)
+    return verdict is not None and verdict[1]
 
 
 def normal_host(text: str) -> str:
@@ -223,11 +231,75 @@ def _key(host: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class EgressAllow:
+    """What API URL tools may reach beyond public `https` hosts (`TOOLSMITH_EGRESS_ALLOW`).
+
+    Comma-separated entries, each `host:port` (IPv6 in brackets: `[::1]:8080`) or a CIDR
+    (`10.0.0.0/8`, `127.0.0.1/32`, `::1/128`). `host:port` lets that host and port be reached over
+    `http` or `https` at whatever it resolves to; a CIDR lets any host and port be reached when
+    every address it resolves to is inside. Neither lets a metadata address through, so an entry
+    naming one is refused when read, as are a bare host (no port: which one?) and a network written
+    with host bits set (`10.0.0.1/8`: a typo for a host or for a network?).
+    """
+
+    exact: frozenset[tuple[str, int]] = frozenset()
+    networks: tuple[IPv4Network | IPv6Network, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> EgressAllow:
+        """The setting's entries; ValueError naming the first bad one."""
+        exact: set[tuple[str, int]] = set()
+        networks: list[IPv4Network | IPv6Network] = []
+        for raw in text.split(","):
+            entry = raw.strip()
+            if not entry:
+                continue
+            try:
+                if "/" in entry:
+                    networks.append(_network(entry))
+                else:
+                    exact.add(_host_and_port(entry))
+            except ValueError as e:
+                raise ValueError(f"bad TOOLSMITH_EGRESS_ALLOW entry {entry!r}: {e}") from None
+        return cls(frozenset(exact), tuple(dict.fromkeys(networks)))
+
+    def names_exactly(self, host: str, port: int) -> bool:
+        key = _key(host)
+        return key is not None and (key, port) in self.exact
+
+    def covers(self, address: Address) -> bool:
+        if isinstance(address, IPv6Address) and address.scope_id:
+            address = IPv6Address(int(address))
+        return any(address.version == network.version and address in network for network in self.networks)
+
+
+def _network(entry: str) -> IPv4Network | IPv6Network:
+    if "%" in entry:
+        raise ValueError("IPv6 zone identifiers are not allowed")
+    return ipaddress.ip_network(entry, strict=True)
+
+
+def _host_and_port(entry: str) -> tuple[str, int]:
+    host, port = _split_entry(entry)
+    if port is None:
+        raise ValueError("expected host:port ([IPv6]:port) or a CIDR such as 10.0.0.0/8")
+    key = normal_host(host)
+    address = ip(key)
+    if key in METADATA_NAMES or address is not None and is_metadata(address):
+        raise ValueError("metadata addresses are never reachable")
+    return key, port
+
+
 # -- policies --------------------------------------------------------------------------------------
 
 
 class Policy(Protocol):
-    """What a request may reach. Both checks raise `EgressError` saying why not."""
+    """What a request may reach. Every check raises `EgressError` saying why not."""
+
+    def for_scheme(self, scheme: str) -> Policy:
+        """The policy for one request (a URL or a redirect hop) with this scheme: what judges its
+        host and addresses, since a policy may let `https` reach what `http` may not."""
 
     def check_name(self, host: str, port: int) -> Address | None:
         """Everything that can be judged before resolving; the address if `host` is one."""
@@ -246,7 +318,7 @@ def checked_url(text: str, policy: Policy) -> httpx.URL:
         raise EgressError("only http and https URLs are allowed")
     if url.userinfo:
         raise EgressError("URLs with user info (user@host) are not allowed")
-    policy.check_name(url.raw_host.decode("ascii"), port_of(url))
+    policy.for_scheme(url.scheme).check_name(url.raw_host.decode("ascii"), port_of(url))
     return url
 
 
@@ -270,6 +342,11 @@ class AllowListPolicy:
     the host and port exactly, metadata never."""
 
     allow: AllowList
+
+    def for_scheme(self, scheme: str) -> AllowListPolicy:
+        if scheme not in ("http", "https"):
+            raise EgressError("only http and https URLs are allowed")
+        return self
 
     def check_name(self, host: str, port: int) -> Address | None:
         key = _common_name_checks(host, port)
@@ -321,6 +398,11 @@ class DeclaredOrigin:
         if scheme != self.scheme:
             raise EgressError(f"{scheme}://{netloc(host, port)} is not the declared origin {self}")
 
+    def for_scheme(self, scheme: str) -> DeclaredOrigin:
+        if scheme != self.scheme:
+            raise EgressError(f"{scheme} is not the scheme of the declared origin {self}")
+        return self
+
     def check_name(self, host: str, port: int) -> Address | None:
         key = _common_name_checks(host, port)
         if (key, port) != (self.host, self.port):
@@ -329,3 +411,47 @@ class DeclaredOrigin:
 
     def check_address(self, host: str, port: int, address: Address) -> None:
         return None
+
+
+@dataclass(frozen=True)
+class ApiPolicy:
+    """An API URL tool's (DESIGN §10.1): any public `https` host. `http` (any host), and any
+    address that is not public, only through `allow`: an entry naming the URL's host and port
+    exactly, or CIDRs holding every address the host resolves to. Metadata names and addresses
+    never, whatever `allow` says.
+
+    `scheme` is the request's, set by `for_scheme` (through which `checked_url` and every redirect
+    hop pass); left unset, addresses are judged as strictly as for `http`."""
+
+    allow: EgressAllow
+    scheme: str = "http"
+
+    def for_scheme(self, scheme: str) -> ApiPolicy:
+        if scheme not in ("http", "https"):
+            raise EgressError("only http and https URLs are allowed")
+        return replace(self, scheme=scheme)
+
+    def check_name(self, host: str, port: int) -> Address | None:
+        key = _common_name_checks(host, port)
+        address = ip(key)
+        if key in METADATA_NAMES or address is not None and is_metadata(address):
+            raise EgressError(f"metadata address refused: {host}")
+        if self.scheme != "https" and not self.allow.names_exactly(key, port) and not self.allow.networks:
+            # no entry could let it through, whatever the name resolves to: refused before resolving
+            raise EgressError(f"http needs an entry in TOOLSMITH_EGRESS_ALLOW: {netloc(host, port)}")
+        if address is not None:
+            self.check_address(host, port, address)
+        return address
+
+    def check_address(self, host: str, port: int, address: Address) -> None:
+        verdict = judge(address)
+        where = host if ip(host) == address else f"{host} resolves to {address}"
+        if verdict is not None and verdict[1]:
+            raise EgressError(f"metadata address refused: {where}")
+        if self.allow.names_exactly(host, port) or self.allow.covers(address):
+            return
+        if verdict is not None:
+            raise EgressError(f"address not allowed: {where} ({verdict[0]}); it needs an entry in TOOLSMITH_EGRESS_ALLOW")
+        if self.scheme != "https":
+            resolved = "" if ip(host) == address else f" ({host} resolves to {address})"
+            raise EgressError(f"http needs an entry in TOOLSMITH_EGRESS_ALLOW: {netloc(host, port)}{resolved}")

@@ -45,16 +45,9 @@ def judged(policy: Policy, host: str, port: int, answers: list[str]) -> list[str
     return found
 
 
-def checked_addresses(policy: Policy, host: str, port: int, deadline: float, resolve: Resolve = resolve_addresses) -> list[str]:
-    """The addresses a socket may connect to for `host`: the name checked, resolved once before
-    `deadline`, and every answer judged; else EgressError (EgressTimeout when time ran out)."""
-    literal = policy.check_name(host, port)
-    if literal is not None:
-        return [str(literal)]
-    return judged(policy, host, port, _resolve_before(resolve, host, port, deadline))
-
-
-def _resolve_before(resolve: Resolve, host: str, port: int, deadline: float) -> list[str]:
+def resolve_before(resolve: Resolve, host: str, port: int, deadline: float) -> list[str]:
+    """`resolve(host, port)`'s answers, unjudged; EgressTimeout at `deadline`, EgressError when
+    the name does not resolve."""
     # The system resolver cannot be interrupted: it runs in a thread left behind at the deadline.
     box: list[Any] = []
 
