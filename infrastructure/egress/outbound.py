@@ -4,7 +4,10 @@ only through `TOOLSMITH_EGRESS_ALLOW`; metadata never (DESIGN §10.1)."""
 
 from __future__ import annotations
 
+import ssl
+
 import httpcore
+import httpx
 
 from domain.ports import Outbound, OutboundError, OutboundRequest, OutboundResponse
 from infrastructure.egress.exchange import Egress, NetworkBackend, Request, decoded
@@ -20,11 +23,15 @@ class ApiOutbound(Outbound):
         self.policy = policy
         self._resolve = resolve
         self._network = network_backend  # tests only: makes the TCP connection to a judged address
+        # One TLS context for every call: making one loads the CA bundle (tens of milliseconds).
+        self._ssl: ssl.SSLContext | None = None
 
     def send(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
              max_redirects: int) -> OutboundResponse:
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
         egress = Egress(self.policy, max_response_bytes=max_bytes, max_redirects=max_redirects, resolve=self._resolve,
-                        network_backend=self._network)
+                        ssl_context=self._ssl, network_backend=self._network)
         try:
             url = egress.url(request.url)
             answer = egress.send(Request(url, request.method, dict(request.headers), request.body, request.sensitive),
