@@ -288,3 +288,59 @@ def test_unknown_fields_and_bad_types_are_refused_by_the_schema(api: TestClient)
     assert refused.status_code == 400 and "bogus" in refused.text
     refused = api.post(TOOLS, json={"id": "x", "urlTemplate": "https://api.example.com/v1", "method": "TRACE"})
     assert refused.status_code == 400 and "method" in refused.text
+
+
+# -- caps, permissions and the audit ---------------------------------------------------------------
+
+
+def test_a_50_mb_answer_stops_at_the_byte_cap_with_a_clear_error(api: TestClient, upstream: Upstream) -> None:
+    expect(api.post(TOOLS, json={"id": "huge", "description": "50 MB", "urlTemplate": upstream.url + "/big",
+                                 "response": {"maxBytes": 1_048_576}}), 201)
+    result = call(api, "huge", {})
+    assert result["output"] is None
+    assert result["error"] == {"type": "response", "message": "response body larger than 1048576 bytes"}
+    assert upstream.big_bytes_written < 50 * 1_048_576  # reading stopped: the rest was never sent
+
+
+def test_a_slow_server_stops_at_the_timeout(api: TestClient, upstream: Upstream) -> None:
+    expect(api.post(TOOLS, json={"id": "sluggish", "description": "slow", "urlTemplate": upstream.url + "/slow?seconds=3",
+                                 "timeoutMillis": 500}), 201)
+    result = call(api, "sluggish", {})
+    assert result["error"]["type"] == "timeout"
+    assert result["durationMillis"] < 2_000
+
+
+def test_a_caller_reaches_an_api_tool_by_its_tag_or_name_only(api: TestClient, upstream: Upstream) -> None:
+    expect(api.post(TOOLS, json=weather(upstream)), 201)
+    expect(api.post(TOOLS, json={**weather(upstream), "id": "other", "tags": ["misc"]}), 201)
+    for name, tools, tags in (("bytag", [], ["weather"]), ("byname", ["other"], []), ("bykind", [], ["api"])):
+        expect(api.post("/api/v1/admin/usage-profiles", json={"id": name, "allowedTools": tools, "allowedTags": tags}), 201)
+    tokens = {name: expect(api.post("/api/v1/admin/tokens", json={"name": name, "role": "caller", "usageProfile": name}), 201)["token"]
+              for name in ("bytag", "byname", "bykind")}
+
+    def status(token: str, tool: str) -> int:
+        return api.post(f"/api/v1/tools/{tool}/call", json={"city": "Oslo"}, headers={"Authorization": f"Bearer {token}"}).status_code
+
+    assert (status(tokens["bytag"], "weather"), status(tokens["bytag"], "other")) == (200, 404)
+    assert (status(tokens["byname"], "weather"), status(tokens["byname"], "other")) == (404, 200)
+    # every API URL tool carries its kind's tag, `api`
+    assert (status(tokens["bykind"], "weather"), status(tokens["bykind"], "other")) == (200, 200)
+
+
+def test_its_events_are_in_the_export_and_their_chain_verifies(tmp_path: Path, upstream: Upstream, shared_sandbox: Any) -> None:
+    import io
+
+    from infrastructure.audit import export, verify
+
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, egress_allow=upstream.allow)
+    services = wire(settings, shared_sandbox)
+    with TestClient(create_app(services), headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
+        expect(client.post(TOOLS, json=weather(upstream)), 201)
+        expect(client.put(f"{TOOLS}/weather", json=weather(upstream, description="changed")), 200)
+        out = io.BytesIO()
+        export(services.store, out, tenant="default", kinds=services.toolbox.kinds)
+        lines = out.getvalue().decode().splitlines()
+        api_events = [line for line in lines if "ApiTool." in line]
+        assert len(api_events) == 2 and all('"tenant":"default"' in line.replace(" ", "") for line in api_events)
+        report = verify(services.store)
+        assert report.intact and report.events >= 2
