@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import copy
 import dataclasses
+import functools
 import hashlib
 import json
 import threading
@@ -316,7 +317,7 @@ class ApiToolKind(ToolKind):
         params = config["parameters"]
         variables = {p["name"]: _url_value(arguments[p["name"]]) for p in params
                      if p["location"] in ("path", "query") and arguments.get(p["name"]) is not None}
-        url = URITemplate(config["urlTemplate"]).expand(variables)
+        url = _template(config["urlTemplate"]).expand(variables)
         query: list[tuple[str, str]] = [(k, as_text(v)) for k, v in config["fixedQuery"].items()]
         shown_query = list(query)
         auth = config["auth"]
@@ -509,6 +510,12 @@ def _schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
     if not parameters:
         return {"type": "object", "properties": {}, "additionalProperties": False}
     return input_schema([{k: v for k, v in p.items() if k in ("name", "description", "type", "required", "default")} for p in parameters])
+
+
+@functools.lru_cache(maxsize=1_024)
+def _template(text: str) -> URITemplate:
+    """A URL template, parsed once (it is checked when the tool is saved, and immutable)."""
+    return URITemplate(text)
 
 
 def _secret_field(config: Config, secret: str) -> str:

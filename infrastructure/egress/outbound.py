@@ -33,7 +33,10 @@ class ApiOutbound(Outbound):
         egress = Egress(self.policy, max_response_bytes=max_bytes, max_redirects=max_redirects, resolve=self._resolve,
                         ssl_context=self._ssl, network_backend=self._network)
         try:
-            url = egress.url(request.url)
+            url = httpx.URL(request.url)  # checked by `send`, as every redirect hop is
+        except (httpx.InvalidURL, ValueError) as e:
+            raise OutboundError(f"invalid URL: {e}") from None
+        try:
             answer = egress.send(Request(url, request.method, dict(request.headers), request.body, request.sensitive),
                                  seconds, connect_seconds=min(connect_seconds, seconds))
         except EgressTimeout as e:
