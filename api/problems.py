@@ -110,6 +110,7 @@ def _status(error: errors.ModuleError) -> int:
         errors.InvalidRecord: 400,
         errors.RecordTaken: 409,
         errors.SecretInUse: 409,
+        errors.SecretUnreadable: 503,
     }.get(type(error), 400)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 
 class _Request(BaseModel):
@@ -178,7 +178,7 @@ class Problem(BaseModel):
     code: str
     errors: list[FieldError] | None = None
     cycle: list[str] | None = None
-    usedBy: Usage | None = None
+    usedBy: Usage | list[str] | None = Field(None, description="R12's users of a module, or the tools that use a secret")
     failingModule: str | None = None
     error: ExecutionErrorOut | None = None
 
@@ -346,3 +346,30 @@ class PublishPreview(BaseModel):
     version: int = Field(description="the version a publish would make")
     wouldPublish: bool
     checks: list[CheckOut] = Field(description="the module first, then each module that imports it, transitively")
+
+
+# -- secrets (DESIGN §10) -----------------------------------------------------------------------
+
+
+class SecretIn(_Request):
+    id: str
+    # A SecretStr: shown as stars wherever a model is printed or logged.
+    value: SecretStr = Field(description="the value; never answered, recorded in an event, logged or exported")
+    description: str = ""
+
+
+class SecretFields(_Request):
+    value: SecretStr | None = Field(None, description="a new value (a rotation): tools use it from their next call")
+    description: str | None = None
+
+
+class SecretPublic(BaseModel):
+    model_config = _RESPONSE
+    id: str
+    description: str
+    fingerprint: str = Field(description="HMAC-SHA256 of the value under the service's key, 16 hex characters")
+    createdAt: datetime | None
+    createdBy: str
+    updatedAt: datetime | None
+    updatedBy: str
+    usedBy: list[str] = Field(description="the tools that refer to the secret")

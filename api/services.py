@@ -11,6 +11,7 @@ from application.history import History
 from application.modules import Modules
 from api.kinds import KindPlugin
 from application.records import CallerRecords
+from application.secrets import Secrets
 from application.store import Store
 from application.tokens import Tokens
 from application.toolbox import Toolbox
@@ -38,6 +39,7 @@ class Services:
     graph_lock: GraphLock
     toolbox: Toolbox
     records: CallerRecords
+    secrets: Secrets
     # The admin token when this start generated it; shown once, then forgotten.
     new_admin_token: str | None = field(default=None, repr=False)
     # Whether `close` ends the sandbox too (not when the caller handed in one it shares).

@@ -27,6 +27,7 @@ NAVIGATION = (
     ("/console/profiles", "Usage profiles"),
     ("/console/servers", "MCP servers"),
     ("/console/tokens", "Tokens"),
+    ("/console/secrets", "Secrets"),
     ("/console/audit", "Audit"),
 )
 

@@ -236,3 +236,14 @@ class SecretInUse(ModuleError):
         self.secret_id = secret_id
         self.tools = tools
         super().__init__(f"the secret {secret_id!r} is still used by {', '.join(tools)}")
+
+
+class SecretUnreadable(ModuleError):
+    """A secret's stored value cannot be read back: its ciphertext was made with a key this service
+    does not hold, or no value matching its record is stored. The message names the secret only."""
+
+    code = "secret-unreadable"
+
+    def __init__(self, secret_id: str, reason: str) -> None:
+        self.secret_id = secret_id
+        super().__init__(f"the secret {secret_id!r} {reason}")

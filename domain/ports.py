@@ -172,3 +172,34 @@ class Outbound(ABC):
     def send(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
              max_redirects: int) -> OutboundResponse:
         """The answer to `request` within the limits; raises `OutboundError`."""
+
+
+class SecretVault(ABC):
+    """Where secret values are kept, encrypted, beside the event store (DESIGN §10): one row per
+    secret of a tenant, never in an event. Holds the value a secret's record names (by the
+    fingerprint its newest event recorded) and, while a change is under way, the one before it,
+    so that a reader between the new value's write and its event still gets the recorded one."""
+
+    @abstractmethod
+    def fingerprint(self, value: str) -> str:
+        """What an event records of a value: a keyed hash (HMAC-SHA256 under a key derived from the
+        service's secret key), 16 hex characters; the value cannot be found again from it."""
+
+    @abstractmethod
+    def put(self, tenant: str, secret_id: str, value: str, fingerprint: str, *, keeping: str | None) -> None:
+        """Encrypts and stores `value` as the secret's newest; the stored value whose fingerprint
+        is `keeping` (the one the record names now) is kept beside it, any other is dropped."""
+
+    @abstractmethod
+    def read(self, tenant: str, secret_id: str, fingerprint: str) -> str | None:
+        """The stored value with this fingerprint, decrypted; None when none is stored. Raises
+        `SecretUnreadable` when the ciphertext cannot be decrypted with the service's key."""
+
+    @abstractmethod
+    def delete(self, tenant: str, secret_id: str) -> None:
+        """Forgets the secret's stored values."""
+
+    @abstractmethod
+    def ids(self, tenant: str) -> list[str]:
+        """The ids of the tenant's stored secrets, sorted (a secret whose create was interrupted
+        may be among them: its record says whether it exists)."""

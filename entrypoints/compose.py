@@ -15,18 +15,20 @@ from application.execution import Execution
 from application.history import History
 from application.modules import Modules
 from application.records import CallerRecords
+from application.secrets import Secrets
 from application.store import Store
 from application.tokens import Tokens
 from application.toolbox import Toolbox
 from domain.catalog import DeclaredTool
 from domain.errors import SandboxUnavailable
-from domain.ports import GraphLock, Outbound, Sandbox, SecretValues, ToolNames
+from domain.ports import GraphLock, Outbound, Sandbox, SecretValues, SecretVault, ToolNames
 from api.kinds import KindPlugin
 from application.kinds.base import KindDeps, ToolKinds
 from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
+from infrastructure.secret_vault import ephemeral_vault, open_vault
 from infrastructure.settings import POSTGRES, Settings
 from api.services import Services
 from projections.interface import ModuleReadModel
@@ -150,22 +152,29 @@ class ApplicationServices:
     toolbox: Toolbox
     records: CallerRecords
     tokens: Tokens
+    secrets: Secrets
 
 
 def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_lock: GraphLock | None = None,
                       declared: Sequence[DeclaredTool] = (), code_sandbox: Sandbox | None = None,
                       names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
-                      secrets: SecretValues | None = None, outbound: Outbound | None = None) -> ApplicationServices:
+                      secrets: SecretValues | None = None, outbound: Outbound | None = None,
+                      vault: SecretVault | None = None) -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
     refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
     `graph_lock` serializes each tenant's graph changes, and `kinds` are the kinds of tool
     installed in `names` (the registry `store` asks for R2; a new one by default); `secrets` and
-    `outbound` are what a kind reads secrets with and sends its outbound requests through."""
+    `outbound` are what a kind reads secrets with and sends its outbound requests through (the
+    tenants' secrets, kept in `vault`, by default; without a vault, one whose key dies with it)."""
     commands = CommandRunner(store, graph_lock)
     execution = Execution(store, sandbox)
     history = History(store)
+    names = names if names is not None else ToolKinds()
+    # The secrets ask every kind which secrets its tools use, and the kinds read them: one registry.
+    secret_service = Secrets(store, commands, vault or ephemeral_vault(store), names)
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
-                                         sandbox=code_sandbox, kinds=kinds, secrets=secrets, outbound=outbound))
+                                         sandbox=code_sandbox, kinds=kinds, secrets=secrets or secret_service,
+                                         outbound=outbound))
     return ApplicationServices(
         store=store,
         commands=commands,
@@ -175,6 +184,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
         toolbox=toolbox,
         records=CallerRecords(store, commands, toolbox),
         tokens=Tokens(store, commands),
+        secrets=secret_service,
     )
 
 
@@ -224,7 +234,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     names = ToolKinds()
     store = open_event_store(settings, tool_names=names)
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
-                            code_sandbox=sandbox, names=names, kinds=kinds)  # type: ignore[arg-type]
+                            code_sandbox=sandbox, names=names, kinds=kinds,  # type: ignore[arg-type]
+                            vault=open_vault(settings, store))
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)
     channels = store_channels(settings, store, identity)
@@ -253,6 +264,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
         graph_lock=graph_lock,
         toolbox=app.toolbox,
         records=app.records,
+        secrets=app.secrets,
         owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
         plugins=tuple(kinds),

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks
-from api.routes import audit, callers, catalog, tokens, tools
+from api.routes import audit, callers, catalog, secrets, tokens, tools
 from console import web as console
 from console.security import SecurityHeaders
 from entrypoints.compose import Services
@@ -97,6 +97,7 @@ def create_app(services: Services) -> FastAPI:
     for router in (callers.agents, callers.servers, callers.profiles):
         app.include_router(router)
     app.include_router(tokens.router)
+    app.include_router(secrets.router)
     app.include_router(audit.router)
     mcp_endpoint = mcp.mount(app, services)
     # The admin console (DESIGN §11), with each kind's own pages.

@@ -63,6 +63,7 @@ from eventsourcing.utils import get_topic, resolve_topic
 from domain.callers import TOKENS_ID, registry_id
 from domain.chain import GENESIS, OWN_HASH, state_hash
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
+from domain.secrets import Secret, secret_aggregate_id
 from projections.store_identity import renew_store_identity
 
 FORMAT = "toolsmith-audit-export"
@@ -254,6 +255,10 @@ def _label(event_class: type, state: dict[str, Any], tenants: set[str]) -> str |
         if isinstance(module_id, str) and module_aggregate_id(tenant, module_id) == aggregate_id:
             tenants.add(tenant)
             return f"module {tenant}/{module_id}"
+    elif issubclass(event_class, Secret.Event):
+        secret_id = state.get("secret_id")
+        if isinstance(secret_id, str) and secret_aggregate_id(tenant, secret_id) == aggregate_id:
+            return f"secret {tenant}/{secret_id}"
     elif aggregate_id == graph_aggregate_id(tenant):
         tenants.add(tenant)
         return f"import graph of tenant {tenant}"
@@ -414,8 +419,9 @@ class EventOwner(Protocol):
 
 class _TenantScope:
     """Which events belong to one tenant: those its kinds of tool say are its (its modules, and any
-    other kind's aggregates), and the aggregates of its own that are no tool: its import graph and
-    its caller registry. The token registry is store-wide, so a tenant's export leaves it out."""
+    other kind's aggregates), and the aggregates of its own that are no tool: its import graph, its
+    caller registry and its secrets (whose events hold fingerprints, never values). The token
+    registry is store-wide, so a tenant's export leaves it out."""
 
     def __init__(self, tenant: str, recorder: Any, kinds: Iterable[EventOwner]) -> None:
         self.tenant = tenant
@@ -451,6 +457,9 @@ class _TenantScope:
         if not isinstance(tenant, str):
             return None
         if stored.originator_id in (graph_aggregate_id(tenant), registry_id(tenant)):
+            return tenant
+        secret_id = state.get("secret_id")
+        if isinstance(secret_id, str) and stored.originator_id == secret_aggregate_id(tenant, secret_id):
             return tenant
         for kind in self.kinds:
             owner = kind.tenant_of(state, stored.originator_id)

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     # The console's session cookies are signed with this key: set it to the same value on every
     # replica; unset, one is generated into the data dir (mode 0600) on the first start.
     session_key: SecretStr | None = Field(None, validation_alias=_env("session_key", "TOOLSMITH_SESSION_KEY"))
+    # Secret values are encrypted with this Fernet key (DESIGN §10); several, comma-separated: the
+    # first encrypts, all decrypt. Unset, one is generated into the data dir (mode 0600) on the first
+    # start: set it to the same value on every replica of a PostgreSQL store.
+    secret_key: SecretStr | None = Field(None, validation_alias=_env("secret_key", "TOOLSMITH_SECRET_KEY"))
     session_hours: float = Field(8.0, gt=0, le=24 * 30, validation_alias=_env("session_hours", "TOOLSMITH_SESSION_HOURS"))
 
     # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise

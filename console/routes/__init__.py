@@ -2,6 +2,6 @@
 of tool's own pages come with it (`api.kinds.KindPlugin.console`, registered in
 `entrypoints/kinds.py`): the code modules' list, editor and lifecycle."""
 
-from console.routes import audit, auth, callers, catalog, playground, tokens
+from console.routes import audit, auth, callers, catalog, playground, secrets, tokens
 
-ROUTERS = (auth.router, catalog.router, callers.router, tokens.router, audit.router, playground.router)
+ROUTERS = (auth.router, catalog.router, callers.router, tokens.router, secrets.router, audit.router, playground.router)

@@ -78,12 +78,18 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/api/v1/admin/tokens"),
     ("POST", "/api/v1/admin/tokens"),
     ("DELETE", "/api/v1/admin/tokens/{id}"),
+    ("GET", "/api/v1/admin/secrets"),
+    ("POST", "/api/v1/admin/secrets"),
+    ("GET", "/api/v1/admin/secrets/{id}"),
+    ("PUT", "/api/v1/admin/secrets/{id}"),
+    ("DELETE", "/api/v1/admin/secrets/{id}"),
+    ("GET", "/api/v1/admin/secrets/{id}/history"),
     ("GET", "/api/v1/admin/audit/export"),
     ("GET", "/healthz"),
 ]
 
 TARGET = "target"  # a published tool module every record below names
-RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1"}
+RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1", "secrets": "secret1"}
 
 
 @dataclass
@@ -103,6 +109,7 @@ def world(probe: Probe) -> World:
         "agents": {"id": "agent1", "description": "a", "allowedTools": [TARGET]},
         "mcp-servers": {"id": "srv1", "description": "s", "tools": [TARGET]},
         "usage-profiles": {"id": "profile1", "description": "u", "allowedTools": [TARGET]},
+        "secrets": {"id": "secret1", "value": "s3cret", "description": "a secret"},
     }
     for kind, body in records.items():
         assert probe.send("POST", f"/api/v1/admin/{kind}", json=body).status_code == 201
@@ -160,6 +167,7 @@ def body_for(method: str, path: str, principal: str) -> Any:
         "agents": {"description": "a2", "allowedTools": [TARGET]},
         "mcp-servers": {"description": "s2", "tools": [TARGET]},
         "usage-profiles": {"description": "u2", "allowedTools": [TARGET]},
+        "secrets": {"value": "rotated", "description": "s2"},
     }[kind]
     return fields if path.endswith("{id}") else {"id": own, **fields}
 

@@ -190,6 +190,7 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
     name = module(client, "exports.run = function () { return 1; };")
     filled = {"id": name, "version": "1", "name": name}
     assert client.post(PLANS, json={"id": name + "_plan", "description": "p", "nodes": [{"toolName": name}]}).status_code == 201
+    assert client.post("/api/v1/admin/secrets", json={"id": name, "value": "v"}).status_code == 201
     # /healthz tells the read model's lag: let it catch up first, so that GET and HEAD see one state.
     deadline = time.monotonic() + 10
     while client.get("/healthz").json()["readModel"]["lag"] and time.monotonic() < deadline:
