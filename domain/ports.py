@@ -151,8 +151,9 @@ class OutboundRequest:
 class OutboundResponse:
     status: int
     headers: list[tuple[str, str]]  # (lower-case name, value), in order
-    body: bytes
+    body: bytes  # decoded (gzip, deflate)
     url: str  # the last hop's
+    bytes_read: int = 0  # the body's bytes as they came off the network
 
 
 class OutboundError(Exception):

@@ -152,10 +152,12 @@ class ApiToolKind(ToolKind):
         found = id_violations(name) + violations(config)
         if found:
             raise InvalidDefinition(found)
-        self._check_references(tenant, config)
         aggregate_id = api_tool_id(tenant, name)
 
         def attempt() -> Change[ApiTool]:
+            # Under the tenant's lock, as a secret's delete is: a secret cannot go between this
+            # check and the save that refers to it.
+            self._check_references(tenant, config)
             existing = self._load(aggregate_id, for_update=True)
             live = existing is not None and not existing.deleted
             if create:
@@ -177,7 +179,7 @@ class ApiToolKind(ToolKind):
             changed = existing.change(config, by)
             return Change(existing, save=[existing] if changed else [], subject=subject)
 
-        return self.deps.commands.run(attempt, name=name, lock=tenant if create else None)
+        return self.deps.commands.run(attempt, name=name, lock=tenant)
 
     def set_enabled(self, tenant: str, name: str, enabled: bool, *, by: str) -> tuple[ApiTool, int | None]:
         tool = self.get(tenant, name)
@@ -286,7 +288,7 @@ class ApiToolKind(ToolKind):
             request, shown = self._request(tenant, name, config, arguments, secrets)
             trace.method, trace.url, trace.headers, trace.body = shown
             response = self._send_with_auth(tenant, name, config, request, secrets, trace)
-            trace.status, trace.bytes = response.status, len(response.body)
+            trace.status, trace.bytes = response.status, response.bytes_read or len(response.body)
             result = self._answer(tenant, config, response, context)
         except OutboundError as error:
             result = ExecutionError(_ERROR_TYPES.get(error.kind, "egress"), str(error))

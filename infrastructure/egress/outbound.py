@@ -48,4 +48,5 @@ class ApiOutbound(Outbound):
         except EgressError as e:
             kind = "response" if str(e).startswith(("response body larger", "could not decode", "unsupported content")) else "refused"
             raise OutboundError(str(e), kind) from None
-        return OutboundResponse(status=answer.status, headers=decoded(answer.headers), body=answer.body, url=str(answer.url))
+        return OutboundResponse(status=answer.status, headers=decoded(answer.headers), body=answer.body, url=str(answer.url),
+                                bytes_read=answer.bytes_read)

@@ -84,12 +84,19 @@ ROUTES: list[tuple[str, str]] = [
     ("PUT", "/api/v1/admin/secrets/{id}"),
     ("DELETE", "/api/v1/admin/secrets/{id}"),
     ("GET", "/api/v1/admin/secrets/{id}/history"),
+    ("GET", "/api/v1/admin/api-tools"),
+    ("POST", "/api/v1/admin/api-tools"),
+    ("GET", "/api/v1/admin/api-tools/{id}"),
+    ("PUT", "/api/v1/admin/api-tools/{id}"),
+    ("DELETE", "/api/v1/admin/api-tools/{id}"),
+    ("POST", "/api/v1/admin/api-tools/{id}/test"),
+    ("GET", "/api/v1/admin/api-tools/{id}/history"),
     ("GET", "/api/v1/admin/audit/export"),
     ("GET", "/healthz"),
 ]
 
 TARGET = "target"  # a published tool module every record below names
-RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1", "secrets": "secret1"}
+RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1", "secrets": "secret1", "api-tools": "api1"}
 
 
 @dataclass
@@ -110,6 +117,8 @@ def world(probe: Probe) -> World:
         "mcp-servers": {"id": "srv1", "description": "s", "tools": [TARGET]},
         "usage-profiles": {"id": "profile1", "description": "u", "allowedTools": [TARGET]},
         "secrets": {"id": "secret1", "value": "s3cret", "description": "a secret"},
+        # a host that never resolves (.invalid): the Playground's call is an error result, not a hang
+        "api-tools": {"id": "api1", "description": "an API URL tool", "urlTemplate": "https://api.example.invalid/v1"},
     }
     for kind, body in records.items():
         assert probe.send("POST", f"/api/v1/admin/{kind}", json=body).status_code == 201
@@ -147,6 +156,8 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return None
     if path == "/api/v1/admin/code-modules":
         return {"id": own, "description": "intruder", "draftContent": "exports.x = 1;"}
+    if path == "/api/v1/admin/api-tools/{id}/test":
+        return {"arguments": {}}
     if path.endswith("/test"):
         return {"draftContent": "exports.run = function () { return 1; };", "tool": {}}
     if path.endswith("/revert"):
@@ -168,6 +179,7 @@ def body_for(method: str, path: str, principal: str) -> Any:
         "mcp-servers": {"description": "s2", "tools": [TARGET]},
         "usage-profiles": {"description": "u2", "allowedTools": [TARGET]},
         "secrets": {"value": "rotated", "description": "s2"},
+        "api-tools": {"description": "a2", "urlTemplate": "https://api.example.invalid/v2"},
     }[kind]
     return fields if path.endswith("{id}") else {"id": own, **fields}
 

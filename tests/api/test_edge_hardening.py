@@ -191,6 +191,8 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
     filled = {"id": name, "version": "1", "name": name}
     assert client.post(PLANS, json={"id": name + "_plan", "description": "p", "nodes": [{"toolName": name}]}).status_code == 201
     assert client.post("/api/v1/admin/secrets", json={"id": name, "value": "v"}).status_code == 201
+    api_tool = {"id": name + "_api", "description": "an API URL tool", "urlTemplate": "https://api.example.invalid/v1"}
+    assert client.post("/api/v1/admin/api-tools", json=api_tool).status_code == 201
     # /healthz tells the read model's lag: let it catch up first, so that GET and HEAD see one state.
     deadline = time.monotonic() + 10
     while client.get("/healthz").json()["readModel"]["lag"] and time.monotonic() < deadline:
@@ -202,6 +204,8 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
         url = re.sub(r"\{([^}]+)\}", lambda m: filled.get(m.group(1), name), path)
         if url.startswith(PLANS + "/"):
             url = url.replace(name, name + "_plan", 1)
+        if url.startswith("/api/v1/admin/api-tools/"):
+            url = url.replace(name, name + "_api", 1)
         got, head = client.get(url), client.head(url)
         assert head.status_code == got.status_code, (url, got.status_code, head.status_code)
         assert head.content == b"", url
