@@ -204,6 +204,13 @@ def build_kinds(store: Store, execution: Execution | None = None, names: ToolKin
     return installed
 
 
+def api_outbound(settings: Settings) -> Outbound:
+    """The egress path of API URL tools (DESIGN §10.1), under `TOOLSMITH_EGRESS_ALLOW`."""
+    from infrastructure.egress.outbound import ApiOutbound  # httpcore: loaded by a service that sends
+
+    return ApiOutbound(settings.api_policy())
+
+
 def _runs_no_code() -> Sandbox:
     raise SandboxUnavailable("this command runs no code")
 
@@ -235,7 +242,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     store = open_event_store(settings, tool_names=names)
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
                             code_sandbox=sandbox, names=names, kinds=kinds,  # type: ignore[arg-type]
-                            vault=open_vault(settings, store))
+                            vault=open_vault(settings, store), outbound=api_outbound(settings))
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)
     channels = store_channels(settings, store, identity)
