@@ -120,6 +120,17 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/slow":
             time.sleep(float(seen.query.get("seconds", ["3"])[0]))
             self._send(200, {"slow": True})
+        elif path == "/deep":
+            depth = int(seen.query.get("n", ["5000"])[0])
+            self._send(200, b"[" * depth + b"]" * depth)
+        elif path == "/invalid-utf8":
+            self._send(200, b'{"text": "\xff\xfe\xc3\x28"}', content_type="application/json; charset=utf-8")
+        elif path == "/unknown-charset":
+            self._send(200, b"caf\xe9", content_type="text/plain; charset=x-no-such-charset")
+        elif path == "/gzip-bomb":
+            import gzip
+
+            self._send(200, gzip.compress(b"0" * 30_000_000), headers={"Content-Encoding": "gzip"})
         elif path == "/redirect":
             target = seen.query["to"][0]
             self._send(302, b"", headers={"Location": target})

@@ -49,6 +49,7 @@ from domain.catalog import ToolEntry
 from domain.errors import IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
 from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
 from domain.rules import id_violations, input_schema, validate_input
+from domain.values import MAX_DEPTH, too_deep
 
 API_TAG = "api"
 LABEL = "API URL tool"
@@ -462,6 +463,8 @@ class ApiToolKind(ToolKind):
             raise _Failed(ExecutionError("http", f"the API answered {response.status}: {start}" if start.strip()
                                          else f"the API answered {response.status}"))
         parsed: Any = _json(text)
+        if parsed is not _NOT_JSON and too_deep(parsed):
+            raise _Failed(ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep"))
         expression, module = config["response"]["jmespath"], config["response"]["module"]
         logs: tuple[str, ...] = ()
         if expression is not None:
@@ -571,7 +574,7 @@ def _json(text: str) -> Any:
         return _NOT_JSON
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
         return _NOT_JSON
 
 

@@ -344,3 +344,27 @@ def test_its_events_are_in_the_export_and_their_chain_verifies(tmp_path: Path, u
         assert len(api_events) == 2 and all('"tenant":"default"' in line.replace(" ", "") for line in api_events)
         report = verify(services.store)
         assert report.intact and report.events >= 2
+
+
+HOSTILE_ANSWERS = [
+    ("/deep?n=15000", "response", None),  # nested deeper than Python's stack: text, then cut
+    ("/deep?n=150", "response", "nested more than 100 levels"),
+    ("/gzip-bomb", "response", "larger than 1048576 bytes"),
+]
+
+
+def test_hostile_answers_get_an_error_result_and_the_service_keeps_serving(api: TestClient, upstream: Upstream) -> None:
+    for i, (path, _, _) in enumerate(HOSTILE_ANSWERS):
+        expect(api.post(TOOLS, json={"id": f"hostile{i}", "description": path, "urlTemplate": upstream.url + path}), 201)
+    deep = call(api, "hostile0", {})
+    # not JSON Python can read: its text, cut at maxOutputChars with the marker
+    assert deep["error"] is None and deep["output"].startswith("[[[[") and "(maxOutputChars)]" in deep["output"]
+    assert "nested more than 100 levels" in call(api, "hostile1", {})["error"]["message"]
+    assert call(api, "hostile2", {})["error"] == {"type": "response", "message": "response body larger than 1048576 bytes"}
+    # bytes that are not UTF-8, a charset nobody knows: replaced, not a failure
+    for i, path in enumerate(("/invalid-utf8", "/unknown-charset")):
+        expect(api.post(TOOLS, json={"id": f"odd{i}", "description": path, "urlTemplate": upstream.url + path}), 201)
+    assert call(api, "odd0", {})["output"] == {"text": "\ufffd\ufffd\ufffd("}
+    assert call(api, "odd1", {})["output"].startswith("caf")
+    expect(api.post(TOOLS, json=weather(upstream)), 201)
+    assert call(api, "weather", {"city": "Oslo"})["output"]["city"] == "Oslo"
