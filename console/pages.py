@@ -21,6 +21,7 @@ STATIC_URL = "/console/static"
 NAVIGATION = (
     ("/console/modules", "Code modules"),
     ("/console/tools", "Tool catalog"),
+    ("/console/api-tools", "API tools"),
     ("/console/playground", "Playground"),
     ("/console/plans", "Plans"),
     ("/console/agents", "Agents"),

@@ -12,6 +12,7 @@ from application.kinds.api_tools import ApiToolKind
 from application.kinds.code import CodeKind
 from application.kinds.declared import ExternalMcpKind, NativeKind
 from application.kinds.plans import PlanKind
+from console.routes import api_tools as api_tool_pages
 from console.routes import editor, lifecycle
 from console.routes import modules as module_pages
 
@@ -22,5 +23,5 @@ DEFAULT_KINDS: tuple[KindPlugin, ...] = (
     # The list first: `/console/modules/new` and `/availability` before the editor's `/{id}`.
     KindPlugin(CodeKind, routers=(modules.router, module_history.router),
                console=(module_pages.router, editor.router, lifecycle.router)),
-    KindPlugin(ApiToolKind, routers=(api_tools.router,)),
+    KindPlugin(ApiToolKind, routers=(api_tools.router,), console=(api_tool_pages.router,)),
 )

@@ -2,6 +2,7 @@
 // small progressive enhancements wired by data attributes, never by inline script (the CSP has none).
 import htmx from "htmx.org";
 import "./playground.js";
+import "./api_tools.js";
 
 window.htmx = htmx;
 

@@ -23,7 +23,7 @@ router = APIRouter(prefix="/console/tools", route_class=ConsoleRoute, include_in
 PAGE_SIZE = 100
 
 # Where a tool of a kind has its own page in the console.
-PAGES = {"CODE": "/console/modules/{}", "PLAN": "/console/plans/{}"}
+PAGES = {"CODE": "/console/modules/{}", "PLAN": "/console/plans/{}", "API_URL": "/console/api-tools/{}"}
 
 
 def page_of(call_type: str, name: str) -> str | None:

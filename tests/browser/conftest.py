@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench._server import Server
+from tests.upstream import Upstream, running
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -49,10 +50,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server for the session, with embedded defaults and a known admin token."""
+def upstream_api() -> Iterator[Upstream]:
+    """A local HTTP API for the session (tests/upstream.py), which the server's API URL tools may reach."""
+    yield from running()
+
+
+@pytest.fixture(scope="session")
+def console_server(tmp_path_factory: pytest.TempPathFactory, upstream_api: Upstream) -> Iterator[Server]:
+    """One server for the session, with embedded defaults and a known admin token; its egress allows
+    the local API (`upstream_api`) and nothing else that is not public."""
     base = tmp_path_factory.mktemp("console")
-    server = Server(data_dir=base / "data", env={"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN}, inherit_settings=False).start()
+    env = {"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSMITH_EGRESS_ALLOW": upstream_api.allow}
+    server = Server(data_dir=base / "data", env=env, inherit_settings=False).start()
     server.token = ADMIN_TOKEN
     yield server
     if server.process and server.process.poll() is None:

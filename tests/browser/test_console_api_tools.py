@@ -1,0 +1,98 @@
+"""API URL tools in a browser (issue 16): a tool made from the editor with a path and a query
+parameter, pointing at the session's local API (which the server's egress allows), listed, run from
+its Playground; a bad URL template refused with the message next to its field."""
+
+from __future__ import annotations
+
+import re
+from uuid import uuid4
+
+from playwright.sync_api import expect
+
+from tests.browser.conftest import assert_accessible, shot, sign_in
+
+
+def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_server, upstream_api) -> None:
+    name = f"weather{uuid4().hex[:6]}"
+    sign_in(page, then="/console/api-tools")
+    page.get_by_role("link", name="New API tool").click()
+    page.wait_for_url("**/console/api-tools/new")
+    assert page.get_by_role("heading", name="New API tool").is_visible()
+
+    # the id, what it does, and a template whose scheme is not http(s)
+    page.get_by_label("Id", exact=True).fill(name)
+    page.get_by_label("Description", exact=True).fill("Current weather for a city")
+    page.get_by_label("Tags").fill("weather")
+    page.get_by_label("URL template").fill("ftp://127.0.0.1/v1/weather/{city}{?units}")
+    # a path and a query parameter, each in its own row
+    page.get_by_role("button", name="Add a parameter").click()
+    city = page.get_by_role("group", name="Parameter 1")
+    expect(city.get_by_label("Name", exact=True)).to_be_focused()
+    city.get_by_label("Name", exact=True).fill("city")
+    city.get_by_label("Location").select_option("path")
+    city.get_by_label("Required").check()
+    page.get_by_role("button", name="Add a parameter").click()
+    units = page.get_by_role("group", name="Parameter 2")
+    units.get_by_label("Name", exact=True).fill("units")
+    units.get_by_label("Default").fill("metric")
+    # a body location asks for its body path; auth shows only the chosen type's fields
+    units.get_by_label("Location").select_option("body")
+    expect(units.get_by_label("Body path")).to_be_visible()
+    units.get_by_label("Location").select_option("query")
+    expect(units.get_by_label("Body path")).to_be_hidden()
+    page.get_by_label("Auth type").select_option("bearer")
+    expect(page.get_by_label("Token (secret id)")).to_be_visible()
+    page.get_by_label("Auth type").select_option("none")
+    expect(page.get_by_label("Token (secret id)")).to_be_hidden()
+    page.get_by_role("button", name="Create").click()
+
+    # refused: the message is next to the URL template, which keeps what was typed
+    template = page.get_by_label("URL template")
+    expect(template).to_have_attribute("aria-invalid", "true")
+    expect(template).to_have_accessible_description(re.compile(r"URL template: must start with a literal http:// or https://"))
+    expect(template).to_have_value("ftp://127.0.0.1/v1/weather/{city}{?units}")
+    expect(page.get_by_role("alert").filter(has_text="Some fields need a change.")).to_be_focused()
+    expect(page.get_by_role("group", name="Parameter 2").get_by_label("Default")).to_have_value("metric")
+    assert_accessible(page, "the API tool editor with a refusal")
+    shot(page, "api-tool-editor-refused")
+
+    template.fill(upstream_api.url + "/v1/weather/{city}{?units}")
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_url(f"**/console/api-tools/{name}?created=1")
+    expect(page.get_by_role("status")).to_have_text(re.compile("Created"))
+    expect(page.get_by_role("heading", name=f"API tool {name}")).to_be_visible()
+    assert_accessible(page, "the API tool editor")
+    shot(page, "api-tool-editor")
+
+    # listed, with its method, template, state and tags
+    page.get_by_role("navigation", name="Console").get_by_role("link", name="API tools").click()
+    page.wait_for_url("**/console/api-tools")
+    row = page.get_by_role("row", name=re.compile(name))
+    expect(row.get_by_role("cell", name="GET", exact=True)).to_be_visible()
+    expect(row.get_by_text(upstream_api.url + "/v1/weather/{city}{?units}")).to_be_visible()
+    expect(row.get_by_role("cell", name="yes", exact=True)).to_be_visible()
+    expect(row.get_by_role("link", name="weather", exact=True)).to_be_visible()
+    assert_accessible(page, "the API tools list")
+    shot(page, "api-tools")
+
+    # the Playground starts from the parameters and runs the call against the local API
+    row.get_by_role("link", name=re.compile("^Playground")).click()
+    page.wait_for_url(f"**/console/api-tools/{name}/playground")
+    arguments = page.get_by_label("Arguments (JSON)")
+    assert '"units": "metric"' in arguments.input_value()
+    arguments.fill('{"city": "Bern", "units": "imperial"}')
+    page.get_by_role("button", name="Run").click()
+    result = page.get_by_role("region", name="Result")
+    expect(result.get_by_role("status")).to_contain_text("Succeeded: status 200")
+    expect(result.get_by_text(f"GET {upstream_api.url}/v1/weather/Bern?units=imperial")).to_be_visible()
+    expect(result.locator("pre")).to_contain_text('"city": "Bern"')
+    expect(result.locator("pre")).to_contain_text('"temp": 21.5')
+    assert upstream_api.last("/v1/weather/").path == "/v1/weather/Bern?units=imperial"
+    assert_accessible(page, "the API tool Playground with a result")
+    shot(page, "api-tool-playground")
+
+    # its history: created, by the admin
+    page.get_by_role("link", name="History").click()
+    history = page.get_by_role("table")
+    expect(history.get_by_role("row", name=re.compile("^Created"))).to_contain_text("admin")
+
