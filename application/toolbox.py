@@ -38,7 +38,7 @@ from domain import callers
 from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry, ranked
 from domain.errors import ToolNotCallable, UnknownRecord
 from domain.ports import ExecutionError, ExecutionResult
-from domain.values import TOO_DEEP_RESULT, lone_surrogate_at, too_deep, well_formed
+from domain.values import TOO_DEEP_RESULT, has_lone_surrogate, too_deep, well_formed
 
 ADMIN = "admin"
 CALLER = "caller"
@@ -502,7 +502,7 @@ def answered(result: ExecutionResult) -> ExecutionResult:
         error = ExecutionError("result", TOO_DEEP_RESULT)
         result = dataclasses.replace(result, output=None, error=error)
     message = result.error.message if result.error is not None else None
-    if lone_surrogate_at([result.output, list(result.logs), message]) is None:
+    if not has_lone_surrogate([result.output, list(result.logs), message]):
         return result
     return dataclasses.replace(
         result,

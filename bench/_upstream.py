@@ -13,6 +13,12 @@ ANSWER = {"city": "", "units": "metric", "current": {"temp": 21.5, "wind": 3.2, 
           "days": [{"day": d, "high": 20 + d, "low": 10 + d} for d in range(7)]}
 
 
+def weather(city: str) -> dict[str, Any]:
+    """The same answer as a native tool (the tools file's `bench._upstream:weather`): what a call of
+    the REST route costs when the tool itself costs nothing (`bench.api_tools`' floor)."""
+    return {**ANSWER, "city": city}
+
+
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return

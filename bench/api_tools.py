@@ -11,6 +11,9 @@ answer extracted by the JMESPath `current.temp`) — and this process, the clien
   (`GET /v1/weather/{city}` on the local API). Every answer is checked (the city comes back).
 - Overhead per call: the median latency of one caller through Toolsmith minus the direct one, in
   µs, without and with JMESPath extraction.
+- The route's floor (informative): the same calls of a native tool (`bench._upstream:weather`)
+  that answers the same JSON at once, without any outbound request. No tool called through
+  `POST /api/v1/tools/{name}/call` on this machine can do better: its ratio is the ceiling.
 
 Variants run in a rotated order each round; a figure is the median of the rounds.
 
@@ -20,6 +23,7 @@ Run: `python -m bench.api_tools [--quick]`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -53,8 +57,12 @@ def start_upstream(tmp: str, progress: Progress) -> tuple[subprocess.Popen, str]
 
 def start_toolsmith(tmp: str, upstream: str) -> Server:
     allow = upstream.removeprefix("http://")
+    tools_file = Path(tmp) / "tools.json"
+    tools_file.write_text(json.dumps({"native": [{
+        "name": "nativeWeather", "description": "The same answer, at once", "entrypoint": "bench._upstream:weather"}]}))
     server = Server(data_dir=Path(tmp) / "data", token=TOKEN, inherit_settings=False, log_file=Path(tmp) / "serve.log", log_mode="w",
-                    env={"TOOLSMITH_ADMIN_TOKEN": TOKEN, "TOOLSMITH_LOG_LEVEL": "WARNING", "TOOLSMITH_EGRESS_ALLOW": allow})
+                    env={"TOOLSMITH_ADMIN_TOKEN": TOKEN, "TOOLSMITH_LOG_LEVEL": "WARNING", "TOOLSMITH_EGRESS_ALLOW": allow,
+                         "TOOLSMITH_TOOLS_FILE": str(tools_file), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     try:
         return server.start()
     except RuntimeError as failed:
@@ -115,6 +123,7 @@ async def _measure(server: Server, upstream: str, args: argparse.Namespace, prog
             "direct": straight,
             "toolsmith": await through("weather", lambda o: isinstance(o, dict) and o.get("city") == CITY),
             "toolsmith+jmespath": await through("temperature", lambda o: o == 21.5),
+            "floor": await through("nativeWeather", lambda o: isinstance(o, dict) and o.get("city") == CITY),
         }
         for name, call in calls.items():
             if not await call():
@@ -153,6 +162,16 @@ def _rows(rates: dict[tuple[str, int], list[float]], p50: dict[tuple[str, int], 
             ratio >= GOAL if c == CONCURRENCY else None,
             f"IQR {q1:.2f}–{q3:.2f}",
         ))
+    floor, base = rates[("floor", CONCURRENCY)], rates[("direct", CONCURRENCY)]
+    rows.append(Row(
+        f"the route's floor: a native tool answering at once, {CONCURRENCY} callers",
+        f"Toolsmith {median(floor):,.0f}/s",
+        f"httpx directly {median(base):,.0f}/s",
+        median(floor) / median(base),
+        "(the ceiling of any tool on this route)",
+        None,
+        "",
+    ))
     direct = median(p50[("direct", 1)])
     for name, what in (("toolsmith", "without extraction"), ("toolsmith+jmespath", "with JMESPath extraction")):
         latency = median(p50[(name, 1)])

@@ -174,6 +174,9 @@ class Outbound(ABC):
              max_redirects: int) -> OutboundResponse:
         """The answer to `request` within the limits; raises `OutboundError`."""
 
+    def close(self) -> None:
+        """Releases the connections kept open."""
+
 
 class SecretVault(ABC):
     """Where secret values are kept, encrypted, beside the event store (DESIGN §10): one row per

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 # Containers (objects and arrays) nested in one another, the outermost counting as 1.
 MAX_DEPTH = 100
 
@@ -38,6 +40,17 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
         if depth > limit:
             return True
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return False
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether any string or key of `value` holds a lone surrogate: `lone_surrogate_at` without the
+    path, for the common case of none. orjson refuses to encode one, in C; whatever else it
+    refuses (a key that is not a string, an integer past 64 bits) is looked at the slow way."""
+    try:
+        orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        return lone_surrogate_at(value) is not None
     return False
 
 

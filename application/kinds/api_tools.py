@@ -49,7 +49,7 @@ from domain.catalog import ToolEntry
 from domain.errors import IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
 from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
 from domain.rules import id_violations, input_schema, validate_input
-from domain.values import MAX_DEPTH, too_deep
+from domain.values import MAX_DEPTH
 
 API_TAG = "api"
 LABEL = "API URL tool"
@@ -122,7 +122,7 @@ class ApiToolKind(ToolKind):
         """The live tool `name` of `tenant`, or None."""
         if not isinstance(name, str) or id_violations(name):
             return None
-        tool = self._load(api_tool_id(tenant, name))
+        tool = self._load(_aggregate_id(tenant, name))
         return tool if tool is not None and not tool.deleted else None
 
     def get(self, tenant: str, name: str) -> ApiTool:
@@ -299,8 +299,15 @@ class ApiToolKind(ToolKind):
         if isinstance(result, ExecutionError):
             result = ExecutionResult(error=ExecutionError(result.type, _scrub(result.message, secrets)))
         else:
-            result = ExecutionResult(output=_scrub_value(result.output, secrets), logs=result.logs)
+            try:
+                result = ExecutionResult(output=_scrub_value(result.output, secrets), logs=result.logs)
+            except RecursionError:
+                result = ExecutionResult(error=ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep"))
         return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
+
+    def close(self) -> None:
+        if self.deps.outbound is not None:
+            self.deps.outbound.close()
 
     # -- the request ---------------------------------------------------------------------------
 
@@ -463,8 +470,6 @@ class ApiToolKind(ToolKind):
             raise _Failed(ExecutionError("http", f"the API answered {response.status}: {start}" if start.strip()
                                          else f"the API answered {response.status}"))
         parsed: Any = _json(text)
-        if parsed is not _NOT_JSON and too_deep(parsed):
-            raise _Failed(ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep"))
         expression, module = config["response"]["jmespath"], config["response"]["module"]
         logs: tuple[str, ...] = ()
         if expression is not None:
@@ -482,7 +487,10 @@ class ApiToolKind(ToolKind):
             output, logs = result.output, result.logs
         else:
             output = text if parsed is _NOT_JSON else parsed
-        return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"]), logs=logs)
+        try:
+            return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"]), logs=logs)
+        except RecursionError:  # deeper than the stack; what is merely deeper than 100 levels, `answered` refuses
+            raise _Failed(ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep")) from None
 
 
 class _Failed(Exception):
@@ -515,6 +523,11 @@ def _schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
     if not parameters:
         return {"type": "object", "properties": {}, "additionalProperties": False}
     return input_schema([{k: v for k, v in p.items() if k in ("name", "description", "type", "required", "default")} for p in parameters])
+
+
+@functools.lru_cache(maxsize=4_096)
+def _aggregate_id(tenant: str, name: str) -> UUID:
+    return api_tool_id(tenant, name)
 
 
 @functools.lru_cache(maxsize=1_024)

@@ -11,8 +11,10 @@ cap: at the cap the connection is closed, not drained.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import ssl
+import threading
 import time
 import zlib
 from collections.abc import Mapping
@@ -22,7 +24,7 @@ import httpcore
 import httpx
 
 from infrastructure.egress.connect import PinnedBackend
-from infrastructure.egress.policy import EgressConnectError, EgressError, EgressTimeout, Policy, checked_url, port_of
+from infrastructure.egress.policy import EgressConnectError, EgressError, EgressTimeout, Policy, check_url, checked_url, port_of
 from infrastructure.egress.resolve import Resolve, resolve_addresses
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -65,6 +67,7 @@ class Egress:
         resolve: Resolve = resolve_addresses,
         ssl_context: ssl.SSLContext | None = None,
         network_backend: NetworkBackend | None = None,
+        keep_alive: int = 0,
     ) -> None:
         self.policy = policy
         self.max_response_bytes = max_response_bytes
@@ -74,35 +77,67 @@ class Egress:
         # connection to an address already judged.
         self._network = network_backend
         self._ssl = ssl_context  # None: httpx's default (certifi), made on first use
+        # `keep_alive` > 0: one pool for every exchange, keeping that many idle connections (each
+        # made to an address this policy judged) for the next exchange to the same origin. Every
+        # exchange still checks each hop's URL and addresses first; 0: a pool per exchange.
+        self._keep_alive = keep_alive
+        self._shared: tuple[PinnedBackend, httpcore.ConnectionPool] | None = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Closes the connections kept alive."""
+        if self._shared is not None:
+            self._shared[1].close()
+            self._shared = None
 
     def url(self, text: str) -> httpx.URL:
         """`text` as a URL the policy allows (scheme, user info, host and port); else EgressError."""
         return checked_url(text, self.policy)
 
-    def send(self, request: Request, seconds: float, connect_seconds: float | None = None) -> Response:
+    def send(self, request: Request, seconds: float, connect_seconds: float | None = None, *,
+             max_bytes: int | None = None, max_redirects: int | None = None) -> Response:
         """The answer to `request` (its URL from `url`), following redirects, all within `seconds`;
         each connection (resolving, TCP and TLS) within `connect_seconds` too, when given.
         Raises EgressError: EgressTimeout when time runs out, EgressConnectError when no checked
         address takes the connection. Bad headers and a URL the policy refuses are refused
-        before anything is resolved or connected."""
+        before anything is resolved or connected. `max_bytes` and `max_redirects` override the
+        instance's caps for this exchange."""
         check_headers(request.headers)
-        checked_url(str(request.url), self.policy)
+        check_url(request.url, self.policy)
+        caps = (self.max_response_bytes if max_bytes is None else max_bytes,
+                self.max_redirects if max_redirects is None else max_redirects)
         try:
-            return self._send(request, seconds, connect_seconds)
+            return self._send(request, seconds, connect_seconds, caps)
         except httpcore.TimeoutException as e:
             raise EgressTimeout(str(e)) from e
         except httpcore.ConnectError as e:
             raise EgressConnectError(str(e)) from e
 
-    def _send(self, request: Request, seconds: float, connect_seconds: float | None) -> Response:
+    def _pool(self, deadline: float, connect_seconds: float | None) -> tuple[PinnedBackend, httpcore.ConnectionPool, bool]:
+        """The backend and pool of this exchange, and whether they are its own (closed after it)."""
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        if not self._keep_alive:
+            backend = PinnedBackend(deadline, resolve=self._resolve, connect_seconds=connect_seconds, inner=self._network)
+            return backend, httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend, max_connections=4), True
+        with self._lock:
+            if self._shared is None:
+                backend = PinnedBackend(resolve=self._resolve, inner=self._network)
+                pool = httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend, max_connections=None,
+                                               max_keepalive_connections=self._keep_alive, keepalive_expiry=15.0)
+                self._shared = (backend, pool)
+        backend, pool = self._shared
+        backend.begin(deadline, connect_seconds)
+        return backend, pool, False
+
+    def _send(self, request: Request, seconds: float, connect_seconds: float | None, caps: tuple[int, int]) -> Response:
         deadline = time.monotonic() + seconds
         if seconds <= 0:
             raise httpcore.ConnectTimeout("deadline passed")
-        if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()
-        backend = PinnedBackend(deadline, resolve=self._resolve, connect_seconds=connect_seconds, inner=self._network)
+        max_bytes, max_redirects = caps
+        backend, pool, own = self._pool(deadline, connect_seconds)
         timeouts = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
-        with httpcore.ConnectionPool(ssl_context=self._ssl, network_backend=backend, max_connections=4) as pool:
+        with pool if own else contextlib.nullcontext(pool):
             redirects = 0
             while True:
                 # this hop's addresses, judged for its scheme, before the pool may connect
@@ -112,10 +147,10 @@ class Egress:
                 with pool.stream(request.method, target, headers=built.headers.raw, content=request.body, extensions={"timeout": timeouts}) as response:
                     location = header(response.headers, "location")
                     if response.status not in REDIRECTS or location is None:
-                        body, read = (b"", 0) if request.method == "HEAD" else self._body(response)
+                        body, read = (b"", 0) if request.method == "HEAD" else self._body(response, max_bytes)
                         return Response(request.url, response.status, response.headers, body, read)
-                if redirects == self.max_redirects:
-                    raise EgressError(f"too many redirects (more than {self.max_redirects})")
+                if redirects == max_redirects:
+                    raise EgressError(f"too many redirects (more than {max_redirects})")
                 redirects += 1
                 request = self._redirected(request, response.status, location)
 
@@ -134,7 +169,7 @@ class Egress:
             headers = {name: value for name, value in headers.items() if name.lower() not in dropped}
         return Request(url, method, headers, body, request.sensitive)
 
-    def _body(self, response: httpcore.Response) -> tuple[bytes, int]:
+    def _body(self, response: httpcore.Response, cap: int) -> tuple[bytes, int]:
         """The body, decoded from gzip or deflate without ever holding more than the cap, and the
         number of bytes read for it. Past the cap it stops reading: the caller's `with` closes the
         connection with the rest unread."""
@@ -142,7 +177,7 @@ class Egress:
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
             raise EgressError(f"unsupported content-encoding: {encoding[:40]}")
         inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding not in ("", "identity") else None
-        cap, chunks, size, read = self.max_response_bytes, [], 0, 0
+        chunks, size, read = [], 0, 0
         try:
             for chunk in response.iter_stream():
                 read += len(chunk)

@@ -16,29 +16,30 @@ from infrastructure.egress.resolve import Resolve, resolve_addresses
 
 
 class ApiOutbound(Outbound):
-    """Each request on its own `Egress` (its caps are the tool's), under one policy."""
+    """Every request through one `Egress` under one policy, with the caps of the tool that sends
+    it. Connections are kept alive between calls (`KEEP_ALIVE` idle ones at most): each was made to
+    an address this policy judged, and every request still checks its URL and addresses first."""
+
+    KEEP_ALIVE = 32
 
     def __init__(self, policy: ApiPolicy, *, resolve: Resolve = resolve_addresses,
-                 network_backend: NetworkBackend | None = None) -> None:
+                 network_backend: NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.policy = policy
-        self._resolve = resolve
-        self._network = network_backend  # tests only: makes the TCP connection to a judged address
-        # One TLS context for every call: making one loads the CA bundle (tens of milliseconds).
-        self._ssl: ssl.SSLContext | None = None
+        # `network_backend` (tests only) makes the TCP connection to a judged address. One TLS
+        # context for every call: making one loads the CA bundle (tens of milliseconds).
+        self._egress = Egress(policy, resolve=resolve, network_backend=network_backend, ssl_context=ssl_context,
+                              keep_alive=self.KEEP_ALIVE)
 
     def send(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
              max_redirects: int) -> OutboundResponse:
-        if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()
-        egress = Egress(self.policy, max_response_bytes=max_bytes, max_redirects=max_redirects, resolve=self._resolve,
-                        ssl_context=self._ssl, network_backend=self._network)
         try:
             url = httpx.URL(request.url)  # checked by `send`, as every redirect hop is
         except (httpx.InvalidURL, ValueError) as e:
             raise OutboundError(f"invalid URL: {e}") from None
         try:
-            answer = egress.send(Request(url, request.method, dict(request.headers), request.body, request.sensitive),
-                                 seconds, connect_seconds=min(connect_seconds, seconds))
+            answer = self._egress.send(Request(url, request.method, dict(request.headers), request.body, request.sensitive),
+                                       seconds, connect_seconds=min(connect_seconds, seconds),
+                                       max_bytes=max_bytes, max_redirects=max_redirects)
         except EgressTimeout as e:
             raise OutboundError(f"timed out: {e}", "timeout") from None
         except EgressConnectError as e:
@@ -50,3 +51,6 @@ class ApiOutbound(Outbound):
             raise OutboundError(str(e), kind) from None
         return OutboundResponse(status=answer.status, headers=decoded(answer.headers), body=answer.body, url=str(answer.url),
                                 bytes_read=answer.bytes_read)
+
+    def close(self) -> None:
+        self._egress.close()

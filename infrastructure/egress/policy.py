@@ -314,6 +314,11 @@ def checked_url(text: str, policy: Policy) -> httpx.URL:
         url = httpx.URL(text)
     except (httpx.InvalidURL, ValueError) as e:
         raise EgressError(f"invalid URL: {e}") from None
+    return check_url(url, policy)
+
+
+def check_url(url: httpx.URL, policy: Policy) -> httpx.URL:
+    """`checked_url` of a URL already parsed."""
     if url.scheme not in ("http", "https"):
         raise EgressError("only http and https URLs are allowed")
     if url.userinfo:
