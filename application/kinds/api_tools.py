@@ -372,8 +372,9 @@ class ApiToolKind(ToolKind):
                     _place(body, p["bodyPath"].split("."), arguments[p["name"]])
             headers.setdefault("Content-Type", "application/json")
             shown_headers.setdefault("Content-Type", "application/json")
-        headers.setdefault("Accept", "application/json, text/plain;q=0.9, */*;q=0.5")
-        headers.setdefault("User-Agent", "toolsmith-api-tool")
+        for name, value in (("Accept", "application/json, text/plain;q=0.9, */*;q=0.5"), ("User-Agent", "toolsmith-api-tool")):
+            if name.lower() not in {h.lower() for h in headers}:
+                headers[name] = shown_headers[name] = value
         full_url = _with_query(url, query)
         request = OutboundRequest(
             method=config["method"], url=full_url, headers=headers,
