@@ -20,6 +20,8 @@ class KindPlugin:
     kind: type[ToolKind]
     routers: tuple[APIRouter, ...] = ()
     console: tuple[APIRouter, ...] = ()
+    # The console page of one of this kind's tools (`{}` is its name); None when it has none.
+    page: str | None = None
 
     @property
     def call_type(self) -> str:

@@ -19,9 +19,9 @@ from console.routes import modules as module_pages
 DEFAULT_KINDS: tuple[KindPlugin, ...] = (
     KindPlugin(ExternalMcpKind),
     KindPlugin(NativeKind),
-    KindPlugin(PlanKind, routers=(callers.plans,)),
+    KindPlugin(PlanKind, routers=(callers.plans,), page="/console/plans/{}"),
     # The list first: `/console/modules/new` and `/availability` before the editor's `/{id}`.
     KindPlugin(CodeKind, routers=(modules.router, module_history.router),
-               console=(module_pages.router, editor.router, lifecycle.router)),
-    KindPlugin(ApiToolKind, routers=(api_tools.router,), console=(api_tool_pages.router,)),
+               console=(module_pages.router, editor.router, lifecycle.router), page="/console/modules/{}"),
+    KindPlugin(ApiToolKind, routers=(api_tools.router,), console=(api_tool_pages.router,), page="/console/api-tools/{}"),
 )

@@ -22,12 +22,9 @@ router = APIRouter(prefix="/console/tools", route_class=ConsoleRoute, include_in
 # How many tools one page of the catalog screen shows.
 PAGE_SIZE = 100
 
-# Where a tool of a kind has its own page in the console.
-PAGES = {"CODE": "/console/modules/{}", "PLAN": "/console/plans/{}", "API_URL": "/console/api-tools/{}"}
-
-
-def page_of(call_type: str, name: str) -> str | None:
-    template = PAGES.get(call_type)
+def page_of(plugins: Any, call_type: str, name: str) -> str | None:
+    """Where a tool has its own page in the console: its kind says (`KindPlugin.page`)."""
+    template = next((plugin.page for plugin in plugins if plugin.call_type == call_type), None)
     return template.format(name) if template else None
 
 
@@ -44,7 +41,7 @@ def tool_catalog(request: Request, visitor: Reader, callType: str = "", tag: str
     entries, more = queries.tools(services, tenant, call_type=filters["callType"] or None, tag=filters["tag"] or None,
                                   search=filters["search"] or None, after=after, limit=PAGE_SIZE)
     rows: list[dict[str, Any]] = [
-        {**tool_out(e), "schemaText": json.dumps(e.input_schema, indent=2, ensure_ascii=False), "page": page_of(e.call_type, e.name),
+        {**tool_out(e), "schemaText": json.dumps(e.input_schema, indent=2, ensure_ascii=False), "page": page_of(services.plugins, e.call_type, e.name),
          # R15: the call types a winner shadows.
          "winsOver": [h.call_type for h in services.toolbox.holders(tenant, e.name)[1:]] if e.shadowed_by is None else []}
         for e in entries
