@@ -225,10 +225,7 @@ def test_the_playground_runs_the_tool_against_the_api(client: TestClient, admin:
 
 def test_the_playground_never_shows_a_secret(client: TestClient, admin: TestClient, upstream: Upstream) -> None:
     value = "s3cr3t-value-never-shown"
-    made = client.post("/api/v1/admin/secrets", json={"id": "echo-key", "value": value, "description": "for the echo"})
-    if made.status_code == 404:
-        pytest.skip("the secrets API is not mounted in this tree yet")
-    expect(made, 201)
+    expect(client.post("/api/v1/admin/secrets", json={"id": "echo-key", "value": value, "description": "for the echo"}), 201)
     name = unique_id("echo")
     expect(client.post(TOOLS, json={"id": name, "description": "echoes", "urlTemplate": upstream.url + "/echo", "headers": {"X-Key": {"secret": "echo-key"}},
                                     "auth": {"type": "bearer", "secret": "echo-key"}}), 201)
