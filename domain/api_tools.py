@@ -37,7 +37,7 @@ from uritemplate import URITemplate
 from domain.chain import Chained
 from domain.errors import Violation
 from domain.rules import (
-    MAX_PARAMETERS, MAX_TAG_LENGTH, MAX_TAGS, PARAMETER_TYPES, description_violations, id_violations, value_matches_type,
+    MAX_TAG_LENGTH, MAX_TAGS, RESERVED_OBJECT, description_violations, has_reserved_object, parameters_violations,
 )
 
 API_URL = "API_URL"
@@ -305,27 +305,12 @@ def template_violations(template: Any) -> tuple[dict[str, str], list[Violation]]
 
 def _parameter_violations(config: Config, template_vars: dict[str, str] | None) -> list[Violation]:
     params = config["parameters"]
-    found: list[Violation] = []
-    if len(params) > MAX_PARAMETERS:
-        found.append(Violation("parameters", "R4", f"at most {MAX_PARAMETERS} parameters, got {len(params)}"))
-    seen: set[str] = set()
+    found = parameters_violations(params, "parameters")  # names, types and defaults, as a code tool's
+    seen = {p["name"] for p in params}
     body_paths: list[tuple[str, str]] = []
     headers: set[str] = set()
     for i, p in enumerate(params):
         where = f"parameters[{i}]"
-        found += id_violations(p["name"], f"{where}.name")
-        if p["name"] in seen:
-            found.append(Violation(f"{where}.name", "R4", f"the parameter {p['name']!r} is named twice"))
-        seen.add(p["name"])
-        if p["type"] not in PARAMETER_TYPES:
-            found.append(Violation(f"{where}.type", "V1", f"must be one of {', '.join(PARAMETER_TYPES)}"))
-        elif p.get("default") is not None:
-            if p["required"]:
-                found.append(Violation(f"{where}.default", "V1", "only an optional parameter can have a default"))
-            elif not value_matches_type(p["default"], p["type"]):
-                found.append(Violation(f"{where}.default", "V1", f"is not a valid {p['type']}"))
-        if not isinstance(p["description"], str) or len(p["description"]) > 2_000:
-            found.append(Violation(f"{where}.description", "R9", "must be a string of at most 2000 characters"))
         location = p["location"]
         if location not in LOCATIONS:
             found.append(Violation(f"{where}.location", "API", f"must be one of {', '.join(LOCATIONS)}"))
@@ -418,6 +403,8 @@ def _fixed_violations(config: Config) -> list[Violation]:
             found.append(Violation("fixedBody", "API", "must be a JSON object"))
         elif config["method"] == "GET":
             found.append(Violation("fixedBody", "API", "a GET request has no body"))
+        elif has_reserved_object(fixed):
+            found.append(Violation("fixedBody", "API", RESERVED_OBJECT))
         elif len(repr(fixed)) > MAX_FIXED_BODY:
             found.append(Violation("fixedBody", "API", f"must be at most {MAX_FIXED_BODY} characters"))
     return found

@@ -185,30 +185,7 @@ def normal_date(text: str) -> str | None:
 
 def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation]:
     """R4 and R9 for the tool section (already shaped by the API schema)."""
-    found: list[Violation] = []
-    params = tool.get("inputParameters", [])
-    if len(params) > MAX_PARAMETERS:
-        found.append(Violation(f"{field}.inputParameters", "R4", f"at most {MAX_PARAMETERS} parameters, got {len(params)}"))
-    seen: set[str] = set()
-    for i, param in enumerate(params):
-        where = f"{field}.inputParameters[{i}]"
-        found += id_violations(param["name"], f"{where}.name")
-        if param["name"] in seen:
-            found.append(Violation(f"{where}.name", "R4", f"parameter names must be unique: {param['name']!r} repeats"))
-        seen.add(param["name"])
-        if param["type"] not in PARAMETER_TYPES:
-            found.append(Violation(f"{where}.type", "V1", f"must be one of {', '.join(PARAMETER_TYPES)}"))
-        elif "default" in param and param["default"] is not None:
-            if param["required"]:
-                found.append(Violation(f"{where}.default", "V1", "only an optional parameter can have a default"))
-            elif not value_matches_type(param["default"], param["type"]):
-                found.append(Violation(f"{where}.default", "V1", f"is not a valid {param['type']}"))
-            elif _has_reserved_object(param["default"]):
-                found.append(Violation(f"{where}.default", "V1", "an object whose keys are exactly _type_ and _data_ "
-                                       "is reserved by the event store (it would be read back as a typed value); "
-                                       "add or rename a key"))
-        if len(param.get("description", "")) > MAX_DESCRIPTION:
-            found.append(Violation(f"{where}.description", "R9", f"must be at most {MAX_DESCRIPTION} characters"))
+    found = parameters_violations(tool.get("inputParameters", []), f"{field}.inputParameters")
     low, high = TIMEOUT_RANGE
     if not low <= tool["timeoutMillis"] <= high:
         found.append(Violation(f"{field}.timeoutMillis", "R9", f"must be between {low} and {high}, got {tool['timeoutMillis']}"))
@@ -224,6 +201,42 @@ def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation
         if not tag.strip() or len(tag) > MAX_TAG_LENGTH:
             found.append(Violation(f"{field}.tags[{i}]", "R9", f"a tag is 1 to {MAX_TAG_LENGTH} visible characters"))
     return found
+
+
+def parameters_violations(params: list[dict[str, Any]], field: str) -> list[Violation]:
+    """R4, V1 and R9 for a tool's typed parameters (a code tool's `inputParameters`, an API URL
+    tool's `parameters`), each named by its path under `field`."""
+    found: list[Violation] = []
+    if len(params) > MAX_PARAMETERS:
+        found.append(Violation(field, "R4", f"at most {MAX_PARAMETERS} parameters, got {len(params)}"))
+    seen: set[str] = set()
+    for i, param in enumerate(params):
+        where = f"{field}[{i}]"
+        found += id_violations(param["name"], f"{where}.name")
+        if param["name"] in seen:
+            found.append(Violation(f"{where}.name", "R4", f"parameter names must be unique: {param['name']!r} repeats"))
+        seen.add(param["name"])
+        if param["type"] not in PARAMETER_TYPES:
+            found.append(Violation(f"{where}.type", "V1", f"must be one of {', '.join(PARAMETER_TYPES)}"))
+        elif "default" in param and param["default"] is not None:
+            if param["required"]:
+                found.append(Violation(f"{where}.default", "V1", "only an optional parameter can have a default"))
+            elif not value_matches_type(param["default"], param["type"]):
+                found.append(Violation(f"{where}.default", "V1", f"is not a valid {param['type']}"))
+            elif _has_reserved_object(param["default"]):
+                found.append(Violation(f"{where}.default", "V1", RESERVED_OBJECT))
+        if len(param.get("description", "")) > MAX_DESCRIPTION:
+            found.append(Violation(f"{where}.description", "R9", f"must be at most {MAX_DESCRIPTION} characters"))
+    return found
+
+
+RESERVED_OBJECT = ("an object whose keys are exactly _type_ and _data_ is reserved by the event store (it would be read "
+                   "back as a typed value); add or rename a key")
+
+
+def has_reserved_object(value: Any) -> bool:
+    """Whether a JSON value a definition stores holds the event store's reserved shape."""
+    return _has_reserved_object(value)
 
 
 def _has_reserved_object(value: Any) -> bool:

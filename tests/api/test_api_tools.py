@@ -270,6 +270,11 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("a query variable in a path expression", {"urlTemplate": "https://api.example.com/v1?a={a}",
                                                "parameters": [{"name": "a", "location": "query"}]}, "urlTemplate"),
     ("a header value with a line break", {"urlTemplate": "https://api.example.com/v1", "headers": {"X-A": "a\r\nX-B: 1"}}, "headers.X-A"),
+    ("the event store's reserved shape in fixedBody", {"urlTemplate": "https://api.example.com/v1", "method": "POST",
+                                                       "fixedBody": {"a": {"_type_": "x", "_data_": 1}}}, "fixedBody"),
+    ("the event store's reserved shape in a default", {"urlTemplate": "https://api.example.com/v1", "method": "POST",
+                                                       "parameters": [{"name": "o", "type": "object", "location": "body",
+                                                                       "default": {"_type_": "x", "_data_": 1}}]}, "parameters[0].default"),
     ("an object in the path", {"urlTemplate": "https://api.example.com/{a}", "parameters": [{"name": "a", "location": "path", "type": "object"}]},
      "parameters[0].type"),
 ]
