@@ -1,0 +1,212 @@
+"""The extraction workers of the server (DESIGN §10.2: "a hostile PDF costs that upload, nothing
+else"): a few long-lived child processes that extract one document each at a time, each bounded in
+memory by itself (`worker.py`) and in time by the pool, which kills a worker that overruns.
+
+Workers are started with `subprocess`, never forked (the server is threaded), as `python -I`: no
+environment variable, current directory or user site reaches a process that parses hostile bytes,
+and the server's secrets (its environment) are not passed on. The server never reads a document:
+it sends the worker a path. A worker is started on first need, waited for until it says it is
+ready (so that its start is not counted against a job's time), and replaced after any failure (its
+state after a `MemoryError` or a parser's failure is not worth trusting) and after
+`JOBS_PER_WORKER` jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, cast
+
+from domain.documents import Extracted, ExtractionFailed
+import infrastructure.extraction.wire as wire  # not `from infrastructure.extraction import`: the package imports pool
+
+log = logging.getLogger("toolsmith.extraction")
+
+JOBS_PER_WORKER = 200
+START_TIMEOUT_SECONDS = 30.0
+_ROOT = str(Path(__file__).resolve().parents[2])
+_LAUNCH = (
+    "import sys; sys.path.append(sys.argv[1]); from infrastructure.extraction.worker import main; main(sys.argv[2:])"
+)
+# An answer's JSON (its text travels apart) holds a page start per page: room for a million.
+_ANSWER_BYTES = 16 * 1024 * 1024
+_UNAVAILABLE = "extraction is unavailable: its worker process did not start"
+_SHUTTING_DOWN = "extraction has stopped (the service is shutting down)"
+# The environment a worker gets: only what makes its text encoding predictable.
+_ENVIRONMENT = {"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "PATH": os.defpath}
+
+
+class _Worker:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.jobs_fd = cast(IO[bytes], process.stdin).fileno()
+        self.answers_fd = cast(IO[bytes], process.stdout).fileno()
+        self.jobs = 0
+
+    def kill(self) -> int:
+        """Kills the process and reaps it; its exit status (another thread may be reading its
+        pipes: they are left open for that thread to close)."""
+        self.process.send_signal(signal.SIGKILL)
+        return self.process.wait()
+
+    def stop(self, grace_seconds: float = 0.0) -> None:
+        """Ends the process (closing its stdin lets an idle one exit by itself) and reaps it."""
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            self.process.wait(grace_seconds)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+class ExtractorPool:
+    """At most `workers` extractions at once, from any number of threads (the others wait their
+    turn); each takes at most `timeout_seconds`, `memory_mb` of address space and makes at most
+    `max_chars` characters of text."""
+
+    def __init__(self, workers: int = 2, timeout_seconds: float = 60, memory_mb: int = 512,
+                 max_chars: int = 10_000_000) -> None:  # fmt: skip
+        if workers < 1:
+            raise ValueError("an extraction pool needs at least one worker")
+        self.timeout_seconds = timeout_seconds
+        self.memory_mb = memory_mb
+        self.max_chars = max_chars
+        self._turns = threading.BoundedSemaphore(workers)
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._live: set[_Worker] = set()
+        self._closed = False
+
+    def extract(self, path: str, media_type: str) -> Extracted:
+        """The text of the document at `path` (of `media_type`, from `sniff_file`); raises
+        `ExtractionFailed` with a reason a person understands."""
+        with self._turns:
+            worker = self._take()
+            started = time.monotonic()
+            try:
+                extracted = self._run(worker, os.path.abspath(path), media_type)
+            except BaseException as e:
+                self._retire(worker)
+                # The reason without its parenthesis, which may quote a library quoting the document.
+                log.info("extraction failed", extra={"media_type": media_type, "worker": worker.pid,
+                         "seconds": round(time.monotonic() - started, 3), "reason": str(e).split(" (")[0]})  # fmt: skip
+                raise
+            worker.jobs += 1
+            self._give_back(worker)
+            log.info("document extracted", extra={"media_type": media_type, "worker": worker.pid,
+                     "seconds": round(time.monotonic() - started, 3), "chars": len(extracted.text),
+                     "pages": len(extracted.page_starts)})  # fmt: skip
+            return extracted
+
+    def close(self) -> None:
+        """Stops every worker, a busy one too (its caller gets `ExtractionFailed`); the pool
+        extracts nothing after this."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            busy = self._live.difference(idle)
+            self._live.clear()
+        for worker in idle:
+            worker.stop(grace_seconds=1.0)
+        for worker in busy:
+            worker.kill()
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._closed:
+                raise ExtractionFailed(_SHUTTING_DOWN)
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.process.poll() is None:
+                    return worker
+                self._live.discard(worker)  # it died while idle (the kernel's OOM killer?): replaced
+                worker.stop()
+        worker = self._start()
+        with self._lock:
+            if self._closed:
+                worker.stop()
+                raise ExtractionFailed(_SHUTTING_DOWN)
+            self._live.add(worker)
+        return worker
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            if worker.jobs < JOBS_PER_WORKER and not self._closed:
+                self._idle.append(worker)
+                return
+        self._retire(worker)
+
+    def _retire(self, worker: _Worker) -> None:
+        with self._lock:
+            self._live.discard(worker)
+        worker.stop()
+
+    def _start(self) -> _Worker:
+        started = time.monotonic()
+        limits = (str(self.memory_mb), str(self.max_chars), repr(float(self.timeout_seconds)))
+        try:
+            # Its own session: a Ctrl-C meant for the server does not reach it (closing its stdin ends it).
+            process = subprocess.Popen(
+                [sys.executable, "-I", "-c", _LAUNCH, _ROOT, *limits],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_ENVIRONMENT, cwd="/", start_new_session=True,
+            )  # fmt: skip
+        except OSError as e:
+            log.error("extraction worker could not be started", extra={"error": repr(e)})
+            raise ExtractionFailed(_UNAVAILABLE) from None
+        worker = _Worker(process)
+        try:
+            wire.receive_json(worker.answers_fd, time.monotonic() + START_TIMEOUT_SECONDS)
+        except (EOFError, wire.Timeout, ValueError) as e:
+            worker.stop()
+            log.error("extraction worker did not start", extra={"worker": worker.pid, "error": type(e).__name__,
+                      "exit": process.returncode})  # fmt: skip
+            raise ExtractionFailed(_UNAVAILABLE) from None
+        log.info("extraction worker started", extra={"worker": worker.pid,
+                 "seconds": round(time.monotonic() - started, 3)})  # fmt: skip
+        return worker
+
+    def _run(self, worker: _Worker, path: str, media_type: str) -> Extracted:
+        deadline = time.monotonic() + self.timeout_seconds
+        try:
+            wire.send_json(worker.jobs_fd, {"path": path, "media_type": media_type})
+            answer = wire.receive_json(worker.answers_fd, deadline, _ANSWER_BYTES)
+            if not answer.get("ok"):
+                raise ExtractionFailed(str(answer.get("reason")))
+            text = wire.receive(worker.answers_fd, 4 * self.max_chars + 1024, deadline).decode("utf-8")
+            return Extracted(text, tuple(answer["page_starts"]), answer["title"])
+        except wire.Timeout:
+            worker.kill()
+            log.warning("extraction overran its time limit: worker killed",
+                        extra={"worker": worker.pid, "media_type": media_type, "limit": self.timeout_seconds})
+            raise ExtractionFailed(self._timed_out()) from None
+        except (EOFError, BrokenPipeError):
+            raise ExtractionFailed(self._died(worker)) from None
+        except (ValueError, KeyError) as e:  # an answer out of protocol: that worker is not to be trusted
+            worker.kill()
+            log.error("extraction worker answered out of protocol", extra={"worker": worker.pid, "error": repr(e)})
+            raise ExtractionFailed("extraction failed unexpectedly (its worker answered out of protocol)") from None
+
+    def _died(self, worker: _Worker) -> str:
+        if self._closed:
+            return _SHUTTING_DOWN
+        try:
+            code = worker.process.wait(START_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:  # it closed its end and lives on: no worker to trust
+            code = worker.kill()
+        log.warning("extraction worker died", extra={"worker": worker.pid, "exit": code})
+        if code == -signal.SIGXCPU:
+            return self._timed_out()
+        return (f"extraction crashed on this document (it may need more memory than extraction allows "
+                f"({self.memory_mb} MB), or be malformed)")  # fmt: skip
+
+    def _timed_out(self) -> str:
+        return (f"extraction took longer than {self.timeout_seconds:g} s (the limit); the file may be hostile "
+                f"or too complex")  # fmt: skip

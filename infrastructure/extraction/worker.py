@@ -1,0 +1,71 @@
+"""An extraction worker: a long-lived child process of the server that turns documents into text,
+one at a time, under limits it sets on itself before its first job.
+
+`ExtractorPool` starts it as `python -I -c …`, which calls `main` with its limits. The address
+space limit (RLIMIT_AS) makes an allocation beyond it a `MemoryError`, answered as such; the CPU
+limit, moved before each job to the CPU time used so far plus the job's time limit and a margin,
+ends a worker whose server died or failed to kill it. It reads jobs from stdin and answers on a
+duplicate of stdout (`wire.py`); its own stdout is pointed at stderr, so that nothing a library
+prints can break a frame. It exits when stdin closes. Library warnings about broken documents are
+not logged: a broken document is answered with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import sys
+import warnings
+
+from domain.documents import ExtractionFailed
+import infrastructure.extraction.wire as wire
+from infrastructure.extraction.extractors import extract
+
+MIB = 1024 * 1024
+# CPU seconds a job may use beyond its wall-clock limit before the kernel ends the worker.
+CPU_MARGIN_SECONDS = 5
+
+
+def main(argv: list[str]) -> None:
+    """Serves jobs until stdin closes; `argv` is the memory limit in MiB, the longest text in
+    characters and a job's time limit in seconds."""
+    memory_mb, max_chars, timeout_seconds = int(argv[0]), int(argv[1]), float(argv[2])
+    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * MIB, memory_mb * MIB))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the document
+    jobs, answers = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    logging.getLogger("pypdf").setLevel(logging.CRITICAL)
+    warnings.simplefilter("ignore")
+    wire.send_json(answers, {"ready": os.getpid()})
+    while True:
+        try:
+            job = wire.receive_json(jobs)
+        except EOFError:
+            return
+        _limit_cpu(timeout_seconds)
+        try:
+            extracted = extract(job["path"], job["media_type"], max_chars)
+            text = extracted.text.encode("utf-8", "replace")  # a lone surrogate becomes "?": offsets hold
+            wire.send_json(answers, {"ok": True, "page_starts": list(extracted.page_starts),
+                                     "title": _clean(extracted.title)})  # fmt: skip
+            wire.send(answers, text)
+        except ExtractionFailed as e:
+            wire.send_json(answers, {"ok": False, "reason": e.reason, "memory": False})
+        except MemoryError:
+            reason = f"the document needs more memory than extraction allows ({memory_mb} MB)"
+            wire.send_json(answers, {"ok": False, "reason": reason, "memory": True})
+        except Exception as e:  # a fault of extraction itself, not of the document: its name, for the logs
+            reason = f"extraction failed unexpectedly ({type(e).__name__})"
+            wire.send_json(answers, {"ok": False, "reason": reason, "memory": False})
+
+
+def _limit_cpu(timeout_seconds: float) -> None:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(usage.ru_utime + usage.ru_stime + timeout_seconds) + CPU_MARGIN_SECONDS
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+
+
+def _clean(title: str | None) -> str | None:
+    return title.encode("utf-8", "replace").decode("utf-8") if title is not None else None
