@@ -1,0 +1,419 @@
+"""The console's File Search tool pages over HTTP (no browser; DESIGN §10.2, §11): the list, the
+editor's forms (create, each refusal named next to its field with what was typed kept, edit, a
+capability switched off, enable, delete and its refusal), the documents (uploaded from the page's
+script or a plain form, polled while processing, paged, deleted), the search box (a snippet's
+document text escaped, only its marks made <mark>), the history, CSRF, and an auditor's view."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from application.kinds.search_tools import SearchToolKind
+from console.routes import search_tools as pages
+from tests.api.test_console_others import ORIGIN, console, post
+from tests.helpers import ADMIN_TOKEN, expect, page_csrf, unique_id
+
+TOOLS = "/api/v1/admin/search-tools"
+PAGE = "/console/search-tools"
+HTMX = {"HX-Request": "true"}
+GUIDE = b"# Zebra care\n\nZebras graze at dawn. <script>alert('x')</script> & stripes <b>bold</b>.\n"
+
+
+@pytest.fixture
+def admin(client: TestClient) -> TestClient:
+    return console(client, ADMIN_TOKEN)
+
+
+@pytest.fixture
+def kind(client: TestClient) -> SearchToolKind:
+    return client.app.state.services.toolbox.kind(SearchToolKind)
+
+
+def tool_form(name: str, **changes: str | None) -> dict[str, str]:
+    """The editor's fields for a tool with search and fetch on (the defaults) and find_text on too."""
+    fields: dict[str, str | None] = {
+        "id": name, "description": "Care guides for zebras", "tags": "zoo, guides", "exposeInChat": "on", "enabled": "on",
+        "search_enabled": "on", "search_maxResults": "10", "search_maxResultsCap": "50",
+        "fetch_enabled": "on", "fetch_maxChars": "20000", "fetch_maxCharsCap": "50000",
+        "list_documents_limit": "50", "list_documents_limitCap": "200",
+        "find_text_enabled": "on", "find_text_maxMatches": "20", "find_text_maxMatchesCap": "100",
+        "read_context_neighbours": "1", "read_context_neighboursCap": "5",
+        **changes,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def error_of(page: str, field_id: str) -> str:
+    """The message shown next to the field `field_id` (the element its aria-describedby names)."""
+    field = re.search(rf'<(?:input|textarea|select)[^>]*\bid="{re.escape(field_id)}"[^>]*>', page)
+    assert field, f"no field {field_id}"
+    assert 'aria-invalid="true"' in field.group(0), f"{field_id} is not marked invalid"
+    assert f"{field_id}-error" in field.group(0)
+    message = re.search(rf'<p class="error" id="{re.escape(field_id)}-error">(.*?)</p>', page, re.S)
+    assert message, f"no message next to {field_id}"
+    return html.unescape(message.group(1))
+
+
+def value_of(page: str, field_id: str) -> str:
+    field = re.search(rf'<input[^>]*\bid="{re.escape(field_id)}"[^>]*>', page)
+    assert field, f"no field {field_id}"
+    found = re.search(r'value="([^"]*)"', field.group(0))
+    return html.unescape(found.group(1)) if found else ""
+
+
+def checked(page: str, field_id: str) -> bool:
+    field = re.search(rf'<input[^>]*\bid="{re.escape(field_id)}"[^>]*>', page)
+    assert field, f"no field {field_id}"
+    return " checked" in field.group(0)
+
+
+def words(page: str) -> str:
+    """The page's text as a person reads it: no markup, spaces collapsed."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+
+
+def upload(visitor: TestClient, name: str, files: list[tuple[str, bytes]], *, token: str | None = None,
+           script: bool = True) -> Any:
+    """An upload as the page's script sends it (the CSRF token in a header, JSON asked for), or as a plain form."""
+    token = token if token is not None else page_csrf(visitor.get(f"{PAGE}/{name}").text)
+    parts = [("files", (file_name, data, "application/octet-stream")) for file_name, data in files]
+    if script:
+        return visitor.post(f"{PAGE}/{name}/documents", files=parts,
+                            headers={"Origin": ORIGIN, "X-CSRF-Token": token, "Accept": "application/json"})
+    return visitor.post(f"{PAGE}/{name}/documents", files=parts, data={"csrf_token": token}, headers={"Origin": ORIGIN},
+                        follow_redirects=False)
+
+
+def made(client: TestClient, name: str, **config: Any) -> None:
+    expect(client.post(TOOLS, json={"id": name, "description": "Care guides", **config}), 201)
+
+
+@pytest.fixture
+def held(kind: SearchToolKind, monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Extractions wait until the test sets the event (so that a document stays PROCESSING)."""
+    release = threading.Event()
+    files = kind.files
+    extract = files.extract
+
+    def waiting(path: str, media_type: str) -> Any:
+        release.wait(30)
+        return extract(path, media_type)
+
+    gated = dataclasses.replace(files, extract=waiting)
+    monkeypatch.setattr(SearchToolKind, "files", property(lambda self: gated))
+    yield release
+    release.set()
+
+
+# -- the list and the editor -------------------------------------------------------------------------
+
+
+def test_the_list_shows_each_tool_with_its_capabilities_and_documents_by_state(
+        client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name, enabled=False, tags=["zoo"], capabilities={"find_text": {"enabled": True}})
+    assert upload(admin, name, [("guide.md", GUIDE), ("empty.txt", b"   ")]).status_code == 202
+    assert kind.wait_idle(60)
+    page = admin.get(PAGE)
+    assert page.status_code == 200
+    assert '<a href="/console/search-tools">File search</a>' in page.text.replace(' aria-current="page"', "")
+    row = next(r for r in re.findall(r"<tr>(.*?)</tr>", page.text, re.S) if name in r)
+    assert f'href="/console/search-tools/{name}"' in row and "Care guides" in row
+    cells = [words(c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
+    assert cells[:3] == ["no", "Search, Fetch, Find text", "2: 1 ready, 1 failed"]
+    assert ">zoo</a>" in row and " by admin" in row
+    assert 'href="/console/search-tools/new"' in page.text and "New File Search tool" in page.text
+    # the catalog leads to the tool's own page
+    assert f'href="/console/search-tools/{name}"' in admin.get("/console/tools", params={"search": name}).text
+
+
+def test_a_tool_created_from_the_form_is_the_one_rest_shows(client: TestClient, admin: TestClient) -> None:
+    name = unique_id("guides")
+    answer = post(admin, PAGE, tool_form(name, fetch_enabled=None, search_maxResults="7", read_context_neighbours=""),
+                  page=f"{PAGE}/new")
+    assert answer.status_code == 303, answer.text
+    assert answer.headers["location"] == f"{PAGE}/{name}?created=1"
+    tool = expect(client.get(f"{TOOLS}/{name}"), 200).json()
+    assert tool["description"] == "Care guides for zebras" and tool["tags"] == ["zoo", "guides"]
+    assert tool["exposeInChat"] is True and tool["enabled"] is True
+    capabilities = tool["capabilities"]
+    assert capabilities["search"] == {"enabled": True, "maxResults": 7, "maxResultsCap": 50}
+    assert capabilities["fetch"]["enabled"] is False and capabilities["find_text"]["enabled"] is True
+    assert capabilities["list_documents"]["enabled"] is False
+    assert capabilities["read_context"] == {"enabled": False, "neighbours": 1, "neighboursCap": 5}  # empty: the default
+    # its page shows what was saved, with its documents and a search box
+    page = admin.get(answer.headers["location"]).text
+    assert "Created." in page and f"File Search tool {name}" in page
+    assert value_of(page, "capabilities-search-maxResults") == "7"
+    assert not checked(page, "capabilities-fetch-enabled") and checked(page, "capabilities-find_text-enabled")
+    assert f"<code>{name}_search</code>, <code>{name}_find_text</code>" in page
+    assert 'id="upload-files"' in page and 'id="search-query"' in page and "No document yet." in page
+
+
+def test_a_limit_over_its_cap_is_named_next_to_its_field_and_the_form_keeps_what_was_typed(
+        client: TestClient, admin: TestClient) -> None:
+    name = unique_id("guides")
+    answer = post(admin, PAGE, tool_form(name, search_maxResults="80", description="kept as typed", fetch_enabled=None),
+                  page=f"{PAGE}/new")
+    assert answer.status_code == 200
+    assert "Some fields need a change." in answer.text
+    assert error_of(answer.text, "capabilities-search-maxResults") == \
+        "Search, results by default: must be an integer from 1 to maxResultsCap (50), got 80"
+    assert value_of(answer.text, "capabilities-search-maxResults") == "80"
+    assert ">kept as typed</textarea>" in answer.text and value_of(answer.text, "id") == name
+    assert not checked(answer.text, "capabilities-fetch-enabled")
+    assert '<a href="#capabilities-search-maxResults">' in answer.text  # the summary links to the field
+    assert client.get(f"{TOOLS}/{name}").status_code == 404
+
+
+def test_each_refusal_names_its_own_field(client: TestClient, admin: TestClient) -> None:
+    # what could not be read as typed is named before any rule is checked
+    answer = post(admin, PAGE, tool_form(unique_id("guides"), fetch_maxChars="lots", find_text_maxMatchesCap="1e3"),
+                  page=f"{PAGE}/new").text
+    assert error_of(answer, "capabilities-fetch-maxChars") == "Fetch, characters by default: must be a whole number"
+    assert error_of(answer, "capabilities-find_text-maxMatchesCap") == "Find text, matches at most: must be a whole number"
+    # a cap over the kind's own, a name over 40 characters, no id
+    answer = post(admin, PAGE, tool_form("g" * 41, read_context_neighboursCap="9"), page=f"{PAGE}/new").text
+    assert "at most 40 characters" in error_of(answer, "id")
+    assert error_of(answer, "capabilities-read_context-neighboursCap") == \
+        "Read context, neighbours at most: must be an integer from 1 to 5, got 9"
+    assert "Id: is required" in error_of(post(admin, PAGE, tool_form(""), page=f"{PAGE}/new").text, "id")
+    # a taken name (R2 across every kind)
+    name = unique_id("guides")
+    made(client, name)
+    assert "That id is taken." in post(admin, PAGE, tool_form(name), page=f"{PAGE}/new").text
+
+
+def test_an_edit_switches_a_capability_off_and_a_stale_form_is_refused(
+        client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    page = admin.get(f"{PAGE}/{name}").text
+    digest = re.search(r'name="digest" value="(\w+)"', page).group(1)
+    fields = {**tool_form(name, search_enabled=None, fetch_maxCharsCap="30000"), "digest": digest}
+    fields.pop("id")
+    # documents uploaded and extracted meanwhile change the tool, not its configuration: the form is not stale
+    assert upload(admin, name, [("guide.md", GUIDE)]).status_code == 202
+    assert kind.wait_idle(60)
+    saved = post(admin, f"{PAGE}/{name}", fields, page=f"{PAGE}/{name}")
+    assert saved.status_code == 303 and saved.headers["location"] == f"{PAGE}/{name}?saved=1"
+    tool = expect(client.get(f"{TOOLS}/{name}"), 200).json()
+    assert tool["capabilities"]["search"]["enabled"] is False and tool["capabilities"]["fetch"]["maxCharsCap"] == 30000
+    assert f"{name}_search" not in [t["name"] for t in client.get("/api/v1/admin/tools").json()]
+    shown = admin.get(saved.headers["location"]).text
+    assert "Saved." in shown and "it is switched off: it runs here, and no server offers it" in shown
+    # the same form again, read before that save: refused, and what was typed is kept
+    stale = post(admin, f"{PAGE}/{name}", {**fields, "description": "typed again"}, page=f"{PAGE}/{name}")
+    assert stale.status_code == 200 and "Not saved: the tool changed meanwhile." in stale.text
+    assert ">typed again</textarea>" in stale.text
+
+
+def test_disable_enable_and_delete_with_its_refusal(client: TestClient, admin: TestClient) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    assert post(admin, f"{PAGE}/{name}/enabled", {"enabled": "false"}, page=PAGE).status_code == 303
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["enabled"] is False
+    assert ">Enable</button>" in admin.get(f"{PAGE}/{name}").text
+    assert post(admin, f"{PAGE}/{name}/enabled", {"enabled": "true"}, page=PAGE).status_code == 303
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["enabled"] is True
+    # an agent names one of its capabilities: the delete is refused, and the page says why
+    agent = unique_id("agent")
+    expect(client.post("/api/v1/admin/agents", json={"id": agent, "description": "reads", "allowedTools": [f"{name}_search"]}), 201)
+    refused = post(admin, f"{PAGE}/{name}/delete", {}, page=PAGE)
+    assert refused.status_code == 409
+    assert "Not deleted:" in refused.text and agent in refused.text
+    expect(client.delete(f"/api/v1/admin/agents/{agent}"), 204)
+    deleted = post(admin, f"{PAGE}/{name}/delete", {}, page=PAGE)
+    assert deleted.status_code == 303 and deleted.headers["location"] == f"{PAGE}?deleted={name}"
+    assert client.get(f"{TOOLS}/{name}").status_code == 404
+    assert f"Deleted the File Search tool {name}." in admin.get(deleted.headers["location"]).text
+    assert admin.get(f"{PAGE}/{name}").status_code == 404
+
+
+# -- documents ---------------------------------------------------------------------------------------
+
+
+def test_documents_uploaded_by_the_script_poll_until_they_settle(
+        client: TestClient, admin: TestClient, kind: SearchToolKind, held: threading.Event) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    answer = upload(admin, name, [("guide.md", GUIDE), ("notes.txt", b"Zebras sleep standing up.")])
+    assert answer.status_code == 202
+    documents = answer.json()["documents"]
+    assert [(d["name"], d["state"]) for d in documents] == [("guide.md", "PROCESSING"), ("notes.txt", "PROCESSING")]
+    # while any is processing, the list fetches itself every second
+    fragment = admin.get(f"{PAGE}/{name}/documents", headers=HTMX)
+    assert fragment.status_code == 200 and "<html" not in fragment.text
+    assert 'hx-trigger="every 1s"' in fragment.text and f'hx-get="{PAGE}/{name}/documents"' in fragment.text
+    assert "2 documents: 0 ready, 2 processing, 0 failed." in words(fragment.text)
+    assert 'hx-trigger="every 1s"' in admin.get(f"{PAGE}/{name}").text
+    # once they settle, it stops
+    held.set()
+    assert kind.wait_idle(60)
+    fragment = admin.get(f"{PAGE}/{name}/documents", headers=HTMX).text
+    assert "every 1s" not in fragment
+    text = words(fragment)
+    assert "2 documents: 2 ready, 0 processing, 0 failed." in text
+    assert re.search(r"guide\.md id \w+ READY \d+ characters, 1 chunk text/markdown", text)
+    assert "by admin" in text
+    # the same file again is the same document
+    again = upload(admin, name, [("copy.md", GUIDE)])
+    assert again.json()["documents"][0]["id"] == documents[0]["id"]
+    assert len(expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"]) == 2
+
+
+def test_a_failed_document_shows_its_reason(client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    assert upload(admin, name, [("blank.txt", b"  \n  ")]).status_code == 202
+    assert kind.wait_idle(60)
+    reason = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][0]["reason"]
+    assert reason
+    fragment = admin.get(f"{PAGE}/{name}/documents", headers=HTMX).text
+    assert f"blank.txt id {expect(client.get(f'{TOOLS}/{name}/documents'), 200).json()['documents'][0]['id']} FAILED {reason}" \
+        in words(fragment)
+
+
+def test_a_plain_form_upload_comes_back_to_the_tools_page(client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    answer = upload(admin, name, [("guide.md", GUIDE)], script=False)
+    assert answer.status_code == 303 and answer.headers["location"] == f"{PAGE}/{name}?uploaded=1"
+    assert "Uploaded 1 file(s)" in admin.get(answer.headers["location"]).text
+    # a form sent with no file says so on the tool's page
+    empty = admin.post(f"{PAGE}/{name}/documents", files=[("files", ("", b"", "application/octet-stream"))],
+                       data={"csrf_token": page_csrf(admin.get(PAGE).text)}, headers={"Origin": ORIGIN})
+    assert empty.status_code == 400 and "Not uploaded: files: no file was uploaded" in words(empty.text)
+    # the script is told the problem as JSON, with its status
+    missing = admin.post(f"{PAGE}/no_such_tool/documents", files=[("files", ("a.txt", b"x", "text/plain"))],
+                         headers={"Origin": ORIGIN, "X-CSRF-Token": page_csrf(admin.get(PAGE).text), "Accept": "application/json"})
+    assert missing.status_code == 404 and "no_such_tool" in missing.json()["detail"]
+    assert kind.wait_idle(60)
+
+
+def test_documents_are_paged_and_deleted_one_by_one(
+        client: TestClient, admin: TestClient, kind: SearchToolKind, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pages, "DOCUMENTS_PER_PAGE", 1)
+    name = unique_id("guides")
+    made(client, name)
+    assert upload(admin, name, [("a.md", GUIDE), ("b.txt", b"Zebras sleep standing up.")]).status_code == 202
+    assert kind.wait_idle(60)
+    first = admin.get(f"{PAGE}/{name}/documents").text  # followed as a link: a page of its own
+    assert f"Documents: {name}" in first and 'id="upload-files"' in first
+    assert "a.md" in first and "b.txt" not in first
+    after = html.unescape(re.search(r'id="documents-next" href="([^"]+)"', first).group(1))
+    second = admin.get(after, headers=HTMX).text
+    assert "b.txt" in second and "a.md" not in second and "First page" in second and "Next page" not in second
+    # delete from the list (htmx): the fragment comes back without it, and the live region says so
+    b_id = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][1]["id"]
+    token = page_csrf(admin.get(f"{PAGE}/{name}").text)
+    gone = admin.post(f"{PAGE}/{name}/documents/{b_id}/delete", data={"csrf_token": token, "after": ""},
+                      headers={"Origin": ORIGIN, **HTMX})
+    assert gone.status_code == 200
+    assert '<p id="documents-status" hx-swap-oob="innerHTML">Deleted the document b.txt.</p>' in gone.text
+    assert "1 document: 1 ready" in words(gone.text)
+    assert [d["name"] for d in expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"]] == ["a.md"]
+    # without htmx: back to the tool's page, with the message
+    a_id = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][0]["id"]
+    plain = post(admin, f"{PAGE}/{name}/documents/{a_id}/delete", {}, page=PAGE)
+    assert plain.status_code == 303 and plain.headers["location"] == f"{PAGE}/{name}?removed=a.md"
+    assert "Deleted the document a.md." in admin.get(plain.headers["location"]).text
+    assert post(admin, f"{PAGE}/{name}/documents/{a_id}/delete", {}, page=PAGE).status_code == 404
+
+
+# -- search -------------------------------------------------------------------------------------------
+
+
+def test_search_marks_the_words_and_escapes_the_document_text(client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    assert upload(admin, name, [("guide.md", GUIDE)]).status_code == 202
+    assert kind.wait_idle(60)
+    answer = admin.get(f"{PAGE}/{name}/search", params={"query": "zebras script"}, headers=HTMX)
+    assert answer.status_code == 200
+    snippet = re.search(r'<p class="snippet">(.*?)</p>', answer.text, re.S).group(1)
+    # the document's markup is text; only the matching words are marked
+    assert "<script>" not in answer.text and "<b>" not in answer.text
+    assert "&lt;<mark>script</mark>&gt;alert(&#39;x&#39;)&lt;/<mark>script</mark>&gt;" in snippet
+    assert "<mark>Zebras</mark> graze" in snippet and "&amp; stripes &lt;b&gt;bold&lt;/b&gt;" in snippet
+    assert re.sub(r"</?mark>", "", snippet) == html.escape(GUIDE.decode().strip(), quote=True).replace("&#x27;", "&#39;")
+    assert "<h3>guide.md</h3>" in answer.text and f"chunk <code>" in answer.text
+    assert '<p id="search-status" hx-swap-oob="innerHTML">1 result for “zebras script”.</p>' in answer.text
+    # a plain form: the tool's page with the results
+    page = admin.get(f"{PAGE}/{name}/search", params={"query": "zebras"}).text
+    assert f"File Search tool {name}" in page and "<mark>Zebras</mark>" in page and 'value="zebras"' in page
+    # nothing to search for, and no match
+    refused = words(admin.get(f"{PAGE}/{name}/search", params={"query": "the and"}, headers=HTMX).text)
+    assert "Not searched: the query holds no word to search for" in refused
+    assert "Type the words to search for." in admin.get(f"{PAGE}/{name}/search", params={"query": " "}, headers=HTMX).text
+    assert "No passage matches “giraffes”." in words(admin.get(f"{PAGE}/{name}/search", params={"query": "giraffes"},
+                                                               headers=HTMX).text)
+
+
+def test_a_snippet_is_split_only_on_whole_marks() -> None:
+    assert pages.snippet_parts("a </mark> b <mark>c</mark> d <mark></mark><mark>e") == [
+        ("a </mark> b ", False), ("c", True), (" d ", False), ("<mark>e", False)]
+    assert pages.snippet_parts("<mark>x</mark>") == [("x", True)]
+
+
+# -- history, CSRF, and an auditor ------------------------------------------------------------------
+
+
+def test_the_history_lists_the_tools_and_its_documents_changes(client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    assert upload(admin, name, [("guide.md", GUIDE)]).status_code == 202
+    assert kind.wait_idle(60)
+    page = admin.get(f"{PAGE}/{name}/history")
+    assert page.status_code == 200
+    rows = re.findall(r"<tr>(.*?)</tr>", page.text, re.S)[1:]
+    assert [re.search(r'<th scope="row">(\w+)</th>', r).group(1) for r in rows] == ["DocumentReady", "DocumentAdded", "Created"]
+    assert "guide.md" in rows[1] and "<td>admin</td>" in rows[1]
+    assert f'href="/console/search-tools/{name}/history"' in admin.get(f"{PAGE}/{name}").text
+    assert admin.get(f"{PAGE}/no_such_tool/history").status_code == 404
+
+
+def test_changes_without_the_csrf_token_or_from_another_site_are_refused(client: TestClient, admin: TestClient) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    no_token = admin.post(PAGE, data=tool_form(unique_id("guides")), headers={"Origin": ORIGIN}, follow_redirects=False)
+    assert no_token.status_code == 403
+    assert admin.post(f"{PAGE}/{name}/delete", data={"csrf_token": "forged"}, headers={"Origin": ORIGIN}).status_code == 403
+    parts = [("files", ("a.txt", b"hello zebras", "text/plain"))]
+    assert admin.post(f"{PAGE}/{name}/documents", files=parts, headers={"Origin": ORIGIN, "Accept": "application/json"}).status_code == 403
+    assert admin.post(f"{PAGE}/{name}/documents", files=parts, headers={"Origin": ORIGIN, "X-CSRF-Token": "forged"}).status_code == 403
+    token = page_csrf(admin.get(PAGE).text)
+    elsewhere = admin.post(f"{PAGE}/{name}/documents", files=parts, headers={"Origin": "https://evil.example", "X-CSRF-Token": token})
+    assert elsewhere.status_code == 403
+    assert expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"] == []
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["enabled"] is True
+
+
+def test_an_auditor_reads_every_page_and_changes_nothing(client: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name)
+    assert upload(console(client, ADMIN_TOKEN), name, [("guide.md", GUIDE)]).status_code == 202
+    assert kind.wait_idle(60)
+    issued = expect(client.post("/api/v1/admin/tokens", json={"name": "an auditor", "role": "auditor"}), 201).json()
+    auditor = console(client, issued["token"])
+    for url in (PAGE, f"{PAGE}/{name}", f"{PAGE}/{name}/documents", f"{PAGE}/{name}/history"):
+        page = auditor.get(url)
+        assert page.status_code == 200, url
+        assert "guide.md" in page.text or url in (PAGE, f"{PAGE}/{name}/history"), url
+        for control in ('id="upload-files"', "/delete", ">Disable</button>", 'id="search-query"', "New File Search tool"):
+            assert control not in page.text, (url, control)
+    assert "can read the tool but not search" in auditor.get(f"{PAGE}/{name}").text
+    assert auditor.get(f"{PAGE}/new").status_code == 403
+    assert auditor.get(f"{PAGE}/{name}/search", params={"query": "zebras"}).status_code == 403
+    token = page_csrf(auditor.get(PAGE).text)
+    refused = auditor.post(f"{PAGE}/{name}/documents", files=[("files", ("a.txt", b"zebras", "text/plain"))],
+                           headers={"Origin": ORIGIN, "X-CSRF-Token": token, "Accept": "application/json"})
+    assert refused.status_code == 403
