@@ -1,0 +1,406 @@
+"""One contract for every `DocumentIndex` (File Search chunks, DESIGN §10.2): what a user of a
+File Search tool would check — a word is found where it is, with its document, title, marked
+snippet and page; better chunks first; filters and scopes hold; every write counts for the very
+next search; no word of a query is ever read as syntax.
+
+Each case runs on SQLite FTS5 (a file of the test's own) and on OpenSearch (an index of the test's
+own on the shared node; in CI a missing node fails the test, see tests/engines.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from opensearchpy import OpenSearch
+
+from domain.documents import (
+    MARK_END,
+    MARK_START,
+    TEXT,
+    Chunk,
+    DocumentIndex,
+    IndexedDocument,
+    IndexUnavailable,
+    query_terms,
+)
+from projections.chunks_opensearch import OpenSearchDocumentIndex
+from projections.chunks_sqlite import SqliteDocumentIndex
+from tests.helpers import free_port
+
+TENANT, OTHER_TENANT = "acme", "globex"
+TOOL, OTHER_TOOL = "handbook", "wiki"
+
+# Ordinary text, so that a word of a test is rare in the index (as in a real tool) and BM25 has
+# something to rank against.
+FILLER = [
+    "Our office opens at nine in the morning and closes at six in the evening on weekdays.",
+    "Expense reports are due on the last Friday of each month with receipts attached.",
+    "The cafeteria serves lunch between noon and two o'clock, with vegetarian options daily.",
+    "Parking permits are issued by the facilities team; ask at reception for a visitor pass.",
+    "Security badges must be worn at all times inside the building and returned on leaving.",
+    "Laptops are replaced every three years; the helpdesk keeps spares for emergencies.",
+]
+
+
+@pytest.fixture(params=["sqlite", "opensearch"])
+def open_index(request: pytest.FixtureRequest, tmp_path) -> Iterator[Callable[[], DocumentIndex]]:
+    """Opens an index on the test's own storage: a second call opens it again (a new process)."""
+    opened: list[DocumentIndex] = []
+    if request.param == "sqlite":
+        def make() -> DocumentIndex:
+            opened.append(SqliteDocumentIndex(tmp_path / "documents.sqlite"))
+            return opened[-1]
+    else:
+        url = request.getfixturevalue("opensearch_url")
+        name = request.getfixturevalue("opensearch_index")  # deleted after the test
+
+        def make() -> DocumentIndex:
+            opened.append(OpenSearchDocumentIndex(OpenSearch(hosts=[url], timeout=30), index=name, replicas=0))
+            return opened[-1]
+    yield make
+    for index in opened:
+        index.close()
+
+
+@pytest.fixture
+def index(open_index: Callable[[], DocumentIndex]) -> DocumentIndex:
+    return open_index()
+
+
+def document(document_id: str, title: str | None = None) -> IndexedDocument:
+    return IndexedDocument(document_id=document_id, title=title or f"{document_id}.txt", name=f"{document_id}.txt",
+                           media_type=TEXT)
+
+
+def chunks_of(*texts: str, page: int | None = None) -> list[Chunk]:
+    chunks, start = [], 0
+    for n, text in enumerate(texts):
+        chunks.append(Chunk(n=n, start=start, end=start + len(text), text=text, page=page))
+        start += len(text) - 10  # overlapping, as the chunker's are
+    return chunks
+
+
+def put(index: DocumentIndex, document_id: str, *texts: str, title: str | None = None, tenant: str = TENANT,
+        tool: str = TOOL, page: int | None = None) -> None:
+    index.put(tenant, tool, document(document_id, title), chunks_of(*texts, page=page))
+
+
+def search(index: DocumentIndex, query: str, *, tenant: str = TENANT, tool: str = TOOL, limit: int = 10,
+           document_ids: list[str] | None = None):
+    terms = query_terms(query)
+    assert terms, f"{query!r} has no terms"
+    return index.search(tenant, tool, terms, limit, document_ids)
+
+
+def found(index: DocumentIndex, query: str, **scope: object) -> list[str]:
+    return [hit.chunk_id for hit in search(index, query, **scope)]
+
+
+def with_filler(index: DocumentIndex, tenant: str = TENANT, tool: str = TOOL) -> None:
+    put(index, "filler", *FILLER, tenant=tenant, tool=tool)
+
+
+def test_a_word_in_one_chunk_is_found_with_its_document_title_snippet_and_page(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "manual", "Plug the printer in and wait for the light.",
+        "Never open the xylophone cabinet without gloves: the hammers are sharp.", "Call the helpdesk for toner.",
+        title="Printer manual", page=3)
+
+    [hit] = search(index, "Xylophone")
+
+    assert (hit.chunk_id, hit.document_id, hit.title, hit.page) == ("manual#1", "manual", "Printer manual", 3)
+    assert hit.start == len("Plug the printer in and wait for the light.") - 10
+    assert f"{MARK_START}xylophone{MARK_END}" in hit.snippet
+    assert "cabinet without gloves" in hit.snippet.replace(MARK_START, "").replace(MARK_END, "")
+    assert hit.score > 0
+
+
+def test_a_hit_by_its_title_alone_still_has_a_snippet(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "onboarding", "Welcome aboard. Your first week is about meeting the team.", title="Quokka guide")
+
+    [hit] = search(index, "quokka")
+
+    assert hit.title == "Quokka guide"
+    assert hit.snippet.startswith("Welcome aboard")
+
+
+def test_more_occurrences_and_a_title_rank_higher(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "once", "The wombat was mentioned once in this long paragraph about the office garden and its hedges.")
+    put(index, "often", "Wombat care: feed the wombat at dawn, brush the wombat weekly, and let the wombat sleep.")
+    put(index, "titled", "Feeding times and the burrow are described here, along with the garden hedges.",
+        title="Wombat")
+
+    hits = search(index, "wombat")
+
+    assert [h.document_id for h in hits][-1] == "once"
+    assert {h.document_id for h in hits[:2]} == {"often", "titled"}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_any_word_may_match_and_more_words_rank_higher(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "one", "The aardvark digs.")
+    put(index, "both", "The aardvark digs for the pangolin.")
+    put(index, "other", "The pangolin rolls up.")
+
+    assert found(index, "aardvark pangolin")[0] == "both#0"
+    assert set(found(index, "aardvark pangolin")) == {"one#0", "both#0", "other#0"}
+
+
+def test_limit_keeps_the_best(index: DocumentIndex) -> None:
+    with_filler(index)
+    for i in range(8):
+        put(index, f"d{i}", "llama " * (i + 1) + "in the field near the barn with other animals around.")
+
+    hits = search(index, "llama", limit=3)
+
+    assert [h.document_id for h in hits] == ["d7", "d6", "d5"]
+
+
+def test_document_ids_filter_keeps_to_those_documents(index: DocumentIndex) -> None:
+    with_filler(index)
+    for name in ("alpha", "beta", "gamma"):
+        put(index, name, f"The narwhal report of {name}.", "Nothing else here.")
+
+    assert {h.document_id for h in search(index, "narwhal", document_ids=["beta", "gamma"])} == {"beta", "gamma"}
+    assert found(index, "narwhal", document_ids=["beta"]) == ["beta#0"]
+    assert found(index, "narwhal", document_ids=["missing"]) == []
+
+
+def test_tenants_and_tools_never_see_each_others_chunks(index: DocumentIndex) -> None:
+    # the same document id in two tenants and in two tools of one tenant
+    put(index, "policy", "Acme's handbook says the ocelot sleeps.", tenant=TENANT, tool=TOOL)
+    put(index, "policy", "Globex's handbook says the ocelot runs.", "and more", tenant=OTHER_TENANT, tool=TOOL)
+    put(index, "policy", "Acme's wiki says the ocelot hunts.", "and more", "and more", tenant=TENANT, tool=OTHER_TOOL)
+    for tenant, tool in ((TENANT, TOOL), (OTHER_TENANT, TOOL), (TENANT, OTHER_TOOL)):
+        with_filler(index, tenant, tool)
+
+    assert [h.snippet for h in search(index, "ocelot")] == [f"Acme's handbook says the {MARK_START}ocelot{MARK_END} sleeps."]
+    assert "runs" in search(index, "ocelot", tenant=OTHER_TENANT)[0].snippet
+    assert "hunts" in search(index, "ocelot", tool=OTHER_TOOL)[0].snippet
+    assert found(index, "ocelot", tenant=OTHER_TENANT, tool=OTHER_TOOL) == []
+    assert (index.count(TENANT, TOOL), index.count(OTHER_TENANT, TOOL), index.count(TENANT, OTHER_TOOL)) == (7, 8, 9)
+    assert [c.text for c in index.chunks(OTHER_TENANT, TOOL, "policy", 0, 9)] == ["Globex's handbook says the ocelot runs.", "and more"]
+
+    # removing, replacing and dropping in one scope leaves the others as they were
+    index.remove(TENANT, TOOL, "policy")
+    index.put(OTHER_TENANT, TOOL, document("policy"), chunks_of("Globex rewrote it."))
+    index.drop(TENANT, OTHER_TOOL)
+    assert found(index, "ocelot") == []
+    assert found(index, "ocelot", tenant=OTHER_TENANT) == []
+    assert found(index, "rewrote", tenant=OTHER_TENANT) == ["policy#0"]
+    assert found(index, "rewrote") == []
+    assert (index.count(TENANT, TOOL), index.count(OTHER_TENANT, TOOL), index.count(TENANT, OTHER_TOOL)) == (6, 7, 0)
+
+
+def test_putting_again_replaces_every_chunk(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "notes", "The first version mentions the tapir.", "Its second chunk mentions the okapi.",
+        "Its third chunk mentions the dugong.", title="Old title")
+
+    put(index, "notes", "The second version mentions the tapir again.", title="New title")
+
+    assert found(index, "okapi") == [] and found(index, "dugong") == []
+    [hit] = search(index, "tapir")
+    assert (hit.chunk_id, hit.title) == ("notes#0", "New title")
+    assert "second version" in hit.snippet
+    assert [c.chunk_id for c in index.chunks(TENANT, TOOL, "notes", 0, 10)] == ["notes#0"]
+    assert index.count(TENANT, TOOL) == len(FILLER) + 1
+
+    # the same put twice leaves the same chunks, once
+    put(index, "notes", "The second version mentions the tapir again.", title="New title")
+    assert found(index, "tapir") == ["notes#0"]
+    assert index.count(TENANT, TOOL) == len(FILLER) + 1
+
+
+def test_remove_counts_for_the_very_next_search(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "gone", "The platypus lays eggs.", "The platypus swims.")
+    put(index, "kept", "A platypus drawing.")
+    assert len(found(index, "platypus")) == 3
+
+    index.remove(TENANT, TOOL, "gone")
+
+    assert found(index, "platypus") == ["kept#0"]
+    assert index.chunks(TENANT, TOOL, "gone", 0, 5) == []
+    index.remove(TENANT, TOOL, "gone")  # removing what is not there is no error
+    index.remove(TENANT, TOOL, "never-was")
+
+
+def test_drop_counts_for_the_very_next_search(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "a", "The axolotl regrows limbs.")
+    put(index, "a", "The axolotl of the other tool.", tool=OTHER_TOOL)
+
+    index.drop(TENANT, TOOL)
+
+    assert found(index, "axolotl") == [] and index.count(TENANT, TOOL) == 0
+    assert found(index, "axolotl", tool=OTHER_TOOL) == ["a#0"]
+
+
+def test_chunks_gives_the_neighbours_in_order(index: DocumentIndex) -> None:
+    texts = [f"Chunk number {n} of the long report." for n in range(12)]
+    put(index, "report", *texts, page=2)
+
+    middle = index.chunks(TENANT, TOOL, "report", 4, 6)
+
+    assert [(c.chunk_id, c.n, c.text) for c in middle] == [(f"report#{n}", n, texts[n]) for n in (4, 5, 6)]
+    expected = chunks_of(*texts)
+    assert [(c.start, c.end, c.page, c.document_id) for c in middle] == [(expected[n].start, expected[n].end, 2, "report") for n in (4, 5, 6)]
+    assert [c.n for c in index.chunks(TENANT, TOOL, "report", -3, 1)] == [0, 1]
+    assert [c.n for c in index.chunks(TENANT, TOOL, "report", 10, 50)] == [10, 11]
+    assert index.chunks(TENANT, TOOL, "report", 12, 20) == []
+    assert index.chunks(TENANT, TOOL, "report", 6, 4) == []
+    assert index.chunks(TENANT, TOOL, "missing", 0, 3) == []
+
+
+def test_count_is_the_tools_chunks(index: DocumentIndex) -> None:
+    assert index.count(TENANT, TOOL) == 0
+    put(index, "a", "one", "two", "three")
+    put(index, "b", "four")
+    put(index, "c", "five", tool=OTHER_TOOL)
+
+    assert index.count(TENANT, TOOL) == 4
+    assert index.count(TENANT, OTHER_TOOL) == 1
+    assert index.count(OTHER_TENANT, TOOL) == 0
+
+
+def test_clear_empties_every_tenant_and_tool(index: DocumentIndex) -> None:
+    put(index, "a", "The capybara swims.")
+    put(index, "a", "The capybara naps.", tenant=OTHER_TENANT, tool=OTHER_TOOL)
+
+    index.clear()
+
+    assert index.count(TENANT, TOOL) == 0 and index.count(OTHER_TENANT, OTHER_TOOL) == 0
+    assert found(index, "capybara") == [] and found(index, "capybara", tenant=OTHER_TENANT, tool=OTHER_TOOL) == []
+    put(index, "a", "The capybara is back.")  # a rebuild starts from here
+    assert found(index, "capybara") == ["a#0"]
+
+
+def test_words_beyond_ascii_are_found(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "fr", "Le café de la gare ouvre tôt.")
+    put(index, "de", "Die Brücke über den Fluss in München.")
+    put(index, "ja", "会議 は 日本 の 東京 で 行われます。")
+    put(index, "el", "Η Ελληνική γλώσσα.")
+
+    assert found(index, "café") == ["fr#0"]
+    assert found(index, "ÜBER") == ["de#0"]
+    assert found(index, "münchen") == ["de#0"]
+    assert found(index, "ελληνική") == ["el#0"]
+    [hit] = search(index, "日本")
+    assert hit.chunk_id == "ja#0"
+    assert MARK_START in hit.snippet and "日" in hit.snippet
+
+
+SYNTAX_TERMS = [["AND"], ["OR"], ["NOT"], ["NEAR"], ["and", "or", "not", "near"], ["title"], ["text"], ["scope"], ["rank"],
+                query_terms("NEAR(title text)"), query_terms('title:secret OR "a" AND NOT b*'), query_terms("{title} : x"),
+                query_terms("tenant:globex"), ["_"], ["x", "_"]]
+
+
+@pytest.mark.parametrize("terms", SYNTAX_TERMS, ids=lambda terms: " ".join(terms))
+def test_query_syntax_words_are_plain_words(index: DocumentIndex, terms: list[str]) -> None:
+    with_filler(index)
+    put(index, "grammar", "Use AND, OR, NOT and NEAR as plain words; the title and text columns, the scope, "
+                          "the rank, the tenant, the secret and x are words too.", title="title")
+    put(index, "grammar", "Another tenant's secret x, AND more.", tenant=OTHER_TENANT)
+
+    hits = index.search(TENANT, TOOL, terms, 10)
+
+    # every term but "_" (no word to a tokenizer) is a word of the chunk, best found in this tenant's
+    if terms == ["_"]:
+        assert hits == []
+        return
+    assert hits[0].chunk_id == "grammar#0" and hits[0].title == "title"
+    assert [hit.chunk_id for hit in hits].count("grammar#0") == 1
+    assert not any("Another tenant" in hit.snippet for hit in hits)
+
+
+def test_writes_are_seen_by_the_next_search_of_another_thread(index: DocumentIndex) -> None:
+    with_filler(index)
+    seen: list[list[str]] = []
+
+    def write_then_hand_over(n: int) -> None:
+        put(index, f"doc{n}", f"The gecko number {n} climbs walls.")
+
+    for n in range(3):
+        writer = threading.Thread(target=write_then_hand_over, args=(n,))
+        writer.start()
+        writer.join()
+        reader = threading.Thread(target=lambda: seen.append(found(index, "gecko")))
+        reader.start()
+        reader.join()
+
+    assert [len(hits) for hits in seen] == [1, 2, 3]
+
+
+def test_concurrent_writers_and_readers_keep_every_chunk(index: DocumentIndex) -> None:
+    errors: list[BaseException] = []
+
+    def work(w: int) -> None:
+        try:
+            for i in range(5):
+                put(index, f"w{w}d{i}", f"Writer {w} wrote the heron note {i}.", "Second chunk.")
+                found(index, "heron")
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert index.count(TENANT, TOOL) == 40
+    assert len(search(index, "heron", limit=50)) == 20
+
+
+def test_the_chunks_outlive_the_index_object(open_index: Callable[[], DocumentIndex]) -> None:
+    first = open_index()
+    put(first, "kept", "The pelican dives.")
+    first.close()
+
+    again = open_index()
+
+    assert found(again, "pelican") == ["kept#0"]
+    assert again.count(TENANT, TOOL) == 1
+
+
+def test_opensearch_out_of_reach_is_index_unavailable() -> None:
+    nobody = OpenSearch(hosts=[f"http://127.0.0.1:{free_port()}"], timeout=2, max_retries=0)
+    index = OpenSearchDocumentIndex(nobody, index="toolsmith-chunks-unreachable", replicas=0)
+
+    with pytest.raises(IndexUnavailable):
+        index.search(TENANT, TOOL, ["anything"], 10)
+    with pytest.raises(IndexUnavailable):
+        index.put(TENANT, TOOL, document("a"), chunks_of("text"))
+    with pytest.raises(IndexUnavailable):
+        index.count(TENANT, TOOL)
+    index.close()
+
+
+def test_opensearch_writes_refused_with_429_are_sent_again(opensearch_url: str, opensearch_index: str) -> None:
+    client = OpenSearch(hosts=[opensearch_url], timeout=30)
+    index = OpenSearchDocumentIndex(client, index=opensearch_index, replicas=0)
+    real_bulk = client.bulk
+    sent: list[int] = []
+
+    def overloaded_once(*, body: bytes, **params: object) -> dict:
+        # the node's queue is full for the first request's items
+        lines = body.count(b"\n")
+        sent.append(lines)
+        if len(sent) == 1:
+            return {"errors": True, "items": [{"index": {"status": 429, "error": {"type": "es_rejected_execution_exception"}}}] * (lines // 2)}
+        return real_bulk(body=body, **params)
+
+    client.bulk = overloaded_once  # type: ignore[method-assign]
+    put(index, "busy", "The kestrel hovers.", "The kestrel dives.")
+
+    assert sent == [4, 4]
+    assert sorted(found(index, "kestrel")) == ["busy#0", "busy#1"]
+    index.close()
