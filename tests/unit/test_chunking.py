@@ -155,3 +155,12 @@ def test_megabytes_are_chunked_in_linear_time() -> None:
     chunks = chunks_of(text, MARKDOWN)
     assert time.perf_counter() - started < 2.0  # about 0.05 s here; 25 MB take about 0.2 s
     assert len(chunks) > 5_000_000 // CHUNK_CHARS
+
+
+def test_no_chunk_runs_from_one_page_into_the_next() -> None:
+    # Two short pages would fit one chunk: each is its own, so a word of page 2 is found on page 2.
+    page_one, page_two = "The first page says little.\n\n", "The second page names the quetzalcoatlus."
+    extracted = Extracted(page_one + page_two, page_starts=(0, len(page_one)))
+    chunks = chunk_text(extracted, PDF)
+    assert [(c.page, c.text) for c in chunks] == [(1, page_one.strip()), (2, page_two)]
+    assert chunks[1].start == len(page_one) and extracted.text[chunks[1].start:chunks[1].end] == page_two
