@@ -176,6 +176,24 @@ def _authorization_problem(scope: Scope) -> Response | None:
     return None
 
 
+# Document uploads (DESIGN §10.2), over REST and from the console: multipart, streamed to the route
+# (never held whole here: a 25 MB upload must not cost the API process 25 MB), with their own cap.
+UPLOADS = re.compile(r"/(api/v1/admin|console)/search-tools/[^/]+/documents\Z")
+
+
+def is_upload(scope: Scope) -> bool:
+    return scope.get("method") == "POST" and UPLOADS.match(scope.get("path", "")) is not None
+
+
+def _upload_problem(scope: Scope) -> Response | None:
+    content_type = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), b"")
+    if content_type.split(b";", 1)[0].strip().lower() == b"multipart/form-data":
+        return None
+    shown = content_type.decode("latin-1")[:80] or "a body without a Content-Type"
+    return problems.problem(415, "unsupported-media-type",
+                            f"an upload is multipart/form-data with its files in the field `files`, not {shown}")
+
+
 class RequestChecks:
     """Refuses what no route may see (see the module's docstring), before routing."""
 
@@ -191,6 +209,13 @@ class RequestChecks:
             await refusal(scope, receive, send)
             return
         if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        if is_upload(scope):
+            refusal = _upload_problem(scope)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         # The whole body (BodyLimit, outside, bounds it), then replayed to the app as one message.

@@ -15,7 +15,10 @@ import anyio.to_thread
 import orjson
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
+from mcp_types import (
+    INVALID_PARAMS, CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool,
+    ToolAnnotations,
+)
 
 from api.mcp_watch import offer_of
 from api.queries import after_cursor, call_context, cursor_after
@@ -33,8 +36,13 @@ LOGS_META = "toolsmith/logs"
 DURATION_META = "toolsmith/durationMillis"
 
 
+# A tool that only reads what the server holds (a File Search tool's capabilities): MCP's hints.
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
 def mcp_tool(entry: ToolEntry) -> Tool:
-    return Tool(name=entry.name, description=entry.description, input_schema=entry.input_schema, _meta={TAGS_META: list(entry.tags)})
+    return Tool(name=entry.name, description=entry.description, input_schema=entry.input_schema,
+                annotations=READ_ONLY if entry.read_only else None, _meta={TAGS_META: list(entry.tags)})
 
 
 def mcp_result(result: ExecutionResult) -> CallToolResult:

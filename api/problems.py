@@ -111,6 +111,8 @@ def _status(error: errors.ModuleError) -> int:
         errors.RecordTaken: 409,
         errors.SecretInUse: 409,
         errors.SecretUnreadable: 503,
+        errors.UploadTooLarge: 413,
+        errors.DocumentsUnavailable: 503,
     }.get(type(error), 400)
 
 

@@ -189,7 +189,7 @@ class Problem(BaseModel):
 class ToolOut(BaseModel):
     name: str
     description: str
-    callType: str = Field(description="LOCAL (native), CODE (code module), MCP (external MCP tool) or PLAN")
+    callType: str = Field(description="LOCAL (native), CODE (code module), MCP (external MCP tool), PLAN, API_URL or FILE_SEARCH")
     tags: list[str]
     inputSchema: dict[str, Any]
     exposeInChat: bool
@@ -200,6 +200,8 @@ class ToolOut(BaseModel):
         description="PLAN only: `caller`, a plan runs with its caller's permissions (R14): every node's tool is checked "
         "against the caller's usage profile before anything runs",
     )
+    readOnly: bool = Field(False, description="the tool only reads what the server holds (MCP's readOnlyHint)")
+    group: str | None = Field(None, description="FILE_SEARCH: the File Search tool this capability belongs to")
 
 
 class NodeIn(_Request):

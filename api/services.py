@@ -49,6 +49,7 @@ class Services:
 
     def start(self) -> None:
         self.runner.start()
+        self.toolbox.start()
         try:
             self.toolbox.warm(self.settings.tenant)
         except Exception as error:  # noqa: BLE001 - the first request that needs the catalog builds it, or answers why not

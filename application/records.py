@@ -95,7 +95,8 @@ class CallerRecords:
             if attach:
                 if tool in server["tools"]:
                     return Change(server)
-                if tool not in self._toolbox.names(tenant) and not self._store.is_module(tenant, tool):
+                if (tool not in self._toolbox.names(tenant) and not self._store.is_module(tenant, tool)
+                        and self._toolbox.holder_of(tenant, tool) is None):
                     raise UnknownRecord("tool", tool)
                 registry.attach(server_id, tool, by)
             else:
@@ -123,7 +124,9 @@ class CallerRecords:
             for i, name in enumerate(tool_names(kind, body)):
                 if name == body["id"] and kind == PLAN:
                     found.append(Violation(field.format(i), "R14", "a plan cannot call itself"))
-                elif name not in known and not (kind == SERVER and self._store.is_module(tenant, name)):
+                elif name not in known and not (kind == SERVER and self._store.is_module(tenant, name)) and not (
+                        # A server may name a tool that stands for several (a File Search tool).
+                        kind == SERVER and len(self._toolbox.expanded(tenant, [name])) > 1):
                     found.append(Violation(field.format(i), "R14", f"no tool named {name!r}"))
         if kind == PLAN and not found:
             # A node reaches a plan only when that plan is exposed as a tool.

@@ -27,6 +27,7 @@ from domain.errors import UnknownModule
 from domain.model import CodeModule, ImportGraph, graph_aggregate_id, module_aggregate_id
 from domain.ports import NoOtherTools, ToolNames
 from domain.rules import id_violations
+from domain.search_tools import SearchTool
 
 # 200 events: a cold load then decodes at most 199 events after the snapshot (a few milliseconds),
 # and a tenant's graph of 10,000 events holds 50 snapshot rows.
@@ -126,6 +127,8 @@ class Store(Application):
     # `IS_SNAPSHOTTING_ENABLED=n` in the environment switches them off (loads replay everything).
     snapshotting_intervals: ClassVar[dict[type[Any], int]] = {
         ImportGraph: SNAPSHOT_INTERVAL, CallerRegistry: SNAPSHOT_INTERVAL, TokenRegistry: SNAPSHOT_INTERVAL,
+        # A File Search tool's documents are events of the tool: thousands, for a large collection.
+        SearchTool: SNAPSHOT_INTERVAL,
     }
 
     def __init__(self, env: dict[str, str] | None = None, *, tool_names: ToolNames | None = None) -> None:

@@ -191,6 +191,9 @@ class Toolbox(Tools):
         self._catalogs: dict[str, _Catalog] = {}
         self._journal = _Journal(store, kinds)
 
+    def start(self) -> None:
+        self._kinds.start()
+
     def close(self) -> None:
         self._kinds.close()
 
@@ -421,7 +424,7 @@ class Toolbox(Tools):
         server = self._store.registry(tenant).get(callers.SERVER, server_id)
         if server is None:
             raise UnknownRecord(callers.SERVER, server_id)
-        return frozenset(server["tools"])
+        return frozenset(self.expanded(tenant, server["tools"]))
 
     def offers(self, entry: ToolEntry, permissions: Permissions, attached: frozenset[str] | None) -> bool:
         """MCP registration (DESIGN §4) of one tool: chat-exposed, enabled, configured, of a kind
@@ -450,7 +453,11 @@ class Toolbox(Tools):
         profile = self._store.registry(tenant).get(callers.PROFILE, usage_profile)
         if profile is None:
             return NOTHING
-        return Permissions(tools=frozenset(profile["allowedTools"]), tags=frozenset(profile["allowedTags"]))
+        return Permissions(tools=frozenset(self.expanded(tenant, profile["allowedTools"])), tags=frozenset(profile["allowedTags"]))
+
+    def expanded(self, tenant: str, names: Iterable[str]) -> list[str]:
+        """`names` with every entry each stands for (a File Search tool's name: its capabilities)."""
+        return [member for name in names for member in self._kinds.members(tenant, name)]
 
     # -- admission ---------------------------------------------------------------------------
 

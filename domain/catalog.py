@@ -37,6 +37,11 @@ class ToolEntry:
     shadowed_by: str | None = None
     # Whose permissions a call of it runs with beyond its own: `caller` for a plan (R14).
     runs_with: str | None = None
+    # True for a tool that only reads (MCP's readOnlyHint): a File Search tool's capabilities.
+    read_only: bool = False
+    # The tool this entry is one capability of (a File Search tool's name): naming the group on a
+    # server or in a usage profile names all its capabilities.
+    group: str | None = None
 
     @property
     def offered_in_chat(self) -> bool:
@@ -55,7 +60,7 @@ class Permissions:
     def allow(self, entry: ToolEntry) -> bool:
         if self.everything:
             return True
-        return entry.name in self.tools or not self.tags.isdisjoint(entry.tags)
+        return entry.name in self.tools or entry.group in self.tools or not self.tags.isdisjoint(entry.tags)
 
     @property
     def none(self) -> bool:
@@ -103,4 +108,5 @@ def ranked(holders: Sequence[ToolEntry]) -> tuple[ToolEntry, ...]:
 def shown_alike(before: ToolEntry, after: ToolEntry) -> bool:
     """Whether a client of MCP sees two entries of one name alike (description, schema, tags):
     when not, a session offered the tool is told its list changed."""
-    return (before.description, before.input_schema, before.tags) == (after.description, after.input_schema, after.tags)
+    return (before.description, before.input_schema, before.tags, before.read_only) == (
+        after.description, after.input_schema, after.tags, after.read_only)

@@ -247,3 +247,15 @@ class SecretUnreadable(ModuleError):
     def __init__(self, secret_id: str, reason: str) -> None:
         self.secret_id = secret_id
         super().__init__(f"the secret {secret_id!r} {reason}")
+
+
+class UploadTooLarge(ModuleError):
+    """An uploaded file is over the service's cap (`TOOLSMITH_MAX_UPLOAD_MB`, DESIGN §10.2)."""
+
+    code = "upload-too-large"
+
+
+class DocumentsUnavailable(ModuleError):
+    """Documents cannot be kept or searched now: not configured here, or the chunk index is down."""
+
+    code = "documents-unavailable"

@@ -35,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     what = projections.add_subparsers(dest="action", required=True)
     what.add_parser("run", help="apply new events to the read models until stopped "
                     "(for API processes started with TOOLSMITH_PROJECTION_RUNNER=external)")
-    rebuild = what.add_parser("rebuild", help="build a fresh index from every event, then swap the alias to it")
+    rebuild = what.add_parser("rebuild", help="build a fresh module index from every event, then swap the alias to it "
+                                                 "(with OPENSEARCH_URL); and the chunk index of File Search tools from the "
+                                                 "events and the blobs")
     rebuild.add_argument("--keep-old", action="store_true", help="keep the replaced index instead of deleting it")
 
     audit = commands.add_parser("audit", help="verify the hash chains (B5), export or import the event store as JSON lines")
@@ -184,7 +186,7 @@ def _projections(args: argparse.Namespace) -> int:
         settings = Settings()
     except ValidationError as e:
         return _refuse(_invalid(e), prog)
-    if settings.opensearch_url is None:
+    if settings.opensearch_url is None and args.action != "rebuild":
         return _refuse("OPENSEARCH_URL is not set; the in-memory read model needs no runner: "
                        "each API process rebuilds it at start", prog)
     logs.configure(settings.log_level)
@@ -195,7 +197,11 @@ def _projections(args: argparse.Namespace) -> int:
         return _refuse(f"cannot open the event store ({settings.persistence_module}): {e}", prog)
     try:
         if args.action == "rebuild":
-            return _rebuild(app, settings, args.keep_old)
+            if settings.opensearch_url is not None:
+                _rebuild(app, settings, args.keep_old)
+            else:
+                print("  the module read model is in memory (no OPENSEARCH_URL): each API process rebuilds it at start", flush=True)
+            return _rebuild_chunks(app, settings)
         # Like the API's own runner, it rebuilds an index that holds another event store's documents.
         identity = store_identity(app)
         view = build_read_model(settings, identity)
@@ -241,6 +247,29 @@ def _rebuild(app: Store, settings: Settings, keep_old: bool) -> int:
     replaced = ", ".join(done.replaced) or "nothing"
     print(f"  {done.events} events applied to {done.index} (position {done.position}); "
           f"the alias {alias} now points to it, replacing {replaced}", flush=True)
+    return 0
+
+
+def _rebuild_chunks(app: Store, settings: Settings) -> int:
+    """The chunk index of File Search tools, made again from the events and the blobs."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from application.kinds.search_tools import SearchToolKind
+    from entrypoints.compose import build_files, build_kinds
+
+    files = build_files(settings, app)
+    kinds = build_kinds(app, files=files)
+    try:
+        kind = kinds.find(SearchToolKind)
+        columns = (TextColumn("rebuilding the chunk index"), BarColumn(), MofNCompleteColumn(), TextColumn("documents"),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True)) as bar:
+            task = bar.add_task("chunks", total=None)
+            chunks = kind.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total))
+    finally:
+        kinds.close()
+    print(f"  the chunk index holds {chunks} chunks again, from the events and the blobs", flush=True)
     return 0
 
 

@@ -24,6 +24,8 @@ from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Outbound, Sandbox, SecretValues, SecretVault, ToolNames
 from api.kinds import KindPlugin
 from application.kinds.base import KindDeps, ToolKinds
+from application.kinds.search_tools import Files
+from domain.documents import DocumentIndex
 from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
@@ -159,7 +161,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
                       declared: Sequence[DeclaredTool] = (), code_sandbox: Sandbox | None = None,
                       names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
                       secrets: SecretValues | None = None, outbound: Outbound | None = None,
-                      vault: SecretVault | None = None) -> ApplicationServices:
+                      vault: SecretVault | None = None, files: Files | None = None) -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
     refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
     `graph_lock` serializes each tenant's graph changes, and `kinds` are the kinds of tool
@@ -174,7 +176,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     secret_service = Secrets(store, commands, vault or ephemeral_vault(store), names)
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
                                          sandbox=code_sandbox, kinds=kinds, secrets=secrets or secret_service,
-                                         outbound=outbound))
+                                         outbound=outbound, files=files))
     return ApplicationServices(
         store=store,
         commands=commands,
@@ -191,7 +193,8 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
 def build_kinds(store: Store, execution: Execution | None = None, names: ToolKinds | None = None, *,
                 commands: CommandRunner | None = None, declared: Sequence[DeclaredTool] = (),
                 sandbox: Sandbox | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
-                secrets: SecretValues | None = None, outbound: Outbound | None = None) -> ToolKinds:
+                secrets: SecretValues | None = None, outbound: Outbound | None = None,
+                files: Files | None = None) -> ToolKinds:
     """Each kind of `kinds`, built on `store`, installed in `names` (a new registry by default)
     in their order; a CLI command needs them without a sandbox or a tools file (the audit export
     asks them whose events are whose), and then runs nothing."""
@@ -199,7 +202,7 @@ def build_kinds(store: Store, execution: Execution | None = None, names: ToolKin
         execution = Execution(store, _runs_no_code)
     installed = names if names is not None else ToolKinds()
     deps = KindDeps(store=store, execution=execution, commands=commands or CommandRunner(store), names=installed,
-                    declared=tuple(declared), sandbox=sandbox, secrets=secrets, outbound=outbound)
+                    declared=tuple(declared), sandbox=sandbox, secrets=secrets, outbound=outbound, files=files)
     installed.install(plugin.kind(deps) for plugin in kinds)
     return installed
 
@@ -209,6 +212,39 @@ def api_outbound(settings: Settings) -> Outbound:
     from infrastructure.egress.outbound import ApiOutbound  # httpcore: loaded by a service that sends
 
     return ApiOutbound(settings.api_policy())
+
+
+def build_files(settings: Settings, store: Store) -> Files:
+    """What File Search tools keep documents with (DESIGN §10.2): the blob store beside the event
+    store (a folder in the data dir, or a table of the PostgreSQL store), the chunk index (an
+    SQLite FTS5 file in the data dir, or OpenSearch when `OPENSEARCH_URL` is set), and the pool of
+    extraction processes, started on first use."""
+    from infrastructure.blobs import open_blob_store
+    from infrastructure.extraction import ExtractorPool, sniff_file
+    from projections.chunks_opensearch import OpenSearchDocumentIndex
+    from projections.chunks_sqlite import SqliteDocumentIndex
+
+    blobs = open_blob_store(settings, store)
+    index: DocumentIndex
+    if settings.opensearch_url is not None:
+        index = OpenSearchDocumentIndex(opensearch_client(settings), index=settings.opensearch_chunks_index,
+                                        replicas=settings.opensearch_replicas)
+    else:
+        index = SqliteDocumentIndex(settings.data_dir / "documents.sqlite")
+    workdir = settings.data_dir / "uploads"
+    workdir.mkdir(mode=0o700, exist_ok=True)
+    for stale in workdir.iterdir():  # files a stopped process was extracting: resumed from the blobs
+        stale.unlink(missing_ok=True)
+    pool = ExtractorPool(workers=settings.extract_workers, timeout_seconds=settings.extract_timeout_seconds,
+                         memory_mb=settings.extract_memory_mb)
+
+    def close() -> None:
+        pool.close()
+        index.close()
+        blobs.close()
+
+    return Files(blobs=blobs, index=index, sniff=sniff_file, extract=pool.extract, workdir=workdir,
+                 workers=settings.extract_workers, max_upload_bytes=settings.max_upload_mb * 1_048_576, close=close)
 
 
 def _runs_no_code() -> Sandbox:
@@ -242,7 +278,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     store = open_event_store(settings, tool_names=names)
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
                             code_sandbox=sandbox, names=names, kinds=kinds,  # type: ignore[arg-type]
-                            vault=open_vault(settings, store), outbound=api_outbound(settings))
+                            vault=open_vault(settings, store), outbound=api_outbound(settings),
+                            files=build_files(settings, store))
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)
     channels = store_channels(settings, store, identity)

@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
-from api.edge import HeadAsGet, RequestChecks
+from api.edge import HeadAsGet, RequestChecks, is_upload
 from api.routes import audit, callers, catalog, secrets, tokens, tools
 from console import web as console
 from console.security import SecurityHeaders
@@ -19,20 +19,28 @@ from entrypoints.compose import Services
 from projections.runner import health
 
 
-class BodyLimit:
-    """Refuses bodies over `limit` bytes with 413, by Content-Length or while streaming."""
+# What multipart framing adds to the files of an upload (boundaries, part headers).
+MULTIPART_ALLOWANCE = 256 * 1024
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+
+class BodyLimit:
+    """Refuses bodies over `limit` bytes with 413, by Content-Length or while streaming; a
+    document upload's limit is `upload_limit` (`TOOLSMITH_MAX_UPLOAD_MB`) instead."""
+
+    def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None) -> None:
         self.app = app
-        self.limit = limit
+        self.default_limit = limit
+        self.upload_limit = upload_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        upload = self.upload_limit is not None and is_upload(scope)
+        limit = self.upload_limit + MULTIPART_ALLOWANCE if upload and self.upload_limit is not None else self.default_limit
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(scope, receive, send)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, receive, send, limit, upload)
             return
         received = 0
         started = False
@@ -43,11 +51,11 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit:
+                if received > limit:
                     # Answer 413 now; the app sees a client that went away, and what it sends is dropped.
                     if not started and not refused:
                         refused = True
-                        await self._refuse(scope, receive, send)
+                        await self._refuse(scope, receive, send, limit, upload)
                     return {"type": "http.disconnect"}
             return message
 
@@ -61,8 +69,12 @@ class BodyLimit:
 
         await self.app(scope, counting_receive, tracking_send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problems.problem(413, "body-too-large", f"the request body is larger than {self.limit} bytes")
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, limit: int, upload: bool) -> None:
+        if upload and self.upload_limit is not None:
+            response = problems.problem(413, "upload-too-large", f"the upload is larger than {self.upload_limit // 1_048_576} MB "
+                                        "(TOOLSMITH_MAX_UPLOAD_MB)")
+        else:
+            response = problems.problem(413, "body-too-large", f"the request body is larger than {limit} bytes")
         await response(scope, receive, send)
 
 
@@ -116,7 +128,8 @@ def create_app(services: Services) -> FastAPI:
 
     # Outermost last: HEAD as GET, the body's size, then what no route may see (api.edge).
     app.add_middleware(RequestChecks)
-    app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes,
+                       upload_limit=services.settings.max_upload_mb * 1_048_576)
     app.add_middleware(HeadAsGet)
     app.add_middleware(SecurityHeaders)
 

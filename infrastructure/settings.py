@@ -104,6 +104,17 @@ class Settings(BaseSettings):
 
         return ApiPolicy(EgressAllow.parse(self.egress_allow))
 
+    # File Search tools (DESIGN §10.2): an upload's cap (refused with 413 before the body is read
+    # past it), and the extraction processes: how many run at once, and each one's time and memory.
+    max_upload_mb: int = Field(25, ge=1, le=2_048, validation_alias=_env("max_upload_mb", "TOOLSMITH_MAX_UPLOAD_MB"))
+    extract_workers: int = Field(2, ge=1, le=64, validation_alias=_env("extract_workers", "TOOLSMITH_EXTRACT_WORKERS"))
+    extract_timeout_seconds: float = Field(60.0, gt=0, le=3_600, validation_alias=_env(
+        "extract_timeout_seconds", "TOOLSMITH_EXTRACT_TIMEOUT_SECONDS"))
+    extract_memory_mb: int = Field(512, ge=64, le=65_536, validation_alias=_env("extract_memory_mb", "TOOLSMITH_EXTRACT_MEMORY_MB"))
+    # The chunk index on OpenSearch (with OPENSEARCH_URL; else an SQLite FTS5 file in the data dir).
+    opensearch_chunks_index: str = Field("toolsmith-chunks", pattern=r"^[a-z0-9][a-z0-9_.-]{0,200}$",
+                                         validation_alias=_env("opensearch_chunks_index", "TOOLSMITH_OPENSEARCH_CHUNKS_INDEX"))
+
     # Native and external MCP tools (the catalog's LOCAL and MCP kinds), declared in a JSON file.
     tools_file: Path | None = Field(None, validation_alias=_env("tools_file", "TOOLSMITH_TOOLS_FILE"))
 

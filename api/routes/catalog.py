@@ -31,6 +31,8 @@ def tool_out(entry: ToolEntry) -> dict[str, Any]:
         "shadowedBy": entry.shadowed_by,
         # Invoker's rights: a plan reaches only the tools its caller may use (application.kinds.plans).
         "runsWith": entry.runs_with,
+        "readOnly": entry.read_only,
+        "group": entry.group,
     }
 
 

@@ -103,6 +103,7 @@ class KindDeps:
     sandbox: Sandbox | None = None  # None: code execution is switched off
     secrets: SecretValues | None = None  # the tenants' secrets, read by id during a call
     outbound: Outbound | None = None  # the one egress path for a kind's outbound requests (DESIGN §10.1)
+    files: Any = None  # a File Search tool's blobs, chunk index and extraction (`application.kinds.search_tools.Files`)
 
 
 # What `ToolKind.touched` answers for a kind that cannot say which of its tools an event changed.
@@ -143,6 +144,11 @@ class ToolKind(ABC):
     @abstractmethod
     def holds(self, tenant: str, name: str) -> bool:
         """R2: whether a tool of this kind holds `name` in `tenant`, listed in the catalog or not."""
+
+    def members(self, tenant: str, name: str) -> Sequence[str]:
+        """The entries a name stands for when a server or a usage profile names it, besides itself
+        (a File Search tool's capabilities); empty for a name that is one tool."""
+        return ()
 
     @property
     def available(self) -> bool:
@@ -185,6 +191,9 @@ class ToolKind(ABC):
         """The tenant an event of this kind's aggregates belongs to: the one its state names, when
         the aggregate's id (derived from the tenant) confirms it; None for any other event."""
         return None
+
+    def start(self) -> None:
+        """Starts what the kind does in the background (the service's start; a CLI never calls it)."""
 
     def close(self) -> None:
         """Releases what the kind keeps open."""
@@ -230,6 +239,14 @@ class ToolKinds(ToolNames):
             if kind.label != besides and kind.holds(tenant, name):
                 return kind.label
         return None
+
+    def members(self, tenant: str, name: str) -> list[str]:
+        """`name` and every entry it stands for (a File Search tool's capabilities)."""
+        return [name, *(member for kind in self._kinds for member in kind.members(tenant, name))]
+
+    def start(self) -> None:
+        for kind in self._kinds:
+            kind.start()
 
     def close(self) -> None:
         for kind in self._kinds:

@@ -41,7 +41,7 @@ def tool_catalog(request: Request, visitor: Reader, callType: str = "", tag: str
     entries, more = queries.tools(services, tenant, call_type=filters["callType"] or None, tag=filters["tag"] or None,
                                   search=filters["search"] or None, after=after, limit=PAGE_SIZE)
     rows: list[dict[str, Any]] = [
-        {**tool_out(e), "schemaText": json.dumps(e.input_schema, indent=2, ensure_ascii=False), "page": page_of(services.plugins, e.call_type, e.name),
+        {**tool_out(e), "schemaText": json.dumps(e.input_schema, indent=2, ensure_ascii=False), "page": page_of(services.plugins, e.call_type, e.group or e.name),
          # R15: the call types a winner shadows.
          "winsOver": [h.call_type for h in services.toolbox.holders(tenant, e.name)[1:]] if e.shadowed_by is None else []}
         for e in entries
