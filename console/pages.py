@@ -22,6 +22,7 @@ NAVIGATION = (
     ("/console/modules", "Code modules"),
     ("/console/tools", "Tool catalog"),
     ("/console/api-tools", "API tools"),
+    ("/console/search-tools", "File search"),
     ("/console/playground", "Playground"),
     ("/console/plans", "Plans"),
     ("/console/agents", "Agents"),

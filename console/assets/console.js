@@ -3,6 +3,7 @@
 import htmx from "htmx.org";
 import "./playground.js";
 import "./api_tools.js";
+import "./search_tools.js";
 
 window.htmx = htmx;
 
