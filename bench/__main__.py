@@ -6,14 +6,16 @@ import argparse
 import sys
 import time
 
-from bench import audit, cold_load, console, mcp_call, memory_bound, publish, read_side, scale, tool_call, workers
+from bench import (
+    audit, cold_load, console, mcp_call, memory_bound, publish, read_side, scale, search_index, search_tools, tool_call, workers,
+)
 from bench._common import format_table, machine_line
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -49,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         rows, info = console.run(common)
         tables.append(format_table(console.TITLE.format(modules=info["args"]["modules"]), rows)
                       + f"\n{console.NOTES}\n(read model: {info['readModel']})")
+    if args.only in (None, "search_tools"):
+        rows, _ = search_tools.run(common)
+        tables.append(format_table(search_tools.TITLE, rows))
+    if args.only in (None, "search_index"):
+        rows, _ = search_index.run(common)
+        tables.append(format_table(search_index.TITLE, rows))
     if args.only in (None, "scale"):
         # bench.publish and bench.mcp_call ran above; alone, scale runs them with its own sizes.
         rows, info = scale.run(common + ([] if args.only == "scale" else ["--skip-others"]))

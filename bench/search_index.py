@@ -42,13 +42,14 @@ from typing import Any
 
 import orjson
 
-from bench._common import Progress, Row, median, millis, quartiles, standalone
+from bench._common import Progress, Row, median, millis, quartiles, rotated, standalone
 from domain.documents import CHUNK_CHARS, CHUNK_OVERLAP, TEXT, Chunk, Extracted, IndexedDocument, query_terms
 
 TITLE = "File Search chunk index: put() against a raw write, search over one large tool"
 NOTES = ("(put: each document committed and searchable before the next; floor: the same chunks in one raw write.\n"
          " search: limit 10 with snippet, scoped to one tool; floor: the bare engine query, unscoped, no snippet)")
 TENANT, TOOL = "bench", "handbook"
+BATCH = 100  # documents per put_many() of a rebuild
 OTHER_TENANT, OTHER_TOOL, OTHER_CHUNKS = "elsewhere", "wiki", 10_000
 BULK_BYTES = 4 * 1024 * 1024
 CORPUS_SEED = 11  # the search corpus, the same text for each engine
@@ -185,17 +186,26 @@ def corpus(language: Language, chunks: int, split: Callable[[str], list[Chunk]],
 
 # -- SQLite FTS5 -------------------------------------------------------------------------------
 
-def sqlite_put(folder: Path, docs: list[Doc]) -> float:
+def sqlite_put(folder: Path, docs: list[Doc], batch: int = 0) -> float:
+    """`put()` document by document (an upload's path), or `put_many()` `batch` at a time (a rebuild's)."""
     from projections.chunks_sqlite import SqliteDocumentIndex
 
     index = SqliteDocumentIndex(folder / "documents.sqlite")
     gc.collect()
     t0 = time.perf_counter()
-    for doc in docs:
-        index.put(TENANT, TOOL, doc.document, doc.chunks)
+    put_all(index, docs, batch)
     seconds = time.perf_counter() - t0
     index.close()
     return seconds
+
+
+def put_all(index: Any, docs: list[Doc], batch: int) -> None:
+    if not batch:
+        for doc in docs:
+            index.put(TENANT, TOOL, doc.document, doc.chunks)
+        return
+    for at in range(0, len(docs), batch):
+        index.put_many([(TENANT, TOOL, doc.document, doc.chunks) for doc in docs[at:at + batch]])
 
 
 def sqlite_raw(folder: Path, docs: list[Doc]) -> float:
@@ -314,15 +324,14 @@ def send(client: Any, index: str, body: bytes) -> None:
         raise SystemExit("bench.search_index: a raw _bulk had failed items")
 
 
-def opensearch_put(client: Any, name: str, docs: list[Doc]) -> float:
+def opensearch_put(client: Any, name: str, docs: list[Doc], batch: int = 0) -> float:
     from projections.chunks_opensearch import OpenSearchDocumentIndex
 
     index = OpenSearchDocumentIndex(client, index=name, replicas=0)
     index.prepare()
     settle(client)
     t0 = time.perf_counter()
-    for doc in docs:
-        index.put(TENANT, TOOL, doc.document, doc.chunks)
+    put_all(index, docs, batch)
     return time.perf_counter() - t0
 
 
@@ -397,11 +406,12 @@ def time_queries(queries: list[tuple[str, str]], ours: Callable[[list[str]], int
 
 
 def indexing_rounds(name: str, rounds: int, put: Callable[[int], float], raw: Callable[[int], float],
-                    progress: Progress) -> dict[str, list[float]]:
-    result: dict[str, list[float]] = {"put": [], "raw": []}
+                    progress: Progress, batched: Callable[[int], float] | None = None) -> dict[str, list[float]]:
+    arms: dict[str, Callable[[int], float]] = {"put": put, "raw": raw, **({"batch": batched} if batched else {})}
+    result: dict[str, list[float]] = {arm: [] for arm in arms}
     for r in range(rounds):
-        for arm in (("put", "raw") if r % 2 == 0 else ("raw", "put")):
-            result[arm].append((put if arm == "put" else raw)(r))
+        for arm in rotated(list(arms), r):
+            result[arm].append(arms[arm](r))
             progress(f"  {name} round {r + 1}: {arm} in {result[arm][-1]:.1f} s")
     return result
 
@@ -433,7 +443,8 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
                     return path
 
                 indexed = indexing_rounds(label, args.rounds, lambda r: sqlite_put(fresh(r, "put"), docs),
-                                          lambda r: sqlite_raw(fresh(r, "raw"), docs), progress)
+                                          lambda r: sqlite_raw(fresh(r, "raw"), docs), progress,
+                                          lambda r: sqlite_put(fresh(r, "batch"), docs, BATCH))
                 progress(f"FTS5: search over {args.chunks:,} chunks")
                 searched = sqlite_search(folder, args.chunks, queries, progress)
             else:
@@ -445,7 +456,8 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
                 try:
                     progress(f"OpenSearch: indexing, {args.rounds} rounds")
                     indexed = indexing_rounds(label, args.rounds, lambda r: opensearch_put(client, f"{prefix}-put{r}", docs),
-                                              lambda r: opensearch_raw(client, f"{prefix}-raw{r}", docs), progress)
+                                              lambda r: opensearch_raw(client, f"{prefix}-raw{r}", docs), progress,
+                                              lambda r: opensearch_put(client, f"{prefix}-batch{r}", docs, BATCH))
                     client.indices.delete(index=f"{prefix}-*", ignore_unavailable=True, expand_wildcards="all")
                     progress(f"OpenSearch: search over {args.chunks:,} chunks")
                     searched = opensearch_search(client, f"{prefix}-search", args.chunks, queries, progress)
@@ -463,9 +475,16 @@ def engine_rows(label: str, indexed: dict[str, list[float]], searched: dict[str,
     ratios = [raw / put for put, raw in zip(indexed["put"], indexed["raw"])]
     q1, q3 = quartiles(ratios)
     put_s, raw_s = median(indexed["put"]), median(indexed["raw"])
-    rows = [Row(f"{label}: put() of {documents:,} documents ({megabytes:.1f} MB)",
+    rows = [Row(f"{label}: put() of {documents:,} documents ({megabytes:.1f} MB), one by one (uploads)",
                 f"{megabytes / put_s:.2f} MB/s ({put_s * 1000 / documents:.1f} ms/doc)", f"raw {megabytes / raw_s:.2f} MB/s",
                 median(ratios), spread=f"{q1:.2f}–{q3:.2f}")]
+    if indexed.get("batch"):
+        batch_ratios = [raw / put for put, raw in zip(indexed["batch"], indexed["raw"])]
+        b1, b3 = quartiles(batch_ratios)
+        batch_s = median(indexed["batch"])
+        rows.append(Row(f"{label}: put_many() of the same, {BATCH} at a time (a rebuild)",
+                        f"{megabytes / batch_s:.2f} MB/s", f"raw {megabytes / raw_s:.2f} MB/s", median(batch_ratios),
+                        spread=f"{b1:.2f}–{b3:.2f}"))
     ours, floor = searched["ours"], searched["floor"]
     rows.append(Row(f"{label}: search over {searched['chunks']:,} chunks, p50 / p95",
                     f"{millis(median(ours))} / {millis(percentile(ours, 95))}",

@@ -133,7 +133,7 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
             pid = server.process.pid
             with server.client() as http:
                 http.timeout = 300
-                made = http.post(TOOLS, json={"id": "manuals"})
+                made = http.post(TOOLS, json={"id": "manuals", "description": "Product manuals"})
                 if made.status_code != 201:
                     raise SystemExit(f"bench.search_tools: could not create the tool: {made.text}")
                 warm = http.post(f"{TOOLS}/manuals/documents", files=[("files", ("warm.pdf", big_pdf(3, 0.1, seed=3)))])

@@ -140,6 +140,12 @@ class DocumentIndex(ABC):
     def put(self, tenant: str, tool: str, document: IndexedDocument, chunks: Sequence[Chunk]) -> None:
         """Makes `chunks` the document's chunks (any it had before are gone)."""
 
+    def put_many(self, documents: Sequence[tuple[str, str, IndexedDocument, Sequence[Chunk]]]) -> None:
+        """`put` of each (tenant, tool, document, chunks), in one write where the engine allows
+        (a rebuild): visible to the next query once it returns, as `put` is."""
+        for tenant, tool, document, chunks in documents:
+            self.put(tenant, tool, document, chunks)
+
     @abstractmethod
     def remove(self, tenant: str, tool: str, document_id: str) -> None:
         """The document's chunks are gone; removing a document the index lacks is no error."""

@@ -123,6 +123,24 @@ class OpenSearchDocumentIndex(DocumentIndex):
         for i, body in enumerate(bodies):
             self._bulk(body, refresh=i == len(bodies) - 1)
 
+    def put_many(self, documents: Sequence[tuple[str, str, IndexedDocument, Sequence[Chunk]]]) -> None:
+        """The documents' old chunks deleted by one query per tool, then every new chunk in `_bulk`
+        requests of about `BULK_BYTES`, with one refresh at the end (a rebuild's path: one refresh
+        per batch rather than per document)."""
+        by_tool: dict[tuple[str, str], list[str]] = {}
+        for tenant, tool, document, _ in documents:
+            by_tool.setdefault((tenant, tool), []).append(document.document_id)
+        for (tenant, tool), document_ids in by_tool.items():
+            self._delete_by_query({"bool": {"filter": _scope(tenant, tool, document_ids)}}, refresh=False)
+        actions = [
+            _line({"index": {"_id": chunk_doc_id(tenant, tool, document.document_id, c.n)}})
+            + _line(chunk_source(tenant, tool, document, c))
+            for tenant, tool, document, chunks in documents for c in chunks
+        ]
+        bodies = list(_bodies(actions))
+        for i, body in enumerate(bodies):
+            self._bulk(body, refresh=i == len(bodies) - 1)
+
     def remove(self, tenant: str, tool: str, document_id: str) -> None:
         self._delete_by_query({"bool": {"filter": _scope(tenant, tool, [document_id])}})
 
@@ -282,9 +300,9 @@ class OpenSearchDocumentIndex(DocumentIndex):
             time.sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
             body = retry
 
-    def _delete_by_query(self, query: dict[str, Any]) -> None:
+    def _delete_by_query(self, query: dict[str, Any], *, refresh: bool = True) -> None:
         answer = self._call(lambda: self.client.delete_by_query(
-            index=self.index, body={"query": query}, refresh=True, conflicts="proceed", filter_path="failures"))
+            index=self.index, body={"query": query}, refresh=refresh, conflicts="proceed", filter_path="failures"))
         if answer and answer.get("failures"):
             raise IndexUnavailable(f"deleting chunks failed: {answer['failures'][:3]}")
 

@@ -129,6 +129,17 @@ class SqliteDocumentIndex(DocumentIndex):
             db.executemany(_INSERT, rows)
             db.execute(_INDEX_ROWS.format(where=_DOCUMENT), key)
 
+    def put_many(self, documents: Sequence[tuple[str, str, IndexedDocument, Sequence[Chunk]]]) -> None:
+        """Every `put` in one transaction."""
+        with self._write() as db:
+            for tenant, tool, document, chunks in documents:
+                key = (tenant, tool, document.document_id)
+                scope = scope_token(tenant, tool)
+                _delete(db, _DOCUMENT, key)
+                db.executemany(_INSERT, [(tenant, tool, document.document_id, c.n, c.start, c.end, c.page, scope,
+                                          document.title, c.text) for c in chunks])
+                db.execute(_INDEX_ROWS.format(where=_DOCUMENT), key)
+
     def remove(self, tenant: str, tool: str, document_id: str) -> None:
         with self._write() as db:
             _delete(db, _DOCUMENT, (tenant, tool, document_id))

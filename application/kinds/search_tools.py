@@ -62,6 +62,7 @@ MAX_FILE_NAME = 255
 CONTEXT_CHARS = 120  # find_text: the characters shown either side of a match
 MAX_DOCUMENT_IDS = 100
 TEXT_CACHE_CHARS = 64_000_000  # decoded texts kept for fetch and find_text
+REBUILD_BATCH_CHARS = 8_000_000  # a rebuild writes the chunks of documents of about this much text at once
 # Longest suffix first, so that `a_list_documents` is never read as a tool `a_list`.
 _SUFFIXES = sorted(CAPABILITIES, key=len, reverse=True)
 
@@ -451,6 +452,8 @@ class SearchToolKind(ToolKind):
         ready = [(tool, d) for tool in self._all() if not tool.deleted for d in tool.documents.values() if d["state"] == READY]
         files.index.clear()
         total = 0
+        batch: list[tuple[str, str, IndexedDocument, list[Any]]] = []
+        batch_chars = 0
         for i, (tool, document) in enumerate(ready, 1):
             try:
                 text = files.blobs.get(tool.tenant, document["textSha256"]).decode("utf-8")
@@ -461,11 +464,17 @@ class SearchToolKind(ToolKind):
             extracted = Extracted(text, tuple(document["pageStarts"] or ()), document["title"])
             chunks = chunk_text(extracted, document["mediaType"])
             title = (document["title"] or "").strip() or document["name"]
-            files.index.put(tool.tenant, tool.tool_id, IndexedDocument(document["id"], title, document["name"],
-                                                                       document["mediaType"]), chunks)
+            batch.append((tool.tenant, tool.tool_id, IndexedDocument(document["id"], title, document["name"],
+                                                                     document["mediaType"]), chunks))
+            batch_chars += len(text)
             total += len(chunks)
+            if batch_chars >= REBUILD_BATCH_CHARS or i == len(ready):
+                files.index.put_many(batch)
+                batch, batch_chars = [], 0
             if progress is not None:
                 progress(i, len(ready))
+        if batch:
+            files.index.put_many(batch)
         return total
 
     # -- the catalog and R2 --------------------------------------------------------------------

@@ -91,18 +91,32 @@ ROUTES: list[tuple[str, str]] = [
     ("DELETE", "/api/v1/admin/api-tools/{id}"),
     ("POST", "/api/v1/admin/api-tools/{id}/test"),
     ("GET", "/api/v1/admin/api-tools/{id}/history"),
+    ("GET", "/api/v1/admin/search-tools"),
+    ("POST", "/api/v1/admin/search-tools"),
+    ("GET", "/api/v1/admin/search-tools/{id}"),
+    ("PUT", "/api/v1/admin/search-tools/{id}"),
+    ("DELETE", "/api/v1/admin/search-tools/{id}"),
+    ("GET", "/api/v1/admin/search-tools/{id}/history"),
+    ("POST", "/api/v1/admin/search-tools/{id}/test"),
+    ("POST", "/api/v1/admin/search-tools/{id}/documents"),
+    ("GET", "/api/v1/admin/search-tools/{id}/documents"),
+    ("GET", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
+    ("DELETE", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
     ("GET", "/api/v1/admin/audit/export"),
     ("GET", "/healthz"),
 ]
 
 TARGET = "target"  # a published tool module every record below names
-RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1", "secrets": "secret1", "api-tools": "api1"}
+UPLOAD = [("files", ("intruder.txt", b"an intruder's document"))]  # a document upload's multipart body
+RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1", "secrets": "secret1", "api-tools": "api1",
+              "search-tools": "search1"}
 
 
 @dataclass
 class World:
     tokens: dict[str, str | None]
     victim_token_id: str
+    document_id: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +133,12 @@ def world(probe: Probe) -> World:
         "secrets": {"id": "secret1", "value": "s3cret", "description": "a secret"},
         # a host that never resolves (.invalid): the Playground's call is an error result, not a hang
         "api-tools": {"id": "api1", "description": "an API URL tool", "urlTemplate": "https://api.example.invalid/v1"},
+        "search-tools": {"id": "search1", "description": "a File Search tool"},
     }
     for kind, body in records.items():
         assert probe.send("POST", f"/api/v1/admin/{kind}", json=body).status_code == 201
+    uploaded = probe.send("POST", "/api/v1/admin/search-tools/search1/documents", files=[("files", ("a.txt", b"a document"))])
+    assert uploaded.status_code == 202, uploaded.text
     revoked = probe.issue_token("admin")
     revoked_id = next(t["id"] for t in probe.send("GET", "/api/v1/admin/tokens").json() if t["name"].startswith("admin-"))
     assert probe.send("DELETE", f"/api/v1/admin/tokens/{revoked_id}").status_code == 204
@@ -136,7 +153,7 @@ def world(probe: Probe) -> World:
         "caller-no-profile": probe.issue_token("caller"),
         "admin": probe.server.token,
     }
-    return World(tokens=tokens, victim_token_id=victim)
+    return World(tokens=tokens, victim_token_id=victim, document_id=uploaded.json()["documents"][0]["id"])
 
 
 def concrete(path: str, world: World) -> str:
@@ -146,6 +163,7 @@ def concrete(path: str, world: World) -> str:
         path.replace("{id}", world.victim_token_id if kind == "tokens" else record)
         .replace("{version}", "1")
         .replace("{name}", TARGET)
+        .replace("{docId}", world.document_id)
     )
 
 
@@ -158,6 +176,10 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return {"id": own, "description": "intruder", "draftContent": "exports.x = 1;"}
     if path == "/api/v1/admin/api-tools/{id}/test":
         return {"arguments": {}}
+    if path == "/api/v1/admin/search-tools/{id}/test":
+        return {"capability": "search", "arguments": {"query": "document"}}
+    if path.endswith("/documents"):
+        return UPLOAD
     if path.endswith("/test"):
         return {"draftContent": "exports.run = function () { return 1; };", "tool": {}}
     if path.endswith("/revert"):
@@ -180,6 +202,7 @@ def body_for(method: str, path: str, principal: str) -> Any:
         "usage-profiles": {"description": "u2", "allowedTools": [TARGET]},
         "secrets": {"value": "rotated", "description": "s2"},
         "api-tools": {"description": "a2", "urlTemplate": "https://api.example.invalid/v2"},
+        "search-tools": {"description": "f2"},
     }[kind]
     return fields if path.endswith("{id}") else {"id": own, **fields}
 
@@ -215,7 +238,7 @@ def test_every_route_answers_each_principal_as_design_section_8_says(probe: Prob
     need = _need(method, path)
     body = body_for(method, path, principal)
     before = position(probe)
-    kwargs: dict[str, Any] = {} if body is None else {"json": body}
+    kwargs: dict[str, Any] = {} if body is None else {"files": body} if body is UPLOAD else {"json": body}
     answer = probe.send(method, concrete(path, world), token=world.tokens[principal], **kwargs)
     allowed = expected(principal, need)
     if allowed is None:

@@ -21,7 +21,9 @@ from tests.adversarial.conftest import ADMIN_TOKEN, CODE_MODULES, PROBLEM, Probe
 from tests.adversarial.test_auth_matrix import ROUTES, RECORD_IDS, TARGET, body_for
 
 MAX_BODY_BYTES = 2 * 1024 * 1024  # TOOLSMITH_MAX_BODY_BYTES's default
-BODY_ROUTES = [(m, p) for m, p in ROUTES if m in ("POST", "PUT") and body_for(m, p, "admin") is not None]
+# JSON bodies; a document upload is multipart (its own cases below).
+BODY_ROUTES = [(m, p) for m, p in ROUTES if m in ("POST", "PUT") and isinstance(body_for(m, p, "admin"), dict)]
+UPLOAD_PATH = "/api/v1/admin/search-tools/" + RECORD_IDS["search-tools"] + "/documents"
 INPUT = {400, 413, 415, 422}
 
 
@@ -160,3 +162,49 @@ def test_a_nul_in_a_value_is_kept_or_refused_never_a_500(probe: Probe, records: 
 
 def test_no_secret_in_any_log_line_event_export_or_answer(probe: Probe) -> None:
     probe.assert_no_secret_anywhere()
+
+
+_BOUNDARY = "toolsmithboundary"
+# name -> (body, content type, the statuses allowed): multipart bodies a document upload must refuse.
+MALFORMED_UPLOADS: dict[str, tuple[bytes, str | None, set[int]]] = {
+    "json-instead": (b'{"files": []}', "application/json", {415}),
+    "no-content-type": (b"--x--", None, {415}),
+    "no-boundary": (b"--x\r\n\r\n--x--\r\n", "multipart/form-data", {400}),
+    "truncated": (f"--{_BOUNDARY}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"a.txt\"\r\n\r\nabc".encode(),
+                  f"multipart/form-data; boundary={_BOUNDARY}", {400}),
+    "no-files-field": (f"--{_BOUNDARY}\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nx\r\n--{_BOUNDARY}--\r\n".encode(),
+                       f"multipart/form-data; boundary={_BOUNDARY}", {400}),
+    "files-as-text": (f"--{_BOUNDARY}\r\nContent-Disposition: form-data; name=\"files\"\r\n\r\nx\r\n--{_BOUNDARY}--\r\n".encode(),
+                      f"multipart/form-data; boundary={_BOUNDARY}", {400}),
+    "garbage": (secrets.token_bytes(4096), f"multipart/form-data; boundary={_BOUNDARY}", {400}),
+}
+
+
+@pytest.mark.parametrize("malformation", MALFORMED_UPLOADS, ids=list(MALFORMED_UPLOADS))
+def test_a_malformed_upload_is_a_4xx_problem_and_the_connection_stays_open(probe: Probe, records: None, malformation: str) -> None:
+    body, content_type, allowed = MALFORMED_UPLOADS[malformation]
+    status, headers, data, connection = exchange(probe, "POST", UPLOAD_PATH, body, content_type)
+    try:
+        assert status in allowed, f"{status} (allowed: {sorted(allowed)}) {data[:300]!r}"
+        assert headers.get("content-type", "").startswith(PROBLEM), headers
+        connection.request("GET", "/healthz")
+        follow = connection.getresponse()
+        follow.read()
+        assert follow.status == 200
+    finally:
+        connection.close()
+
+
+def test_an_upload_declaring_more_than_the_cap_is_refused_before_its_body(probe: Probe, records: None) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", probe.server.port, timeout=30)
+    try:
+        connection.putrequest("POST", UPLOAD_PATH)
+        for name, value in (("Authorization", f"Bearer {ADMIN_TOKEN}"), ("Content-Length", str(100 * 1_048_576)),
+                            ("Content-Type", f"multipart/form-data; boundary={_BOUNDARY}")):
+            connection.putheader(name, value)
+        connection.endheaders()
+        connection.send(b"--" + _BOUNDARY.encode() + b"\r\n")  # a start; the other 100 MB never come
+        response = connection.getresponse()
+        assert response.status == 413 and "TOOLSMITH_MAX_UPLOAD_MB" in json.loads(response.read())["detail"]
+    finally:
+        connection.close()

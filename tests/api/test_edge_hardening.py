@@ -193,6 +193,12 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
     assert client.post("/api/v1/admin/secrets", json={"id": name, "value": "v"}).status_code == 201
     api_tool = {"id": name + "_api", "description": "an API URL tool", "urlTemplate": "https://api.example.invalid/v1"}
     assert client.post("/api/v1/admin/api-tools", json=api_tool).status_code == 201
+    search_tool = {"id": name + "_fs", "description": "a File Search tool"}
+    assert client.post("/api/v1/admin/search-tools", json=search_tool).status_code == 201
+    uploaded = client.post(f"/api/v1/admin/search-tools/{name}_fs/documents", files=[("files", ("a.txt", b"some text"))])
+    assert uploaded.status_code == 202, uploaded.text
+    filled["docId"] = uploaded.json()["documents"][0]["id"]
+    _kind_of(client).wait_idle(30)  # GET and HEAD must see one state of the document
     # /healthz tells the read model's lag: let it catch up first, so that GET and HEAD see one state.
     deadline = time.monotonic() + 10
     while client.get("/healthz").json()["readModel"]["lag"] and time.monotonic() < deadline:
@@ -206,6 +212,8 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
             url = url.replace(name, name + "_plan", 1)
         if url.startswith("/api/v1/admin/api-tools/"):
             url = url.replace(name, name + "_api", 1)
+        if url.startswith("/api/v1/admin/search-tools/"):
+            url = url.replace(name, name + "_fs", 1)
         got, head = client.get(url), client.head(url)
         assert head.status_code == got.status_code, (url, got.status_code, head.status_code)
         assert head.content == b"", url
@@ -321,3 +329,9 @@ def test_mcp_bodies_pass_the_same_checks(client: TestClient) -> None:
     assert refused.status_code == 400 and refused.json()["error"]["data"]["code"] == "body-too-deep"
     refused = client.post("/mcp", content=b'{"jsonrpc": "2.0", "id": 1, "method": NaN}', headers=headers)
     assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700
+
+
+def _kind_of(client: TestClient) -> Any:
+    from application.kinds.search_tools import SearchToolKind
+
+    return client.app.state.services.toolbox.kind(SearchToolKind)  # type: ignore[attr-defined]

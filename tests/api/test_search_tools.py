@@ -210,3 +210,44 @@ def _kind_of(services: Any) -> Any:
     from application.kinds.search_tools import SearchToolKind
 
     return services.toolbox.kind(SearchToolKind)
+
+
+def test_r14_a_caller_reaches_capabilities_by_the_tools_name_or_its_tags(api: TestClient) -> None:
+    create(api, tags=["handbook"])
+    settled(api, "docs", upload(api, "docs", ("a.md", b"# Leave\n\nparental leave is sixteen weeks\n"))[0]["id"])
+    create(api, "other", tags=["private"])
+    for profile, body in (("by-name", {"allowedTools": ["docs"]}), ("by-tag", {"allowedTags": ["handbook"]}),
+                          ("one-capability", {"allowedTools": ["docs_fetch"]})):
+        expect(api.post("/api/v1/admin/usage-profiles", json={"id": profile, "description": profile, **body}), 201)
+    for profile, allowed in (("by-name", {"docs_search", "docs_fetch"}), ("by-tag", {"docs_search", "docs_fetch"}),
+                             ("one-capability", {"docs_fetch"})):
+        token = expect(api.post("/api/v1/admin/tokens", json={"name": profile, "role": "caller", "usageProfile": profile}), 201).json()["token"]
+        caller = {"Authorization": f"Bearer {token}"}
+        for name in ("docs_search", "docs_fetch", "other_search"):
+            arguments = {"query": "parental"} if name.endswith("search") else {"id": "nothing"}
+            answer = api.post(f"/api/v1/tools/{name}/call", json=arguments, headers=caller)
+            assert (answer.status_code == 200) == (name in allowed), (profile, name, answer.text)
+
+
+def test_toolsmith_projections_rebuild_makes_the_chunk_index_again(data: Path, shared_sandbox: Any) -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers import environment_without_settings
+
+    settings = Settings(data_dir=data, admin_token=ADMIN_TOKEN)
+    with _client(settings, shared_sandbox) as api:
+        create(api)
+        doc_id = upload(api, "docs", ("atlas.pdf", documents.two_page_pdf(PAGE_TWO_WORD)))[0]["id"]
+        assert settled(api, "docs", doc_id)["state"] == "READY"
+    # The service stopped; its index file is lost.
+    for leftover in data.glob("documents.sqlite*"):
+        leftover.unlink()
+    toolsmith = Path(sys.executable).parent / "toolsmith"
+    done = subprocess.run([str(toolsmith), "projections", "rebuild"], capture_output=True, text=True, timeout=120,
+                          env={**environment_without_settings(), "TOOLSMITH_DATA_DIR": str(data)})
+    assert done.returncode == 0, done.stderr
+    assert "the chunk index holds" in done.stdout
+    with _client(settings, shared_sandbox) as again:
+        found = call(again, "docs_search", {"query": PAGE_TWO_WORD})["output"]["results"]
+        assert found and found[0]["documentId"] == doc_id and found[0]["page"] == 2

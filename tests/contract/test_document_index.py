@@ -217,6 +217,25 @@ def test_putting_again_replaces_every_chunk(index: DocumentIndex) -> None:
     assert index.count(TENANT, TOOL) == len(FILLER) + 1
 
 
+def test_put_many_replaces_every_chunk_of_each_document_across_tools(index: DocumentIndex) -> None:
+    with_filler(index)
+    put(index, "notes", "The first version mentions the tapir.", "Its second chunk mentions the okapi.")
+    put(index, "other", "Another tool's note on the tapir.", tool="other-tool")
+
+    index.put_many([
+        (TENANT, TOOL, document("notes", "New title"), chunks_of("The second version mentions the tapir again.")),
+        (TENANT, TOOL, document("fresh"), chunks_of("A fresh document about the dugong.", "And the manatee.")),
+        (TENANT, "other-tool", document("other"), chunks_of("The other tool now says capybara.")),
+    ])
+
+    assert found(index, "okapi") == []
+    [hit] = search(index, "tapir")
+    assert (hit.chunk_id, hit.title) == ("notes#0", "New title")
+    assert found(index, "manatee") == ["fresh#1"]
+    assert found(index, "tapir", tool="other-tool") == [] and found(index, "capybara", tool="other-tool") == ["other#0"]
+    assert index.count(TENANT, TOOL) == len(FILLER) + 3
+
+
 def test_remove_counts_for_the_very_next_search(index: DocumentIndex) -> None:
     with_filler(index)
     put(index, "gone", "The platypus lays eggs.", "The platypus swims.")
