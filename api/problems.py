@@ -48,6 +48,7 @@ _DESCRIPTIONS = {
     409: "The request conflicts with the module's state (`usedBy` for R12)",
     412: "`If-Match` names a version of the module that is no longer current (B7)",
     413: "The request body is too large",
+    415: "The body is not of the media type the route takes (JSON; multipart/form-data for a document upload)",
     422: "Publishing would break a module (`failingModule`) or close an import cycle (`cycle`)",
     429: "Every sandbox session is busy; retry after `Retry-After` seconds",
     503: "The code sandbox is not configured, or the read model is unavailable",

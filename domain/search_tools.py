@@ -227,6 +227,22 @@ def name_violations(name: str) -> list[Violation]:
     return []
 
 
+def given_violations(given: dict[str, Any]) -> list[Violation]:
+    """What `normalise` would drop unseen: a capability this kind lacks, a limit of another capability."""
+    capabilities = given.get("capabilities") or {}
+    found = []
+    for name, mine in capabilities.items():
+        if name not in CAPABILITIES:
+            found.append(Violation(f"capabilities.{name}", "R4", f"is not a capability (they are {', '.join(CAPABILITIES)})"))
+            continue
+        limit = CAPABILITIES[name][1]
+        for key in mine or {}:
+            if key not in ("enabled", limit, cap_key(limit)):
+                found.append(Violation(f"capabilities.{name}.{key}", "R4",
+                                       f"is not a setting of {name} (it has enabled, {limit} and {cap_key(limit)})"))
+    return found
+
+
 def violations(config: Config) -> list[Violation]:
     """Every rule of DESIGN §10.2 the (normalised) configuration breaks, each naming its field."""
     found = description_violations(config["description"])

@@ -189,7 +189,15 @@ async def test_search_tool(id: str, services: ServicesDep, principal: Admin,
 # -- documents ----------------------------------------------------------------------------------
 
 
-@router.post("/{id}/documents", status_code=202, responses=documented(400, 404, 413))
+# The route reads the multipart form itself (streamed, never whole in memory): its body, documented here.
+UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["files"],
+    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"},
+                             "description": "one or many files (text, Markdown, JSON, CSV, source code, HTML, PDF, .docx)"}},
+}}}}}
+
+
+@router.post("/{id}/documents", status_code=202, responses=documented(400, 404, 413, 415, 503), openapi_extra=UPLOAD_BODY)
 async def upload_documents(id: str, request: Request, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Upload one or many files (multipart, field `files`); each becomes a document, `PROCESSING`
     until its text is extracted and indexed. The same bytes twice are one document."""

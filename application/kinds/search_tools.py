@@ -49,7 +49,7 @@ from domain.ports import ExecutionError, ExecutionResult
 from domain.rules import id_violations
 from domain.search_tools import (
     CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, capability_names,
-    enabled_capabilities, name_violations, normalise, search_tool_id, violations,
+    enabled_capabilities, given_violations, name_violations, normalise, search_tool_id, violations,
 )
 
 log = logging.getLogger("toolsmith.search_tools")
@@ -182,7 +182,7 @@ class SearchToolKind(ToolKind):
              expected: int | None = None) -> tuple[SearchTool, int | None]:
         """POST (create) or PUT (replace) a tool's configuration; live at once."""
         config = normalise(given)
-        found = id_violations(name) + name_violations(name) + violations(config)
+        found = id_violations(name) + name_violations(name) + given_violations(given) + violations(config)
         if found:
             raise InvalidDefinition(found)
         aggregate_id = search_tool_id(tenant, name)
@@ -400,7 +400,9 @@ class SearchToolKind(ToolKind):
                 files.index.put(tenant, name, IndexedDocument(doc_id, title, document["name"], document["mediaType"]), chunks)
             except ExtractionFailed as failure:
                 self._record(tenant, name, doc_id, failed=failure.reason)
-                log.info("document failed", extra={"tenant": tenant, "tool": name, "document": doc_id, "reason": failure.reason})
+                # The reason's words only: what a parser said in parentheses may quote the document.
+                log.info("document failed", extra={"tenant": tenant, "tool": name, "document": doc_id,
+                                                   "reason": failure.reason.split(" (", 1)[0]})
                 return
             except IndexUnavailable as error:
                 self._record(tenant, name, doc_id, failed=f"the search index could not be reached ({error}); upload the file again")

@@ -140,6 +140,9 @@ def test_configuration_rules_name_their_field(api: TestClient) -> None:
     assert any(e["field"] == "capabilities.search.maxResults" for e in over_cap.json()["errors"])
     cap_over_design = api.post(TOOLS, json={"id": "docs", "capabilities": {"fetch": {"maxCharsCap": 60_000}}})
     assert any(e["field"] == "capabilities.fetch.maxCharsCap" for e in cap_over_design.json()["errors"])
+    another_limit = api.post(TOOLS, json={"id": "docs", "description": "d", "capabilities": {"search": {"maxChars": 10}}})
+    assert another_limit.status_code == 400
+    assert [e["field"] for e in another_limit.json()["errors"]] == ["capabilities.search.maxChars"]
 
 
 def test_capabilities_are_catalog_tools_with_their_limits_and_names_are_held(api: TestClient) -> None:
