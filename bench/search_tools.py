@@ -13,7 +13,6 @@ Run: `python -m bench.search_tools [--quick]`.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import tempfile
@@ -52,7 +51,7 @@ def big_pdf(pages: int, image_mb: float, seed: int = 17) -> bytes:
     for number in range(pages):
         lines = [" ".join(rng.choice(words) for _ in range(14)) for _ in range(70)]
         text = "".join(f"({line}) '\n" for line in lines)
-        draw = f"q 500 0 0 700 50 50 cm /Im1 Do Q\n" if number == 0 else ""
+        draw = "q 500 0 0 700 50 50 cm /Im1 Do Q\n" if number == 0 else ""
         content = (draw + f"BT /F1 8 Tf 40 800 Td 10 TL (Page {number + 1}) Tj\n{text}ET").encode()
         stream = add(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
         kids.append(add(b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 595 842] /Contents %d 0 R "

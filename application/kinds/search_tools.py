@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
@@ -41,7 +41,7 @@ from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
 from domain.catalog import ToolEntry
 from domain.chunking import chunk_text
 from domain.documents import (
-    FAILED, MARK_END, MARK_START, MAX_QUERY_CHARS, PROCESSING, READY, BlobStore, DocumentIndex, Extracted,
+    MAX_QUERY_CHARS, PROCESSING, READY, BlobStore, DocumentIndex, Extracted,
     ExtractionFailed, IndexedDocument, IndexUnavailable, query_terms, split_chunk_id,
 )
 from domain.errors import DocumentsUnavailable, IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
@@ -817,7 +817,3 @@ def _page(rows: list[Document], after: str | None, limit: int) -> tuple[list[Doc
         cursor = base64.urlsafe_b64encode(f"{page[-1]['name']}\x00{page[-1]['id']}".encode()).decode().rstrip("=")
     return page, cursor
 
-
-# Marks a snippet's matching words; re-exported for the console, which splits on them.
-MARKS = (MARK_START, MARK_END)
-__all__ = ["Files", "MARKS", "SearchToolKind", "Upload", "capability_entries", "capability_schema", "FAILED"]
