@@ -103,6 +103,7 @@ def _status(error: errors.ModuleError) -> int:
         errors.InUse: 409,
         errors.ConcurrentChange: 409,
         errors.CheckFailed: 422,
+        errors.ChangesetRefused: 422,
         errors.SandboxBusy: 429,
         errors.SandboxUnavailable: 503,
         errors.UnknownRecord: 404,
@@ -144,6 +145,8 @@ def from_domain(error: errors.ModuleError) -> JSONResponse:
     if isinstance(error, errors.CheckFailed):
         extra["failingModule"] = error.failing_module
         extra["error"] = {"type": error.error_type, "message": error.message}
+    if isinstance(error, errors.ChangesetRefused):
+        extra["failures"] = [{"module": m, "error": {"type": t, "message": msg}} for m, t, msg in error.failures]
     if isinstance(error, errors.SandboxBusy):
         headers = {"Retry-After": "1"}
     return problem(_status(error), error.code, _detail(error), headers=headers, **extra)

@@ -32,6 +32,9 @@ class ToolSectionIn(_Request):
     enabled: bool = True
     tags: list[str] = []
     style: str = Field("module", description="module (exports.run) or script (seed 000)")
+    examples: list[dict[str, Any]] = Field([], description="B4, at most 20: each {name, input, and an expected output "
+                                           "(compared as JSON) or an expected error type}; run by /test and by every "
+                                           "publish of this module or of a module it imports")
 
 
 class ModuleCreate(_Request):
@@ -80,6 +83,7 @@ class ToolSection(BaseModel):
     enabled: bool
     tags: list[str]
     style: str
+    examples: list[dict[str, Any]] = Field([], description="B4: the tool's examples (name, input, output or error)")
 
 
 class Definition(BaseModel):
@@ -93,6 +97,32 @@ class PublishedDefinition(Definition):
     version: int
     publishedAt: datetime
     publishedBy: str
+    changeset: str | None = Field(None, description="the changeset this version was published in (B6)")
+    message: str | None = Field(None, description="what the publisher said of it")
+
+
+class PublishRequest(_Request):
+    message: str | None = Field(None, max_length=2_000, description="shown in history and versions")
+
+
+class ChangesetRequest(_Request):
+    ids: list[str] = Field(description="the modules whose drafts are published together (1 to 100)")
+    message: str | None = Field(None, max_length=2_000)
+    ifMatch: dict[str, str] = Field({}, description="a module's ETag as read, by id (B7): 412 when it moved since")
+
+
+class ChangesetOut(BaseModel):
+    id: str = Field(description="the changeset's id; each module's Published event names it")
+    message: str | None
+    by: str
+    at: datetime
+    modules: list[dict[str, Any]] = Field(description="each module it published and the version it made")
+
+
+class ChangesetPreview(BaseModel):
+    wouldPublish: bool
+    modules: list[dict[str, Any]] = Field(description="each module and the version a publish would make")
+    checks: list["CheckOut"] = Field(description="every module checked, dependencies first (each draft, then each importer)")
 
 
 class ModulePublic(BaseModel):
@@ -142,11 +172,22 @@ class ExecutionErrorOut(BaseModel):
     message: str
 
 
+class ExampleOut(BaseModel):
+    name: str
+    passed: bool
+    expected: dict[str, Any] = Field(description="{output} or {error}: what the example expects")
+    actual: dict[str, Any] = Field(description="{output} or {error}: what the run gave")
+
+
 class ExecutionOut(BaseModel):
     output: Any
     error: ExecutionErrorOut | None
     logs: list[str]
     durationMillis: float
+
+
+class TestOut(ExecutionOut):
+    examples: list[ExampleOut] | None = Field(None, description="each example of the tool section, run (B4); absent when it has none")
 
 
 class PlanNodeRunOut(BaseModel):
@@ -325,12 +366,16 @@ class VersionSummary(BaseModel):
     publishedAt: datetime
     publishedBy: str
     description: str
+    changeset: str | None = Field(None, description="the changeset this version was published in (B6)")
+    message: str | None = Field(None, description="what the publisher said of it")
 
 
 class VersionOut(Definition):
     version: int
     publishedAt: datetime
     publishedBy: str
+    changeset: str | None = Field(None, description="the changeset this version was published in (B6)")
+    message: str | None = Field(None, description="what the publisher said of it")
 
 
 class RevertRequest(_Request):

@@ -60,12 +60,14 @@ class Change(Generic[T]):
     Nones: nothing changed and nothing is recorded), and its subject, if a conflict on it is the
     client's rather than a reason to run the attempt again."""
 
-    __slots__ = ("value", "aggregates", "subject")
+    __slots__ = ("value", "aggregates", "subjects")
 
-    def __init__(self, value: T, *, save: Iterable[Any] = (), subject: Subject | None = None) -> None:
+    def __init__(self, value: T, *, save: Iterable[Any] = (), subject: Subject | None = None,
+                 subjects: Iterable[Subject] = ()) -> None:
         self.value = value
         self.aggregates = tuple(a for a in save if a is not None)
-        self.subject = subject
+        # A changeset (B6) has one subject per module it publishes.
+        self.subjects = (subject, *subjects) if subject is not None else tuple(subjects)
 
 
 class CommandRunner:
@@ -94,8 +96,8 @@ class CommandRunner:
                 position = self._store.save_or_conflict(*change.aggregates)
                 if position is not None:
                     return change.value, position
-                if change.subject is not None:
-                    self._refuse_if_moved(change.subject)
+                for subject in change.subjects:
+                    self._refuse_if_moved(subject)
         raise ConcurrentChange(name)
 
     @staticmethod

@@ -4,15 +4,22 @@ checks a publish makes of a module and of every module that imports it. Each run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+import json
 import threading
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Any
 
-from application.imports import check_draft_imports, check_imports
+import networkx as nx
+
+from application.imports import _import_problem, check_draft_imports, check_imports
 from application.store import Store
-from domain.errors import InvalidDefinition, SandboxBusy, SandboxUnavailable, ToolNotCallable, UnknownModule
-from domain.graph import bundle_order, transitive_importers, with_edges
+from domain.errors import (
+    ImportCycle, ImportRefused, InvalidDefinition, SandboxBusy, SandboxUnavailable, ToolNotCallable, UnknownModule, Violation,
+)
+from domain.graph import bundle_order, cycle_through, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph
 from domain.ports import Execution as Bundle
 from domain.ports import ExecutionError, ExecutionResult, Sandbox, SourceUnit
@@ -67,6 +74,22 @@ class Execution:
         bundle = self._bundle(tenant, name, edges, {name: definition}, input=input, context=context)
         return sandbox.run(bundle)
 
+    def test_examples(
+        self, tenant: str, *, content: Any, imports: Any, tool: dict[str, Any] | None, module_id: str | None,
+        context: dict[str, Any],
+    ) -> list[ExampleRun]:
+        """POST /test (B4): each example of the tool section run against the draft as the editor
+        holds it, with what it expected and what it gave. Call after `test`, which checks the rest."""
+        tool = normalise_tool(tool)
+        if tool is None or not tool.get("examples"):
+            return []
+        sandbox = self._sandbox()
+        name = module_id or "(draft)"
+        edges = check_draft_imports(self._store, self._store.graph(tenant), name, imports)
+        definition = {"description": "", "content": content, "imports": imports, "tool": tool}
+        bundle = self._bundle(tenant, name, edges, {name: definition}, context=context)
+        return [run_example(sandbox, bundle, tool, example) for example in tool["examples"]]
+
     def call_tool(self, tenant: str, name: str, input: Any, *, context: dict[str, Any]) -> ExecutionResult:
         """POST /api/v1/tools/{name}/call: runs the published version of a tool module."""
         module = self._store.find(tenant, name)
@@ -118,7 +141,55 @@ class Execution:
         def bundle(target: str) -> Bundle:
             return self._bundle(tenant, target, edges, definitions, context=context)
 
-        return draft, checked_in_order(sandbox, targets, bundle, first_failure_only=first_failure_only)
+        def check(target: str, execution: Bundle) -> ExecutionResult:
+            # R10's check, then the target's examples (B4) with the new version in place.
+            return checked_with_examples(sandbox, target, execution, definitions[target]["tool"])
+
+        return draft, checked_in_order(sandbox, targets, bundle, first_failure_only=first_failure_only, check=check)
+
+    def changeset_checks(
+        self, sandbox: Sandbox, tenant: str, modules: Sequence[CodeModule], graph: ImportGraph, *,
+        context: dict[str, Any] | None = None,
+    ) -> list[tuple[str, ExecutionResult]]:
+        """B6: R5 for every draft of the changeset against the graph as it will be (an import may
+        name another module of the changeset; no cycle through their new imports together), then
+        R10's check and the examples (B4) of each of them and of every module that imports any of
+        them, transitively, once, with all the new versions in place: on every worker at once,
+        answered dependencies first. Every check runs, so a refusal names every failing module."""
+        drafts: dict[str, Definition] = {}
+        for module in modules:
+            module._check_can_publish()
+            assert module.draft is not None
+            drafts[module.module_id] = module.draft
+        found = [
+            Violation(f"{module_id}.draftImports[{i}]", "R5", _import_problem(self._store, tenant, module_id, name))
+            for module_id, draft in drafts.items()
+            for i, name in enumerate(draft["imports"])
+            if name == module_id or not (graph.is_published(name) or name in drafts)
+        ]
+        if found:
+            raise ImportRefused(found, at_publish=True)
+        edges: Mapping[str, Sequence[str]] = graph.published_edges()
+        for module_id, draft in drafts.items():
+            edges = with_edges(edges, module_id, draft["imports"])
+        for module_id, draft in drafts.items():
+            cycle = cycle_through(edges, module_id, draft["imports"])
+            if cycle:
+                raise ImportCycle(cycle, at_publish=True)
+        importers = _ImportersAsWillBe(graph.published_importers(), drafts)
+        targets = set(drafts)
+        for module_id in drafts:
+            targets.update(transitive_importers(importers, edges, module_id))
+        ordered = dependencies_first(edges, targets)
+        definitions: dict[str, Definition] = dict(drafts)
+
+        def bundle(target: str) -> Bundle:
+            return self._bundle(tenant, target, edges, definitions, context=context)
+
+        def check(target: str, execution: Bundle) -> ExecutionResult:
+            return checked_with_examples(sandbox, target, execution, definitions[target]["tool"])
+
+        return checked_in_order(sandbox, ordered, bundle, first_failure_only=False, check=check)
 
     def _bundle(
         self,
@@ -162,8 +233,12 @@ class Execution:
         return module.published
 
 
+Check = Callable[[str, Bundle], ExecutionResult]
+
+
 def checked_in_order(
-    sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], *, first_failure_only: bool
+    sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], *, first_failure_only: bool,
+    check: Check | None = None,
 ) -> list[tuple[str, ExecutionResult]]:
     """R10's checks of `targets`, up to the sandbox's parallelism at a time, answered in the order
     of `targets` whichever finishes first.
@@ -181,10 +256,11 @@ def checked_in_order(
     waited for. An error other than a check's result (a bundle that cannot be built) ends the
     publish: nothing starts after it, and it is raised once the running checks are done.
     """
+    check = check or (lambda _, execution: sandbox.check(execution))
     width = max(1, min(sandbox.parallelism(), len(targets)))
     if width == 1:
-        return _one_at_a_time(sandbox, targets, bundle, first_failure_only=first_failure_only)
-    state = _Checks(sandbox, targets, bundle, first_failure_only)
+        return _one_at_a_time(check, targets, bundle, first_failure_only=first_failure_only)
+    state = _Checks(sandbox, targets, bundle, first_failure_only, check)
     helpers = [threading.Thread(target=state.work, name=f"publish-check-{n}", daemon=True) for n in range(1, width)]
     for helper in helpers:
         helper.start()
@@ -199,8 +275,10 @@ def checked_in_order(
 class _Checks:
     """What `checked_in_order`'s threads share, under one lock."""
 
-    def __init__(self, sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], first_failure_only: bool) -> None:
+    def __init__(self, sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], first_failure_only: bool,
+                 check: Check) -> None:
         self.sandbox = sandbox
+        self.check = check
         self.targets = targets
         self.bundle = bundle
         self.first_failure_only = first_failure_only
@@ -217,7 +295,7 @@ class _Checks:
         while (taken := self._take()) is not None:
             index, execution = taken
             try:
-                result = self.sandbox.check(execution)
+                result = self.check(self.targets[index], execution)
             except SandboxBusy as busy:
                 with self.changed:
                     self.running -= 1
@@ -267,13 +345,13 @@ class _Checks:
 
 
 def _one_at_a_time(
-    sandbox: Sandbox, targets: Sequence[str], bundle: Callable[[str], Bundle], *, first_failure_only: bool
+    check: Check, targets: Sequence[str], bundle: Callable[[str], Bundle], *, first_failure_only: bool
 ) -> list[tuple[str, ExecutionResult]]:
     """A sandbox of one worker: its checks on the caller's thread, where two thread hand-offs per
     check would cost more than they overlap."""
     checks = []
     for target in targets:
-        result = sandbox.check(bundle(target))
+        result = check(target, bundle(target))
         checks.append((target, result))
         if first_failure_only and result.error is not None:
             break
@@ -283,3 +361,100 @@ def _one_at_a_time(
 def arguments(tool: dict[str, Any], input: Any) -> Any:
     """V1 before any JavaScript runs; in script style every declared parameter is a variable."""
     return validate_input(tool["inputParameters"], input, omitted_as_null=tool["style"] == "script")
+
+
+# -- examples (B4) ---------------------------------------------------------------------------------
+
+SHOWN_CHARS = 300  # of an expected or actual value, in a refusal's message
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    """One example run: what it expected and what the run gave, each `{"output": …}` or `{"error": …}`."""
+
+    name: str
+    passed: bool
+    expected: dict[str, Any]
+    actual: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "expected": self.expected, "actual": self.actual}
+
+
+def run_example(sandbox: Sandbox, bundle: Bundle, tool: dict[str, Any], example: dict[str, Any]) -> ExampleRun:
+    """Runs `bundle` with the example's input (V1 as a call's) and compares: an expected output
+    as JSON (true is not 1, 1 is 1.0), an expected error by its type."""
+    expected = {"error": example["error"]} if example.get("error") is not None else {"output": example.get("output")}
+    result = sandbox.run(dataclasses.replace(bundle, input=arguments(tool, example.get("input"))))
+    if result.error is not None:
+        actual: dict[str, Any] = {"error": result.error.type, "message": result.error.message}
+        passed = expected.get("error") == result.error.type
+    else:
+        actual = {"output": result.output}
+        passed = "output" in expected and same_json(expected["output"], result.output)
+    return ExampleRun(example["name"], passed, expected, actual)
+
+
+def checked_with_examples(sandbox: Sandbox, target: str, bundle: Bundle, tool: dict[str, Any] | None) -> ExecutionResult:
+    """R10's check of `target`, then each of its examples, the first that fails answered as an
+    `example` failure naming it, what it expected and what it got."""
+    result = sandbox.check(bundle)
+    if result.error is not None or tool is None:
+        return result
+    for example in tool.get("examples") or []:
+        run = run_example(sandbox, bundle, tool, example)
+        if not run.passed:
+            got = (f"the error {run.actual['error']}: {run.actual['message']}" if "error" in run.actual
+                   else _shown(run.actual["output"]))
+            wanted = f"the error {run.expected['error']}" if "error" in run.expected else _shown(run.expected["output"])
+            return ExecutionResult(error=ExecutionError(
+                "example", f"example {run.name!r} of {target}: expected {wanted}, got {got}"))
+    return result
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Equality of two JSON values: numbers by value, but a boolean is never a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
+# -- changesets (B6) --------------------------------------------------------------------------------
+
+
+class _ImportersAsWillBe(Mapping[str, frozenset[str]]):
+    """The published importers, with each changeset module's new imports in place of its old."""
+
+    def __init__(self, published: Mapping[str, frozenset[str]], drafts: Mapping[str, Definition]) -> None:
+        self._published = published
+        self._drafts = drafts
+
+    def __getitem__(self, module: str) -> frozenset[str]:
+        found = set(self._published.get(module, frozenset())) - set(self._drafts)
+        found.update(m for m, draft in self._drafts.items() if module in draft["imports"])
+        return frozenset(found)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from {*self._published, *(name for draft in self._drafts.values() for name in draft["imports"])}
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def dependencies_first(edges: Mapping[str, Sequence[str]], targets: Collection[str]) -> list[str]:
+    """`targets` ordered so that each comes after the targets it imports (ties by name)."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(sorted(targets))
+    graph.add_edges_from((dependency, module) for module in targets for dependency in edges.get(module, ()) if dependency in targets)
+    return list(nx.lexicographical_topological_sort(graph))

@@ -9,6 +9,8 @@ touches neither.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +19,47 @@ from application.execution import Execution
 from application.history import History
 from application.imports import check_draft_imports
 from application.store import Store
-from domain.errors import CheckFailed, IdTaken, InUse, InvalidDefinition, UnknownVersion
+from domain.errors import (
+    ChangesetRefused, CheckFailed, IdTaken, InUse, InvalidDefinition, InvalidInput, UnknownVersion, Violation,
+)
 from domain.model import CodeModule, Definition
 from domain.ports import ExecutionResult
 from domain.rules import id_violations, normalise_tool, validate_definition
 
 UNSET: Any = object()  # a PUT field that the request did not mention
+
+
+MAX_CHANGESET = 100
+MAX_MESSAGE = 2_000
+
+
+@dataclass
+class Changeset:
+    """What a changeset published (or, dry, would): its id, the modules as they now stand, every check."""
+
+    id: str
+    modules: list[CodeModule]
+    checks: list[tuple[str, ExecutionResult]]
+    position: int | None = None
+
+
+def changeset_violations(ids: Any, expected: Mapping[str, Any]) -> list[Violation]:
+    """The request's own rules: 1 to 100 ids, each an id, none twice; If-Match only for those ids."""
+    if not isinstance(ids, (list, tuple)) or not ids:
+        return [Violation("ids", "B6", "name at least one module to publish")]
+    found: list[Violation] = []
+    if len(ids) > MAX_CHANGESET:
+        found.append(Violation("ids", "B6", f"at most {MAX_CHANGESET} modules in one changeset, got {len(ids)}"))
+    seen: set[str] = set()
+    for i, module_id in enumerate(ids):
+        found += id_violations(module_id, f"ids[{i}]")
+        if module_id in seen:
+            found.append(Violation(f"ids[{i}]", "B6", f"{module_id!r} is named twice"))
+        seen.add(module_id)
+    for module_id in expected:
+        if module_id not in seen:
+            found.append(Violation(f"ifMatch.{module_id}", "B7", f"{module_id!r} is not one of the ids"))
+    return found
 
 
 @dataclass(frozen=True)
@@ -138,7 +175,8 @@ class Modules:
         return Written(*self._commands.run(attempt, name=module_id, lock=lock))
 
     def publish(
-        self, tenant: str, module_id: str, *, by: str, expected: int | None = None, context: dict[str, Any] | None = None
+        self, tenant: str, module_id: str, *, by: str, expected: int | None = None, context: dict[str, Any] | None = None,
+        message: str | None = None,
     ) -> Written:
         """POST /{id}/publish: R5 again, then R10's check of the module and all its importers. The
         checks run with `context` as `ai.context()`: the publisher's, as a call of theirs would."""
@@ -152,11 +190,47 @@ class Modules:
             for target, result in checks:
                 if result.error is not None:
                     raise CheckFailed(target, result.error.type, result.error.message)
-            module.publish(by)
+            module.publish(by, message=message)
             graph.link(module_id, published=draft["imports"], draft=None)
             return Change(module, save=(module, graph), subject=subject)
 
         return Written(*self._commands.run(attempt, name=module_id, lock=tenant))
+
+    def publish_changeset(
+        self, tenant: str, ids: Sequence[str], *, by: str, message: str | None = None,
+        expected: Mapping[str, int] | None = None, context: dict[str, Any] | None = None, dry_run: bool = False,
+    ) -> Changeset:
+        """POST /publish (B6): every draft of `ids` checked together against the graph as it will be,
+        then published in one transaction (all or nothing), each `Published` event naming the
+        changeset and `message`. With `dry_run`, every check is made and answered; nothing is
+        recorded. `expected` holds the If-Match of some modules (B7)."""
+        found = changeset_violations(ids, expected or {})
+        if found:
+            raise InvalidInput(found)
+        sandbox = self._execution.sandbox()
+        changeset_id = f"cs_{uuid.uuid4().hex[:20]}"
+
+        def attempt() -> Change[Changeset]:
+            modules = [self._store.module(tenant, module_id, for_update=not dry_run) for module_id in ids]
+            subjects = [self._commands.subject(m, m.module_id, (expected or {}).get(m.module_id)) for m in modules]
+            graph = self._store.graph(tenant, for_update=not dry_run)
+            checks = self._execution.changeset_checks(sandbox, tenant, modules, graph, context=context)
+            failures = [(target, r.error.type, r.error.message) for target, r in checks if r.error is not None]
+            if dry_run:
+                return Change(Changeset(changeset_id, modules, checks))
+            if failures:
+                raise ChangesetRefused(failures)
+            drafts = {m.module_id: m.draft for m in modules}
+            for module in modules:
+                module.publish(by, changeset=changeset_id, message=message)
+            for module_id, draft in drafts.items():
+                assert draft is not None
+                graph.link(module_id, published=draft["imports"], draft=None)
+            return Change(Changeset(changeset_id, modules, checks), save=(*modules, graph), subjects=subjects)
+
+        changeset, position = self._commands.run(attempt, name=", ".join(ids), lock=None if dry_run else tenant)
+        changeset.position = position
+        return changeset
 
     def preview_publish(
         self, tenant: str, module_id: str, *, context: dict[str, Any] | None = None

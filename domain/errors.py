@@ -259,3 +259,14 @@ class DocumentsUnavailable(ModuleError):
     """Documents cannot be kept or searched now: not configured here, or the chunk index is down."""
 
     code = "documents-unavailable"
+
+
+class ChangesetRefused(ModuleError):
+    """B6: a changeset whose checks fail; every failing module named, with why (nothing recorded)."""
+
+    code = "changeset-refused"
+
+    def __init__(self, failures: list[tuple[str, str, str]]) -> None:
+        self.failures = failures  # (module, error type, message)
+        names = ", ".join(dict.fromkeys(module for module, _, _ in failures))
+        super().__init__(f"the changeset would break {names}: " + "; ".join(f"{m}: {t}: {msg}" for m, t, msg in failures[:5]))

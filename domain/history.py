@@ -39,7 +39,8 @@ def versions(events: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def version(event: CodeModule.Published) -> dict[str, Any]:
-    return {"version": event.version, "publishedAt": event.timestamp, "publishedBy": event.by, **event.definition}
+    return {"version": event.version, "publishedAt": event.timestamp, "publishedBy": event.by, **event.definition,
+            "changeset": getattr(event, "changeset", None), "message": getattr(event, "message", None)}
 
 
 def replay(events: Iterable[Any], at: datetime) -> Any | None:

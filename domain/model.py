@@ -36,6 +36,7 @@ from immutables import Map
 from domain.chain import Chained
 
 from domain.errors import CannotDiscard, NothingToPublish, UnknownModule
+from domain.versions import upcast
 
 Definition = dict[str, Any]
 # A module's node in its tenant's import graph: {"published": [...] or None, "draft": [...] or
@@ -114,9 +115,12 @@ class CodeModule(Chained):
         self._draft_changed(tenant=self.tenant, module_id=self.module_id, definition=definition, by=by)
         return True
 
-    def publish(self, by: str) -> int:
+    def publish(self, by: str, *, changeset: str | None = None, message: str | None = None) -> int:
+        """The draft becomes the next published version; `changeset` names the changeset it was
+        published in (B6), `message` what the publisher said of it."""
         self._check_can_publish()
-        self._published(tenant=self.tenant, module_id=self.module_id, version=self.published_version + 1, definition=self.draft, by=by)
+        self._published(tenant=self.tenant, module_id=self.module_id, version=self.published_version + 1, definition=self.draft,
+                        by=by, changeset=changeset, message=message)
         return self.published_version
 
     def revert(self, version: int, definition: Definition, by: str) -> bool:
@@ -176,7 +180,9 @@ class CodeModule(Chained):
         self._touched(by, timestamp)
 
     @event("Published")
-    def _published(self, tenant: str, module_id: str, version: int, definition: Definition, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
+    def _published(self, tenant: str, module_id: str, version: int, definition: Definition, by: str,
+                   changeset: str | None = None, message: str | None = None, previous_hash: str = "",
+                   timestamp: datetime | None = None) -> None:
         self.published = definition
         self.published_version = version
         self.published_at = timestamp
@@ -403,3 +409,13 @@ class _PublishedEdges(Mapping[str, list[str]]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+# -- event versions (domain/versions.py) -------------------------------------------------------------
+
+@upcast(CodeModule.Published, to=2)
+def _published_gains_changeset_and_message(state: dict[str, Any]) -> None:
+    """B6: a `Published` event names its changeset and the publisher's message; one stored before
+    either existed was a single publish with no message."""
+    state.setdefault("changeset", None)
+    state.setdefault("message", None)

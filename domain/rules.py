@@ -200,6 +200,54 @@ def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation
     for i, tag in enumerate(tags):
         if not tag.strip() or len(tag) > MAX_TAG_LENGTH:
             found.append(Violation(f"{field}.tags[{i}]", "R9", f"a tag is 1 to {MAX_TAG_LENGTH} visible characters"))
+    found += examples_violations(tool, field)
+    return found
+
+
+MAX_EXAMPLES = 20
+EXAMPLE_KEYS = frozenset({"name", "input", "output", "error"})
+# The failures an example may expect (`ExecutionError.type`), as the sandbox reports them.
+ERROR_TYPES = ("syntax", "runtime", "timeout", "memory", "stack", "link", "result")
+
+
+def examples_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation]:
+    """B4: a tool's examples, each a `name` (an identifier, unique), an `input` that V1 accepts for
+    the tool's parameters, and exactly one of an expected `output` (any JSON) or an expected
+    `error` type. Each problem is named by its path (`tool.examples[2].input.amount`)."""
+    examples = tool.get("examples") or []
+    where = f"{field}.examples"
+    if not isinstance(examples, list):
+        return [Violation(where, "B4", "must be a list of examples")]
+    found: list[Violation] = []
+    if len(examples) > MAX_EXAMPLES:
+        found.append(Violation(where, "B4", f"at most {MAX_EXAMPLES} examples, got {len(examples)}"))
+    seen: set[str] = set()
+    for i, example in enumerate(examples):
+        at = f"{where}[{i}]"
+        if not isinstance(example, dict):
+            found.append(Violation(at, "B4", "must be an object with name, input, and output or error"))
+            continue
+        unknown = sorted(set(example) - EXAMPLE_KEYS)
+        if unknown:
+            found.append(Violation(f"{at}.{unknown[0]}", "B4", "is not a field of an example (name, input, output, error)"))
+        name = example.get("name")
+        found += id_violations(name, f"{at}.name")
+        if isinstance(name, str) and name in seen:
+            found.append(Violation(f"{at}.name", "B4", f"example names must be unique: {name!r} repeats"))
+        seen.add(name if isinstance(name, str) else "")
+        has_output, has_error = "output" in example, example.get("error") is not None
+        if has_output == has_error:
+            found.append(Violation(at, "B4", "must expect exactly one of an output or an error type"))
+        if has_error and example["error"] not in ERROR_TYPES:
+            found.append(Violation(f"{at}.error", "B4", f"must be one of {', '.join(ERROR_TYPES)}"))
+        for key in ("input", "output"):
+            if _has_reserved_object(example.get(key)):
+                found.append(Violation(f"{at}.{key}", "B4", RESERVED_OBJECT))
+        try:
+            validate_input(tool.get("inputParameters", []), example.get("input"),
+                           omitted_as_null=tool.get("style") == "script")
+        except InvalidInput as refused:
+            found += [Violation(f"{at}.{v.field}", v.rule, v.message) for v in refused.violations]
     return found
 
 
@@ -269,7 +317,7 @@ def normalise_tool(tool: dict[str, Any] | None) -> dict[str, Any] | None:
     for tag in tool.get("tags") or []:
         if tag not in tags:
             tags.append(tag)
-    return {
+    normal = {
         "inputParameters": params,
         "timeoutMillis": _given(tool, "timeoutMillis", DEFAULT_TIMEOUT.get(style, DEFAULT_TIMEOUT["module"])),
         "memoryLimitMb": _given(tool, "memoryLimitMb", DEFAULT_MEMORY_MB),
@@ -278,6 +326,16 @@ def normalise_tool(tool: dict[str, Any] | None) -> dict[str, Any] | None:
         "tags": tags,
         "style": style,
     }
+    examples = tool.get("examples")
+    if examples:
+        # Only when there are some: a definition stored before examples existed compares equal
+        # to the same definition sent again (no new event for nothing).
+        normal["examples"] = [
+            {k: v for k, v in e.items() if not (k == "error" and v is None)}  # unknown keys stay, to be refused
+            if isinstance(e, dict) else e
+            for e in examples
+        ] if isinstance(examples, list) else examples
+    return normal
 
 
 def _given(section: dict[str, Any], key: str, default: Any) -> Any:

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks, is_upload
-from api.routes import audit, callers, catalog, secrets, tokens, tools
+from api.routes import audit, callers, catalog, changesets, secrets, tokens, tools
 from console import web as console
 from console.security import SecurityHeaders
 from entrypoints.compose import Services
@@ -105,6 +105,7 @@ def create_app(services: Services) -> FastAPI:
         for router in plugin.routers:
             app.include_router(router)
     app.include_router(tools.router)
+    app.include_router(changesets.router)
     app.include_router(catalog.router_for(services.toolbox.call_types))
     for router in (callers.agents, callers.servers, callers.profiles):
         app.include_router(router)

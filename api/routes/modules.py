@@ -7,7 +7,7 @@ import time
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Body, Header, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from api import queries
@@ -16,8 +16,13 @@ from api.queries import call_context
 from api.problems import documented, etag
 from api.presenters import execution_out, module_out
 from api.schemas import (
+    ChangesetOut,
+    ChangesetPreview,
+    ChangesetRequest,
+    PublishRequest,
     DuplicateRequest,
     ExecutionOut,
+    TestOut,
     ModuleCreate,
     ModuleList,
     ModulePublic,
@@ -120,19 +125,25 @@ async def create_module(body: ModuleCreate, services: ServicesDep, principal: Ad
     return await _answer(services, principal, written, response)
 
 
-@router.post("/test", response_model=ExecutionOut, responses=documented(400, 413, 429, 503))
+@router.post("/test", response_model=TestOut, response_model_exclude_unset=True, responses=documented(400, 413, 429, 503))
 def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Run a definition as it stands in the editor; nothing is saved."""
+    tool = body.tool.model_dump() if body.tool else None
     result = services.execution.test(
         principal.tenant,
         content=body.draftContent,
         imports=body.draftImports,
-        tool=body.tool.model_dump() if body.tool else None,
+        tool=tool,
         input=body.input,
         module_id=body.id,
         context=call_context(principal),
     )
-    return execution_out(answered(result))
+    out = execution_out(answered(result))
+    examples = services.execution.test_examples(principal.tenant, content=body.draftContent, imports=body.draftImports,
+                                                tool=tool, module_id=body.id, context=call_context(principal))
+    if examples:
+        out["examples"] = [example.as_dict() for example in examples]
+    return out
 
 
 @router.get("/{id}", response_model=ModulePublic, responses=documented(400, 404))
@@ -180,13 +191,40 @@ async def publish_module(
     response: Response,
     if_match: IfMatch = None,
     dryRun: Annotated[bool, Query(description="check the module and every dependent, publish nothing (B3)")] = False,
+    body: PublishRequest | None = Body(None),
 ) -> dict[str, Any] | None:
-    """Publish the draft after checking the module and every module that imports it."""
+    """Publish the draft after checking the module and every module that imports it (and their
+    examples, B4); an optional `message` is kept with the version."""
     if dryRun:
         return await run_in_threadpool(queries.publish_preview, services, principal, id)
+    message = body.message if body is not None else None
     written = await run_in_threadpool(lambda: services.modules.publish(
-        principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal)))
+        principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal), message=message))
     return await _answer(services, principal, written, response)
+
+
+@router.post("/publish", response_model=ChangesetOut | ChangesetPreview, responses=documented(400, 404, 409, 412, 422, 429, 503))
+async def publish_changeset(
+    body: ChangesetRequest, services: ServicesDep, principal: Admin,
+    dryRun: Annotated[bool, Query(description="check every draft and every dependent together, publish nothing")] = False,
+) -> dict[str, Any]:
+    """B6: publish several drafts as one changeset, checked together against the graph as it will
+    be (a library may change an export together with its importers) and recorded in one
+    transaction: all or nothing. A refusal (422) names every failing module and why."""
+    expected = {module_id: _expected(tag) for module_id, tag in body.ifMatch.items()}
+    expected = {k: v for k, v in expected.items() if v is not None}
+    changeset = await run_in_threadpool(lambda: services.modules.publish_changeset(
+        principal.tenant, body.ids, by=principal.name, message=body.message, expected=expected,
+        context=call_context(principal), dry_run=dryRun))
+    checks = [{"module": name, "ok": result.error is None, "error": result.error.as_dict() if result.error else None}
+              for name, result in changeset.checks]
+    if dryRun:
+        return {"wouldPublish": all(c["ok"] for c in checks), "checks": checks,
+                "modules": [{"id": m.module_id, "version": m.published_version + 1} for m in changeset.modules]}
+    await services.runner.wait_async(changeset.position, services.settings.read_your_writes_seconds)
+    first = changeset.modules[0]
+    return {"id": changeset.id, "message": body.message, "by": principal.name, "at": first.published_at,
+            "modules": [{"id": m.module_id, "version": m.published_version} for m in changeset.modules]}
 
 
 @router.post("/{id}/revert", response_model=ModulePublic, responses=documented(400, 404, 409, 412))

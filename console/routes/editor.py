@@ -131,6 +131,8 @@ def _page_context(request: Request, tenant: str, module: CodeModule, used_by: li
         "max_description": MAX_DESCRIPTION,
         "preview": _preview_json(module),
         "example_input": _example_input(tool),
+        # B4's examples as the textarea shows them (JSON, escaped by the template like any text).
+        "examples_text": json.dumps(tool["examples"], indent=2, ensure_ascii=False) if tool and tool.get("examples") else "",
         "blank_param": {"name": "", "description": "", "type": "string", "required": False, "default": ""},
     }
 
@@ -246,7 +248,19 @@ def _tool(form: FormData) -> dict[str, Any]:
         "enabled": form.get("enabled") != "false",
         "tags": [tag.strip() for tag in _text(form, "tags").split(",") if tag.strip()],
         "style": _text(form, "style") or "module",
+        "examples": _examples(form),
     }
+
+
+def _examples(form: FormData) -> Any:
+    """The examples textarea (B4): JSON, empty for none; the domain checks each example."""
+    text = _text(form, "examples").strip()
+    if not text:
+        return []
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise InvalidDefinition([Violation("tool.examples", "B4", f"must be a JSON list of examples: {error}")]) from None
 
 
 def _default(text: str, type_: str) -> Any:

@@ -39,6 +39,9 @@ ROUTES: list[tuple[str, str]] = [
     ("POST", "/api/v1/admin/code-modules"),
     ("GET", "/api/v1/admin/code-modules/availability"),
     ("POST", "/api/v1/admin/code-modules/test"),
+    ("POST", "/api/v1/admin/code-modules/publish"),
+    ("GET", "/api/v1/admin/changesets"),
+    ("GET", "/api/v1/admin/changesets/{id}"),
     ("GET", "/api/v1/admin/code-modules/{id}"),
     ("PUT", "/api/v1/admin/code-modules/{id}"),
     ("DELETE", "/api/v1/admin/code-modules/{id}"),
@@ -117,6 +120,7 @@ class World:
     tokens: dict[str, str | None]
     victim_token_id: str
     document_id: str = ""
+    changeset_id: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +143,9 @@ def world(probe: Probe) -> World:
         assert probe.send("POST", f"/api/v1/admin/{kind}", json=body).status_code == 201
     uploaded = probe.send("POST", "/api/v1/admin/search-tools/search1/documents", files=[("files", ("a.txt", b"a document"))])
     assert uploaded.status_code == 202, uploaded.text
+    assert probe.send("POST", CODE_MODULES, json={"id": "in_changeset", "description": "c", "draftContent": "exports.x = 1;"}).status_code == 201
+    changeset = probe.send("POST", f"{CODE_MODULES}/publish", json={"ids": ["in_changeset"], "message": "one"})
+    assert changeset.status_code == 200, changeset.text
     revoked = probe.issue_token("admin")
     revoked_id = next(t["id"] for t in probe.send("GET", "/api/v1/admin/tokens").json() if t["name"].startswith("admin-"))
     assert probe.send("DELETE", f"/api/v1/admin/tokens/{revoked_id}").status_code == 204
@@ -153,12 +160,13 @@ def world(probe: Probe) -> World:
         "caller-no-profile": probe.issue_token("caller"),
         "admin": probe.server.token,
     }
-    return World(tokens=tokens, victim_token_id=victim, document_id=uploaded.json()["documents"][0]["id"])
+    return World(tokens=tokens, victim_token_id=victim, document_id=uploaded.json()["documents"][0]["id"],
+                 changeset_id=changeset.json()["id"])
 
 
 def concrete(path: str, world: World) -> str:
     kind = path.split("/")[4] if path.startswith("/api/v1/admin/") else ""
-    record = RECORD_IDS.get(kind, TARGET)
+    record = world.changeset_id if kind == "changesets" else RECORD_IDS.get(kind, TARGET)
     return (
         path.replace("{id}", world.victim_token_id if kind == "tokens" else record)
         .replace("{version}", "1")
@@ -174,6 +182,8 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return None
     if path == "/api/v1/admin/code-modules":
         return {"id": own, "description": "intruder", "draftContent": "exports.x = 1;"}
+    if path == "/api/v1/admin/code-modules/publish":
+        return {"ids": [TARGET], "message": "intruder"}
     if path == "/api/v1/admin/api-tools/{id}/test":
         return {"arguments": {}}
     if path == "/api/v1/admin/search-tools/{id}/test":

@@ -3,6 +3,8 @@ roles, escaping of module text, the live name check, the CSRF and If-Match check
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import pytest
@@ -170,3 +172,26 @@ def test_the_module_page_lists_what_uses_it_each_linked(admin, api) -> None:  # 
     assert 'Module <a href="/console/modules/invoice">invoice</a> imports it' in used_by
     # nothing uses the importer
     assert "Nothing uses it" in client.get("/console/modules/invoice").text
+
+
+def test_examples_are_shown_in_the_tool_section_and_kept_by_a_save(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    examples = [{"name": "double", "input": {"n": 2}, "output": 4}]
+    tool = {"inputParameters": [{"name": "n", "type": "integer", "required": True}], "examples": examples}
+    expect(api.post(BASE, json={"id": "twice", "description": "d", "draftContent": "exports.run = (i) => i.n * 2;", "tool": tool}), 201)
+    page = client.get("/console/modules/twice").text
+    assert 'id="examples"' in page and "&#34;double&#34;" in page
+    shown = json.loads(html.unescape(re.search(r'<textarea id="examples"[^>]*>(.*?)</textarea>', page, re.S).group(1)))
+    assert shown == examples
+    # A save posts the textarea back as shown: the examples stay, the description changes.
+    fields = _form(csrf, version=_version(page), description="d2", content="exports.run = (i) => i.n * 2;", tool="on",
+                   param_row="0", param_0_name="n", param_0_type="integer", param_0_required="on",
+                   examples=json.dumps(shown))
+    assert client.post("/console/modules/twice", data=fields, headers={**_origin(client), "HX-Request": "true"}).status_code == 200
+    draft = api.get(f"{BASE}/twice").json()["draft"]
+    assert draft["description"] == "d2" and draft["tool"]["examples"] == examples
+    # Examples that are not JSON are refused naming the field; nothing is saved.
+    broken = client.post("/console/modules/twice", data={**fields, "version": "", "examples": "[{nope"},
+                         headers={**_origin(client), "HX-Request": "true"})
+    assert broken.status_code == 400 and "tool.examples" in broken.text and "must be a JSON list of examples" in broken.text
+    assert api.get(f"{BASE}/twice").json()["draft"]["tool"]["examples"] == examples

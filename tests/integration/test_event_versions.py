@@ -71,13 +71,16 @@ def definition_gains_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next release, as it would be written (see `domain/versions.py`): every definition has
     `notes`, default "", so the events that carry one, and the module's state, are version 2."""
     for cls in (*WITH_DEFINITION, CodeModule):
-        # Recorded, so that the test's end puts each class back at version 1 without an upcaster.
+        # Recorded, so that the test's end puts each class back at its version, without the new upcaster.
         monkeypatch.setattr(cls, "class_version", cls.class_version)
-        monkeypatch.setattr(cls, "upcast_v1_v2", None, raising=False)
+        monkeypatch.setattr(cls, f"upcast_v{cls.class_version}_v{cls.class_version + 1}", None, raising=False)
 
-    @upcast(*WITH_DEFINITION, to=2)
     def _definition_gains_notes(state: dict[str, Any]) -> None:
         state["definition"] = {**state["definition"], "notes": ""}
+
+    # Each event class goes up one version from where it is (`Published` is at 2 since B6).
+    for cls in WITH_DEFINITION:
+        upcast(cls, to=cls.class_version + 1)(_definition_gains_notes)
 
     @upcast(CodeModule, to=2)
     def _module_gains_notes(state: dict[str, Any]) -> None:
@@ -88,12 +91,13 @@ def definition_gains_notes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- today's code ----------------------------------------------------------------------------------
 
-def test_every_event_type_is_version_1_and_is_stored_as_before() -> None:
+def test_every_event_type_is_at_its_version_and_release_1_is_stored_as_before() -> None:
     aggregates = (CodeModule, ImportGraph, CallerRegistry, TokenRegistry)
     events = [value for aggregate in aggregates for value in vars(aggregate).values()
               if isinstance(value, type) and issubclass(value, aggregate.Event)]
     assert len(events) >= 18
-    assert {cls.class_version for cls in (*aggregates, *events)} == {1}
+    # `Published` names its changeset and message since B6 (version 2); every other is version 1.
+    assert {cls: cls.class_version for cls in (*aggregates, *events) if cls.class_version != 1} == {CodeModule.Published: 2}
     # version 1 is stored as no version at all, as release 1 stored it
     assert all(b'"class_version"' not in line for line in fixture_events())
 
@@ -118,6 +122,9 @@ def test_the_current_code_reads_the_release_fixture_unchanged(store: Store) -> N
     assert registry.get(PROFILE, "visitors")["allowedTags"] == ["greeting"]
     [token] = store.tokens().tokens.values()
     assert (token["name"], token["role"], token["usageProfile"]) == ("kiosk", "caller", "visitors")
+    # release 1's publishes read as single publishes without a message (B6's upcaster)
+    published = [e for e in History(store).module_events(TENANT, "textlib") if isinstance(e, CodeModule.Published)]
+    assert [(e.changeset, e.message) for e in published] == [(None, None)]
     # and its export is the fixture again, byte for byte
     assert event_lines(export_of(store)) == fixture_events()
 
@@ -181,8 +188,8 @@ def test_the_hashes_cover_what_was_stored_not_what_an_upcaster_reads(tmp_path: P
     today = audit.verify(app).heads_digest
     chain_head = app.module(TENANT, "textlib").chain_head
     app.close()
-    monkeypatch.setattr(CodeModule.Published, "class_version", 2)
-    monkeypatch.setattr(CodeModule.Published, "upcast_v1_v2", staticmethod(lambda state: state.update(by="someone else")), raising=False)
+    monkeypatch.setattr(CodeModule.Published, "class_version", 3)
+    monkeypatch.setattr(CodeModule.Published, "upcast_v2_v3", staticmethod(lambda state: state.update(by="someone else")), raising=False)
     cold = opened(settings)
     try:
         assert History(cold).module_events(TENANT, "textlib")[2].by == "someone else"
