@@ -199,6 +199,9 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
     assert uploaded.status_code == 202, uploaded.text
     filled["docId"] = uploaded.json()["documents"][0]["id"]
     _kind_of(client).wait_idle(30)  # GET and HEAD must see one state of the document
+    assert client.post(MODULES, json={"id": name + "_cs", "description": "c", "draftContent": "exports.x = 1;"}).status_code == 201
+    changeset = client.post(f"{MODULES}/publish", json={"ids": [name + "_cs"]})
+    assert changeset.status_code == 200, changeset.text
     # /healthz tells the read model's lag: let it catch up first, so that GET and HEAD see one state.
     deadline = time.monotonic() + 10
     while client.get("/healthz").json()["readModel"]["lag"] and time.monotonic() < deadline:
@@ -214,6 +217,8 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
             url = url.replace(name, name + "_api", 1)
         if url.startswith("/api/v1/admin/search-tools/"):
             url = url.replace(name, name + "_fs", 1)
+        if url.startswith("/api/v1/admin/changesets/"):
+            url = url.replace(name, changeset.json()["id"], 1)
         got, head = client.get(url), client.head(url)
         assert head.status_code == got.status_code, (url, got.status_code, head.status_code)
         assert head.content == b"", url
