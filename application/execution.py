@@ -382,10 +382,14 @@ class ExampleRun:
 
 
 def run_example(sandbox: Sandbox, bundle: Bundle, tool: dict[str, Any], example: dict[str, Any]) -> ExampleRun:
-    """Runs `bundle` with the example's input (V1 as a call's) and compares: an expected output
-    as JSON (true is not 1, 1 is 1.0), an expected error by its type."""
+    """Runs `bundle` with the example's input (V1 as a call's) and compares (`compared`)."""
+    return compared(example, sandbox.run(dataclasses.replace(bundle, input=arguments(tool, example.get("input")))))
+
+
+def compared(example: dict[str, Any], result: ExecutionResult) -> ExampleRun:
+    """An example against what its run gave: an expected output as JSON (true is not 1, 1 is
+    1.0), an expected error by its type."""
     expected = {"error": example["error"]} if example.get("error") is not None else {"output": example.get("output")}
-    result = sandbox.run(dataclasses.replace(bundle, input=arguments(tool, example.get("input"))))
     if result.error is not None:
         actual: dict[str, Any] = {"error": result.error.type, "message": result.error.message}
         passed = expected.get("error") == result.error.type
@@ -397,12 +401,17 @@ def run_example(sandbox: Sandbox, bundle: Bundle, tool: dict[str, Any], example:
 
 def checked_with_examples(sandbox: Sandbox, target: str, bundle: Bundle, tool: dict[str, Any] | None) -> ExecutionResult:
     """R10's check of `target`, then each of its examples, the first that fails answered as an
-    `example` failure naming it, what it expected and what it got."""
-    result = sandbox.check(bundle)
-    if result.error is not None or tool is None:
+    `example` failure naming it, what it expected and what it got. The check and the examples
+    are one visit to one of the sandbox's workers (`Sandbox.check_then_run`)."""
+    examples = (tool or {}).get("examples") or []
+    if not examples:
+        return sandbox.check(bundle)
+    assert tool is not None
+    result, runs = sandbox.check_then_run(bundle, [arguments(tool, example.get("input")) for example in examples])
+    if result.error is not None:
         return result
-    for example in tool.get("examples") or []:
-        run = run_example(sandbox, bundle, tool, example)
+    for example, outcome in zip(examples, runs, strict=True):
+        run = compared(example, outcome)
         if not run.passed:
             got = (f"the error {run.actual['error']}: {run.actual['message']}" if "error" in run.actual
                    else _shown(run.actual["output"]))

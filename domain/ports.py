@@ -7,8 +7,9 @@ The embedded QuickJS runner (`sandbox/embedded.py`) and the client of the remote
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -76,6 +77,17 @@ class Sandbox(ABC):
     @abstractmethod
     def check(self, execution: Execution) -> ExecutionResult:
         """Loads the bundle without calling it, and checks that every import member used exists."""
+
+    def check_then_run(self, execution: Execution, inputs: Sequence[Any]) -> tuple[ExecutionResult, list[ExecutionResult]]:
+        """`check`, then, if it passed, `run` once per input (the bundle with that input), in order:
+        the check's result and each run's (none when the check failed). Each run is a call of its
+        own: a fresh context, the bundle's time and memory limits, its own error (a run that times
+        out does not stop the next). A publish checks a module with its examples (B4) this way;
+        the sandboxes make it one visit to one worker instead of 1 + len(inputs) calls."""
+        checked = self.check(execution)
+        if checked.error is not None:
+            return checked, []
+        return checked, [self.run(replace(execution, input=value)) for value in inputs]
 
     max_active_sessions: int = 0
 

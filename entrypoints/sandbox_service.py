@@ -7,6 +7,9 @@ shaped like the API's. A call's own failure (a syntax error, a timeout, …) is 
 carries the error: only the service's refusals are HTTP errors.
 
     POST /v1/run, POST /v1/check   body: an execution; answer: its result
+    POST /v1/check-then-run        body: {"execution", "inputs"}; answer: {"check", "runs"}: the
+                                   check, then (if it passed) a run per input, in one session and
+                                   one visit to a worker (`Sandbox.check_then_run`)
         Authorization: Bearer <secret>     required unless the service runs in insecure dev mode
         X-Sandbox-Caller: <name>           recorded in the log (default "unknown")
         X-Sandbox-Profile: <profile>       capabilities to grant (default: the configured profile)
@@ -34,7 +37,10 @@ from domain.ports import Sandbox
 from domain.values import MAX_DEPTH, too_deep
 from sandbox.capabilities import PROFILES, UnknownProfile, profile
 from sandbox.config import SandboxConfig
-from sandbox.wire import CALLER_HEADER, PROFILE_HEADER, WireError, execution_from_wire, result_to_wire, to_json
+from sandbox.wire import (
+    CALLER_HEADER, PROFILE_HEADER, WireError, check_then_run_from_wire, execution_from_wire, outcomes_to_wire, result_to_wire,
+    to_json,
+)
 
 log = logging.getLogger("toolsmith.entrypoints.sandbox_service")
 
@@ -126,11 +132,16 @@ def create_sandbox_app(
         except _BodyTooLarge:
             record("bad-request:too-large")
             return problem(413, "body-too-large", f"the request body is larger than {max_body_bytes} bytes")
+        visit = mode == "check-then-run"
         try:
             parsed = json.loads(body)
-            if too_deep(parsed, MAX_DEPTH + 1):  # the body's own object, then an input or context of MAX_DEPTH
+            # The body's own object (and a visit's execution and inputs), then an input or context of MAX_DEPTH.
+            if too_deep(parsed, MAX_DEPTH + (2 if visit else 1)):
                 raise RecursionError
-            execution = execution_from_wire(parsed)
+            if visit:
+                execution, inputs = check_then_run_from_wire(parsed)
+            else:
+                execution, inputs = execution_from_wire(parsed), []
         except WireError as e:
             record("bad-request:body")
             return problem(400, "invalid-execution", str(e), field=e.field)
@@ -146,8 +157,11 @@ def create_sandbox_app(
             record("busy", module)
             return _busy(sessions.limit)
         try:
-            method = sandbox.check if mode == "check" else sandbox.run
-            result = await anyio.to_thread.run_sync(partial(method, execution, capabilities=capabilities), limiter=threads)
+            if visit:
+                work = partial(sandbox.check_then_run, execution, inputs, capabilities=capabilities)
+            else:
+                work = partial(sandbox.check if mode == "check" else sandbox.run, execution, capabilities=capabilities)
+            answer = await anyio.to_thread.run_sync(work, limiter=threads)
         except SandboxBusy as e:
             record("busy", module)
             return _busy(e.limit)
@@ -156,8 +170,13 @@ def create_sandbox_app(
             return problem(503, "sandbox-unavailable", e.detail)
         finally:
             sessions.leave()
-        record(result.error.type if result.error else "ok", module)
-        return Response(to_json(result_to_wire(result)), media_type="application/json")
+        if visit:
+            checked, runs = answer
+            failed = next((r.error.type for r in (checked, *runs) if r.error is not None), None)
+            record(failed or "ok", module)
+            return Response(to_json(outcomes_to_wire(checked, runs)), media_type="application/json")
+        record(answer.error.type if answer.error else "ok", module)
+        return Response(to_json(result_to_wire(answer)), media_type="application/json")
 
     @app.post("/v1/run")
     async def run(request: Request) -> Response:
@@ -168,6 +187,11 @@ def create_sandbox_app(
     async def check(request: Request) -> Response:
         """Loads an execution's bundle without calling it, and checks its links."""
         return await call(request, "check")
+
+    @app.post("/v1/check-then-run")
+    async def check_then_run(request: Request) -> Response:
+        """Checks an execution's bundle, then, if it passed, runs it once per input, each in a fresh context."""
+        return await call(request, "check-then-run")
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:

@@ -6,6 +6,11 @@ killed (SIGKILL) and replaced; one that dies (an engine crash) costs its call an
 nothing else. So a call's timeout is wall-clock time whatever else runs, and no JavaScript can
 take the API process down (DESIGN §5 V4).
 
+A check with runs (`check_then_run`, a publish's check of a module with its examples) is one
+visit: one request to one worker, which answers each program as it ends, each under its own
+deadline. A run that times out, crashes or runs out of memory costs its worker as a call would;
+the programs after it go to another worker, in a visit of their own.
+
 At most `max_active_sessions` calls run at once; one more fails at once with `SandboxBusy` (429):
 nothing queues. Workers are forked from a zygote (`sandbox.worker`) in a few milliseconds;
 `workers` of them are kept while idle, more start on demand and retire after a minute unused.
@@ -13,6 +18,7 @@ nothing queues. Workers are forked from a zygote (`sandbox.worker`) in a few mil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -23,7 +29,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
@@ -32,7 +40,7 @@ from sandbox.bundle import Program, build_program
 from sandbox.capabilities import Capabilities
 from sandbox.config import SandboxConfig
 from sandbox.engine import CONTEXT, HOST, HTTP, INTL, LOG
-from sandbox.worker import Frames, encode_call
+from sandbox.worker import Frames, encode_visit, passed_check
 
 log = logging.getLogger("toolsmith.sandbox")
 
@@ -42,6 +50,22 @@ CALLS_PER_WORKER = 10_000
 ZYGOTE_START_SECONDS = 60.0
 _PLACE = re.compile(r"<input>:(\d+)(?::(\d+))?")
 _ROOT = Path(__file__).resolve().parent.parent
+
+# A program's outcome as a visit reads it: output, error, logs, and its seconds.
+_Answer = tuple[object, "ExecutionError | None", list[str], float]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Visit:
+    """What one session asks of the workers: programs evaluated in order, each in a fresh context
+    with the same limits. `gated`: the first is a check, and the rest run only if it passed."""
+
+    programs: list[Program]
+    grants: int
+    context_json: str
+    timeout: float
+    memory_mb: int
+    gated: bool
 
 
 class _Worker:
@@ -193,10 +217,16 @@ class EmbeddedSandbox(Sandbox):
     # -- the port ------------------------------------------------------------------------------
 
     def run(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
-        return self._execute(execution, check=False, capabilities=capabilities or self._capabilities)
+        return self._execute(execution, check=False, capabilities=capabilities or self._capabilities)[0]
 
     def check(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
-        return self._execute(execution, check=True, capabilities=capabilities or self._capabilities)
+        return self._execute(execution, check=True, capabilities=capabilities or self._capabilities)[0]
+
+    def check_then_run(
+        self, execution: Execution, inputs: Sequence[Any], *, capabilities: Capabilities | None = None,
+    ) -> tuple[ExecutionResult, list[ExecutionResult]]:
+        results = self._execute(execution, check=True, capabilities=capabilities or self._capabilities, inputs=inputs)
+        return results[0], results[1:]
 
     def close(self) -> None:
         with self._lock:
@@ -222,9 +252,13 @@ class EmbeddedSandbox(Sandbox):
         with self._lock:
             return [w.pid for w in self._busy]
 
-    # -- one call ------------------------------------------------------------------------------
+    # -- one visit -----------------------------------------------------------------------------
 
-    def _execute(self, execution: Execution, *, check: bool, capabilities: Capabilities) -> ExecutionResult:
+    def _execute(
+        self, execution: Execution, *, check: bool, capabilities: Capabilities, inputs: Sequence[Any] = (),
+    ) -> list[ExecutionResult]:
+        """The bundle's check (`check`) or its run; after a check, a run per input if it passed.
+        One session, one visit to a worker (more only when one is lost on the way)."""
         started = time.perf_counter()
         with self._counting:
             if self._active >= self.max_active_sessions:
@@ -233,65 +267,104 @@ class EmbeddedSandbox(Sandbox):
         try:
             timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
             memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
-            program = build_program(execution, check=check, capabilities=capabilities)
-            request = encode_call(
-                kind=program.kind, timeout=timeout, memory_mb=memory_mb, grants=_grants(program, capabilities),
-                context_json=json.dumps(execution.context) if program.host and capabilities.context else "{}", program=program.text,
-            )
-            # The call's wall-clock deadline counts from here, starting a worker on demand included;
-            # only the pool's own start (the zygote's imports, once) is not the call's time.
+            programs = [build_program(execution, check=check, capabilities=capabilities)]
+            programs += [
+                build_program(dataclasses.replace(execution, input=value), check=False, capabilities=capabilities) for value in inputs
+            ]
+            host = any(program.host for program in programs)
+            context_json = json.dumps(execution.context) if host and capabilities.context else "{}"
+            # Each program's wall-clock deadline counts from when it starts, starting a worker on
+            # demand included; only the pool's own start (the zygote's imports, once) is not its time.
             self._warmed.wait(ZYGOTE_START_SECONDS)
-            deadline = time.monotonic() + timeout
-            output, error, logs = self._call(request, program, deadline, timeout, memory_mb)
+            visit = _Visit(programs, _grants(host, capabilities), context_json, timeout, memory_mb, gated=check and bool(inputs))
+            answers = self._visit(visit, started)
         finally:
             with self._counting:
                 self._active -= 1
-        if capabilities.log:
-            for line in logs:
-                log.info("module log", extra={"codeModule": execution.target.name, "logLine": line})
-        else:
-            logs = []
-        duration = (time.perf_counter() - started) * 1000
-        return ExecutionResult(output=output, error=error, logs=tuple(logs), duration_millis=round(duration, 3))
+        results = []
+        for output, error, logs, seconds in answers:
+            if capabilities.log:
+                for line in logs:
+                    log.info("module log", extra={"codeModule": execution.target.name, "logLine": line})
+            else:
+                logs = []
+            results.append(ExecutionResult(output=output, error=error, logs=tuple(logs), duration_millis=round(seconds * 1000, 3)))
+        return results
 
-    def _call(self, request: bytes, program: Program, deadline: float, timeout: float, memory_mb: int) -> tuple[object, ExecutionError | None, list[str]]:
+    def _visit(self, visit: _Visit, started: float) -> list[_Answer]:
+        """Each program's outcome, logs and duration, in order. A worker lost on the way (killed at
+        a deadline, crashed, out of memory) costs its program an error, and the programs after it
+        go to another worker; a gated visit whose check failed is over."""
+        answers: list[_Answer] = []
+        while len(answers) < len(visit.programs):
+            if visit.gated and answers and answers[0][1] is not None:
+                break  # the check failed: nothing runs
+            self._serve(visit, answers, started)
+            started = time.perf_counter()
+        return answers
+
+    def _serve(self, visit: _Visit, answers: list[_Answer], started: float) -> None:
+        """One worker's part of a visit: the programs not yet answered, sent in one request, their
+        answers read into `answers` until all are in, the gate closes, or the worker is lost."""
+        first = len(answers)
+        programs = visit.programs[first:]
+        gated = visit.gated and first == 0
+        timeout = visit.timeout
+        request = encode_visit(
+            programs=[(program.kind, program.text) for program in programs], timeout=timeout, memory_mb=visit.memory_mb,
+            grants=visit.grants, context_json=visit.context_json, gated=gated,
+        )
         worker = self._take()
-        logs: list[str] = []
+        served = 0
         try:
-            worker.frames.send(request)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                worker.sock.settimeout(remaining)
-                frame = worker.frames.recv()
-                if frame[:1] != b"L":
-                    break
-                logs.append(frame[1:].decode(errors="replace"))
-        except TimeoutError:
-            worker.kill()
-            self._release(worker)
-            log.info("sandbox worker killed at its call's deadline", extra={"pid": worker.pid, "timeoutMillis": round(timeout * 1000)})
-            return None, _timeout(timeout), logs
-        except (EOFError, OSError):
-            worker.kill()
-            self._release(worker)
-            log.warning("sandbox worker died during a call", extra={"pid": worker.pid})
-            return None, ExecutionError("crash", "the sandbox process running this call ended abruptly (an engine crash); the call was abandoned"), logs
-        except BaseException:
-            worker.kill()
-            self._release(worker)
-            raise
-        try:
-            output, error, more = _outcome(frame[1:], program, timeout, memory_mb)
-            if error is not None and error.type == "memory":
-                worker.kill()  # it may have reached its process bound: never reused, a fresh worker replaces it
+            try:
+                worker.frames.send(request)
+            except OSError:  # it died while idle
+                worker.kill()
+                log.warning("sandbox worker died while idle", extra={"pid": worker.pid})
+                answers.append((None, _CRASH, [], time.perf_counter() - started))
+                return
+            request = b""
+            for program in programs:
+                deadline = time.monotonic() + timeout
+                logs: list[str] = []
+                try:
+                    while True:
+                        frame = worker.frames.recv(deadline)
+                        if frame[:1] != b"L":
+                            break
+                        logs.append(frame[1:].decode(errors="replace"))
+                except TimeoutError:
+                    worker.kill()
+                    log.info("sandbox worker killed at its call's deadline", extra={"pid": worker.pid, "timeoutMillis": round(timeout * 1000)})
+                    answers.append((None, _timeout(timeout), logs, time.perf_counter() - started))
+                    return
+                except (EOFError, OSError):
+                    worker.kill()
+                    log.warning("sandbox worker died during a call", extra={"pid": worker.pid})
+                    answers.append((None, _CRASH, logs, time.perf_counter() - started))
+                    return
+                served += 1
+                answer = frame[1:]
+                output, error, more = _outcome(answer, program, timeout, visit.memory_mb)
+                if error is not None and error.type == "memory":
+                    worker.kill()  # it may have reached its process bound: never reused, a fresh worker replaces it
+                if gated and served == 1:
+                    goes_on = passed_check(program.kind, answer)  # what the worker decided, on the same bytes
+                    if error is None and not goes_on:
+                        output, error = None, ExecutionError("result", "the check's result could not be read")
+                    elif error is not None and goes_on:
+                        worker.kill()  # it would go on with runs this visit no longer waits for
+                now = time.perf_counter()
+                answers.append((output, error, logs + more, now - started))
+                started = now
+                if worker.closed or (gated and served == 1 and error is not None):
+                    return
         except BaseException:
             worker.kill()
             raise
         finally:
-            self._release(worker)
-        return output, error, logs + more
+            self._release(worker, calls=max(served, 1))
 
     # -- the pool ------------------------------------------------------------------------------
 
@@ -308,12 +381,13 @@ class EmbeddedSandbox(Sandbox):
             self._busy.add(worker)
         return worker
 
-    def _release(self, worker: _Worker) -> None:
-        """Back to the idle list, unless it was killed; workers beyond the kept number retire."""
+    def _release(self, worker: _Worker, calls: int = 1) -> None:
+        """Back to the idle list, unless it was killed; workers beyond the kept number retire.
+        `calls`: the programs it evaluated (a visit's, each in a context of its own)."""
         retired: list[_Worker] = []
         with self._lock:
             self._busy.discard(worker)
-            worker.calls += 1
+            worker.calls += calls
             if worker.closed:
                 pass  # killed: replaced below, off the call's path
             elif self._closed or worker.calls >= CALLS_PER_WORKER:
@@ -356,10 +430,14 @@ class EmbeddedSandbox(Sandbox):
             self._warmed.set()
 
 
-def _grants(program: Program, capabilities: Capabilities) -> int:
-    """The bits of `sandbox.engine` the worker's host function serves for this call."""
+_CRASH = ExecutionError("crash", "the sandbox process running this call ended abruptly (an engine crash); the call was abandoned")
+
+
+def _grants(host: bool, capabilities: Capabilities) -> int:
+    """The bits of `sandbox.engine` the worker's host function serves for a visit (`host`: its
+    programs use the host function at all)."""
     return (
-        (HOST if program.host else 0) | (LOG if capabilities.log else 0) | (CONTEXT if capabilities.context else 0)
+        (HOST if host else 0) | (LOG if capabilities.log else 0) | (CONTEXT if capabilities.context else 0)
         | (INTL if capabilities.intl else 0) | (HTTP if capabilities.http else 0)
     )
 

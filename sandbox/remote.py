@@ -6,7 +6,9 @@ presents the shared secret, the caller's name and the capability profile (the he
 goes wrong with the service becomes the port's errors: `SandboxBusy` when every session is taken
 (429), `SandboxUnavailable` when the service cannot be reached, refuses the secret, or fails.
 The service's parallelism (how many checks of a publish it is given at once) is what its
-`/healthz` says, asked once.
+`/healthz` says, asked once. A check with runs is one call (`/v1/check-then-run`), one session and
+one worker visit on the service; a service from before that call (404) gets the check and each run
+as calls of their own, as the port's default does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -21,7 +25,9 @@ from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
 from domain.values import MAX_DEPTH, TOO_DEEP_RESULT, lone_surrogate_at, too_deep, well_formed
 from sandbox.capabilities import Capabilities
-from sandbox.wire import CALLER_HEADER, PROFILE_HEADER, execution_to_wire, result_from_wire, to_json
+from sandbox.wire import (
+    CALLER_HEADER, PROFILE_HEADER, check_then_run_to_wire, execution_to_wire, outcomes_from_wire, result_from_wire, to_json,
+)
 
 log = logging.getLogger("toolsmith.sandbox.remote")
 
@@ -59,6 +65,7 @@ class RemoteSandbox(Sandbox):
         self._refusal_logged = False
         self._lock = threading.Lock()
         self._parallelism: int | None = None  # the service's, once it has said
+        self._visits = True  # until the service answers 404 to /v1/check-then-run
 
     def __repr__(self) -> str:  # never the headers: they hold the secret
         return f"RemoteSandbox({self.url!r}, profile={self.capability_profile!r})"
@@ -71,6 +78,23 @@ class RemoteSandbox(Sandbox):
 
     def check(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
         return self._call("/v1/check", execution, capabilities)
+
+    def check_then_run(
+        self, execution: Execution, inputs: Sequence[Any], *, capabilities: Capabilities | None = None,
+    ) -> tuple[ExecutionResult, list[ExecutionResult]]:
+        if self._visits:
+            # The service runs the check and each run one after the other, each within the timeout.
+            seconds = execution.timeout_millis / 1000 * (1 + len(inputs)) + self.timeout_margin_seconds
+            body = to_json(check_then_run_to_wire(execution, list(inputs)))
+            response = self._post("/v1/check-then-run", body, seconds, capabilities)
+            if response.status_code != 404:
+                return self._outcomes(response)
+            self._visits = False
+            log.info("the code sandbox has no /v1/check-then-run; checks with runs are separate calls", extra={"sandboxUrl": self.url})
+        checked = self.check(execution, capabilities=capabilities)
+        if checked.error is not None:
+            return checked, []
+        return checked, [self.run(dataclasses.replace(execution, input=value), capabilities=capabilities) for value in inputs]
 
     def parallelism(self) -> int:
         """The service's own figure (`/healthz`), asked the first time a publish needs it; 1 while
@@ -86,40 +110,59 @@ class RemoteSandbox(Sandbox):
         return self._parallelism
 
     def _call(self, path: str, execution: Execution, capabilities: Capabilities | None) -> ExecutionResult:
-        seconds = execution.timeout_millis / 1000 + self.timeout_margin_seconds
         # The service clamps the timeout to its own cap, so the call never needs longer than asked.
+        seconds = execution.timeout_millis / 1000 + self.timeout_margin_seconds
+        response = self._post(path, to_json(execution_to_wire(execution)), seconds, capabilities)
+        if response.status_code != 200:
+            return self._refused(response)
+        try:
+            body = response.json()
+        except RecursionError:  # nested past the JSON reader's depth: only a result can be
+            return ExecutionResult(error=_too_deep())
+        except ValueError as e:  # not JSON
+            raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
+        self._refusal_logged = False
+        return self._read(body)
+
+    def _outcomes(self, response: httpx.Response) -> tuple[ExecutionResult, list[ExecutionResult]]:
+        if response.status_code != 200:
+            return self._refused(response), []
+        try:
+            check, runs = outcomes_from_wire(response.json())
+        except RecursionError:  # nested past the JSON reader's depth: only a result can be, and it is not named
+            return ExecutionResult(error=_too_deep()), []
+        except ValueError as e:  # not JSON, or not the wire form (WireError)
+            raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
+        self._refusal_logged = False
+        return self._read(check, "check."), [self._read(run, f"runs[{i}].") for i, run in enumerate(runs)]
+
+    def _post(self, path: str, body: bytes, seconds: float, capabilities: Capabilities | None) -> httpx.Response:
         timeout = httpx.Timeout(seconds, connect=min(seconds, self.timeout_margin_seconds))
-        body = to_json(execution_to_wire(execution))
         profile = capabilities.name if capabilities is not None else self.capability_profile
         try:
-            response = self._client.post(path, content=body, headers={PROFILE_HEADER: profile}, timeout=timeout)
+            return self._client.post(path, content=body, headers={PROFILE_HEADER: profile}, timeout=timeout)
         except httpx.TimeoutException:
             raise SandboxUnavailable(f"the code sandbox at {self.url} did not answer within {seconds:g} s") from None
         except httpx.HTTPError as e:
             raise SandboxUnavailable(f"the code sandbox at {self.url} cannot be reached: {_reason(e)}") from None
-        return self._result(response)
 
-    def _result(self, response: httpx.Response) -> ExecutionResult:
+    def _read(self, body: Any, where: str = "") -> ExecutionResult:
+        """One result of a 200 answer, as the embedded runner would give it."""
+        if isinstance(body, dict) and too_deep(body.get("output"), MAX_DEPTH):
+            return ExecutionResult(error=_too_deep())
+        try:
+            result = result_from_wire(body, where)
+        except ValueError as e:  # not the wire form (WireError)
+            raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
+        if lone_surrogate_at([result.output, result.logs, result.error and result.error.message]) is not None:
+            # replaced, as the embedded runner does
+            error = result.error and dataclasses.replace(result.error, message=well_formed(result.error.message))
+            result = dataclasses.replace(result, output=well_formed(result.output), logs=tuple(well_formed(list(result.logs))), error=error)
+        return result
+
+    def _refused(self, response: httpx.Response) -> ExecutionResult:
+        """What an answer other than 200 means: a port error, or (413) the bundle's own result."""
         status = response.status_code
-        if status == 200:
-            try:
-                body = response.json()
-            except RecursionError:  # nested past the JSON reader's depth: only a result can be
-                return ExecutionResult(error=_too_deep())
-            except ValueError as e:  # not JSON
-                raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
-            if isinstance(body, dict) and too_deep(body.get("output"), MAX_DEPTH):
-                return ExecutionResult(error=_too_deep())
-            try:
-                result = result_from_wire(body)
-            except ValueError as e:  # not the wire form (WireError)
-                raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
-            self._refusal_logged = False
-            if lone_surrogate_at([result.output, result.logs, result.error and result.error.message]) is not None:
-                # replaced, as the embedded runner does
-                error = result.error and dataclasses.replace(result.error, message=well_formed(result.error.message))
-                result = dataclasses.replace(result, output=well_formed(result.output), logs=tuple(well_formed(list(result.logs))), error=error)
-            return result
         if status == 429:
             limit = _problem(response).get("maxActiveSessions")
             raise SandboxBusy(limit if isinstance(limit, int) else 0)

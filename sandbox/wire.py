@@ -11,6 +11,9 @@ runs what it is given (a draft under test is named `(draft)`); the API enforces 
                        "isTool": bool, "context": {…}, "dateParameters": [str]}
     ExecutionResult:  {"output": any, "error": null | {"type", "message"}, "logs": [str],
                        "durationMillis": number}
+    a check with runs (`Sandbox.check_then_run`):
+        request:      {"execution": Execution, "inputs": [any]}   (at most MAX_INPUTS inputs)
+        answer:       {"check": ExecutionResult, "runs": [ExecutionResult]}
 
 In an execution only `units` is required; the other fields default as `Execution` does. Two
 headers travel with every call besides the bearer secret: the caller's name and the capability
@@ -33,6 +36,10 @@ _EXECUTION_FIELDS = ("units", "input", "timeoutMillis", "memoryLimitMb", "style"
 _UNIT_FIELDS = ("name", "content", "imports")
 _RESULT_FIELDS = ("output", "error", "logs", "durationMillis")
 _ERROR_FIELDS = ("type", "message")
+_VISIT_FIELDS = ("execution", "inputs")
+_OUTCOMES_FIELDS = ("check", "runs")
+# The most runs one check with runs asks for: a module's examples are at most 20 (B4).
+MAX_INPUTS = 100
 _DEFAULTS = Execution(units=())
 
 
@@ -70,6 +77,14 @@ def result_to_wire(result: ExecutionResult) -> dict[str, Any]:
     }
 
 
+def check_then_run_to_wire(execution: Execution, inputs: list[Any]) -> dict[str, Any]:
+    return {"execution": execution_to_wire(execution), "inputs": list(inputs)}
+
+
+def outcomes_to_wire(check: ExecutionResult, runs: list[ExecutionResult]) -> dict[str, Any]:
+    return {"check": result_to_wire(check), "runs": [result_to_wire(run) for run in runs]}
+
+
 def to_json(body: Any) -> bytes:
     """UTF-8 JSON. A string may hold a lone surrogate (JavaScript's `'\\uD800'`): valid in JSON, not
     in UTF-8, so such a body is written with escapes instead of failing."""
@@ -101,7 +116,41 @@ def execution_from_wire(body: Any) -> Execution:
     )
 
 
-def result_from_wire(body: Any) -> ExecutionResult:
+def check_then_run_from_wire(body: Any) -> tuple[Execution, list[Any]]:
+    _object(body, "body", _VISIT_FIELDS)
+    for name in _VISIT_FIELDS:
+        if name not in body:
+            raise WireError(name, "is required")
+    try:
+        execution = execution_from_wire(body["execution"])
+    except WireError as e:
+        raise WireError("execution" if e.field == "body" else f"execution.{e.field}", e.message) from None
+    inputs = _list(body["inputs"], "inputs")
+    if len(inputs) > MAX_INPUTS:
+        raise WireError("inputs", f"at most {MAX_INPUTS} inputs, got {len(inputs)}")
+    return execution, inputs
+
+
+def result_from_wire(body: Any, where: str = "") -> ExecutionResult:
+    """An `ExecutionResult`; `where` prefixes the fields a `WireError` names (`runs[2].`)."""
+    try:
+        return _result(body)
+    except WireError as e:
+        if not where:
+            raise
+        raise WireError(where.rstrip(".") if e.field == "body" else f"{where}{e.field}", e.message) from None
+
+
+def outcomes_from_wire(body: Any) -> tuple[Any, list[Any]]:
+    """A check with runs' answer, each result still in its wire form (the caller reads each)."""
+    _object(body, "body", _OUTCOMES_FIELDS)
+    for name in _OUTCOMES_FIELDS:
+        if name not in body:
+            raise WireError(name, "is required")
+    return body["check"], _list(body["runs"], "runs")
+
+
+def _result(body: Any) -> ExecutionResult:
     _object(body, "body", _RESULT_FIELDS)
     for name in _RESULT_FIELDS:
         if name not in body:

@@ -6,10 +6,14 @@ end of a socket pair, forks, and answers the child's pid; the child serves calls
 one at a time, until it is closed. Forking a warmed process costs a few milliseconds, so replacing
 a worker the supervisor killed is cheap. The zygote holds no thread, so forking it is safe.
 
-A worker's loop: make a fresh context (while idle), read a call, evaluate it, answer, drop the
-context. While a call runs, each `log` line is sent as soon as it is written (`L` frames), then the
-answer (`A`). Each call gets a context no other call has touched (V3). A worker never decides when a
-call is over: the supervisor does, and kills the worker when the deadline passes.
+A worker's loop: make a fresh context (while idle), read a request, evaluate its program, answer,
+drop the context. A request is a visit of one or more programs under the same limits (a publish's
+check of a module, then its examples: `encode_visit`), evaluated in order, each in a context no
+other program has touched (V3), each answered as soon as it ends. While a program runs, each `log`
+line is sent as soon as it is written (`L` frames), then its answer (`A`). In a gated visit the
+programs after the first run only if the first passed (`passed_check`), a rule the supervisor
+applies to the same answer, so both know how many answers come. A worker never decides when a
+program is over: the supervisor does, and kills the worker when its deadline passes.
 
 A worker's socket carries frames: four bytes of length (little-endian), then the bytes.
 """
@@ -19,7 +23,9 @@ from __future__ import annotations
 import array
 import json
 import os
+import math
 import resource
+import select
 import signal
 import struct
 import socket
@@ -37,23 +43,64 @@ MEMORY_ALLOWANCE_MB = 96
 
 _KINDS = ("value", "json", "check")
 
-# A call: kind, timeout in seconds, memory cap in MB, the capability grants (`sandbox.engine`'s
-# bits), the length of the ai.context() JSON; then that JSON and the program, UTF-8. Decoding this
-# costs far less than a JSON envelope around the program.
-_CALL = struct.Struct("<BdIBI")
+# A visit: timeout in seconds and memory cap in MB (each program's), the capability grants
+# (`sandbox.engine`'s bits), whether it is gated, the number of programs, the length of the
+# ai.context() JSON; then that JSON, each program's kind and length, and the programs, UTF-8.
+# Decoding this costs far less than a JSON envelope around the programs.
+_VISIT = struct.Struct("<dIBBHI")
+_PROGRAM = struct.Struct("<BI")
 
 
-def encode_call(*, kind: str, timeout: float, memory_mb: int, grants: int, context_json: str, program: str) -> bytes:
+def encode_visit(
+    *, programs: list[tuple[str, str]], timeout: float, memory_mb: int, grants: int, context_json: str, gated: bool = False,
+) -> bytes:
+    """One request: `programs` as (kind, text), evaluated in order, each in a fresh context with
+    `timeout` and `memory_mb`. `gated`: the programs after the first run only if it passed."""
     context = context_json.encode()
-    return _CALL.pack(_KINDS.index(kind), timeout, memory_mb, grants, len(context)) + context + program.encode()
+    texts = [text.encode() for _, text in programs]
+    table = b"".join(_PROGRAM.pack(_KINDS.index(kind), len(text)) for (kind, _), text in zip(programs, texts))
+    head = _VISIT.pack(timeout, memory_mb, grants, gated, len(programs), len(context))
+    return b"".join((head, context, table, *texts))
 
 
-def decode_call(data: bytes) -> tuple[str, float, int, int, str, str]:
-    kind, timeout, memory_mb, grants, size = _CALL.unpack_from(data)
-    start = _CALL.size
-    context_json = data[start : start + size].decode()
-    program = data[start + size :].decode()
-    return _KINDS[kind], timeout, memory_mb, grants, context_json, program
+class Visit:
+    """A decoded request; each program is decoded when its turn comes."""
+
+    def __init__(self, data: bytes) -> None:
+        self.timeout, self.memory_mb, self.grants, gated, count, size = _VISIT.unpack_from(data)
+        self.gated = bool(gated)
+        start = _VISIT.size
+        self.context_json = data[start : start + size].decode()
+        start += size
+        self._kinds: list[str] = []
+        self._spans: list[tuple[int, int]] = []
+        offset = start + count * _PROGRAM.size
+        for n in range(count):
+            kind, length = _PROGRAM.unpack_from(data, start + n * _PROGRAM.size)
+            self._kinds.append(_KINDS[kind])
+            self._spans.append((offset, offset + length))
+            offset += length
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def program(self, n: int) -> tuple[str, str]:
+        begin, end = self._spans[n]
+        return self._kinds[n], self._data[begin:end].decode()
+
+
+def passed_check(kind: str, answer: bytes) -> bool:
+    """Whether a gated visit goes on after its first program answered `answer`: a load-and-link
+    check that found nothing missing (`[1, "", logs]`), or a script check that loaded (`[1, true,
+    logs]`). The worker and the supervisor both decide by this, on the same bytes."""
+    try:
+        body = json.loads(answer)
+    except (ValueError, RecursionError, MemoryError):
+        return False
+    if not isinstance(body, list) or len(body) != 3 or body[0] != 1 or isinstance(body[0], bool):
+        return False
+    return body[1] == "" if kind == "check" else body[1] is True if kind == "json" else True
 
 
 class MemoryBound:
@@ -110,11 +157,13 @@ class MemoryBound:
 
 
 class Frames:
-    """Frames over a socket, read through a buffer: one `recv` is usually a whole frame."""
+    """Frames over a socket, read through a buffer: one `recv` is usually a whole frame, and one
+    read may bring several (a visit's answers, when the reader comes late)."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._buffer = bytearray()
+        self._poll: select.poll | None = None
 
     def send(self, data: bytes, tag: bytes = b"") -> None:
         """One frame: `tag` then `data` (a large `data` is sent as it is, not copied into the frame)."""
@@ -125,8 +174,10 @@ class Frames:
             self.sock.sendall(head)
             self.sock.sendall(data)
 
-    def recv(self) -> bytes:
-        """One whole frame; `EOFError` when the other end is gone. A socket timeout propagates."""
+    def recv(self, deadline: float | None = None) -> bytes:
+        """One whole frame; `EOFError` when the other end is gone. With a `deadline` (on
+        `time.monotonic()`), `TimeoutError` when no more bytes came by then: the socket stays
+        blocking and a poll waits, so no call changes the socket's mode (a system call each)."""
         buffer = self._buffer
         while True:
             if len(buffer) >= 4:
@@ -138,10 +189,24 @@ class Frames:
                 wanted = end - len(buffer)
             else:
                 wanted = 0
+            if deadline is not None and not self._readable(deadline):
+                raise TimeoutError
             chunk = self.sock.recv(max(wanted, 65536))
             if not chunk:
                 raise EOFError("the socket was closed")
             buffer += chunk
+
+    def _readable(self, deadline: float) -> bool:
+        """Whether bytes (or the end) came by `deadline`; bytes already there count even after it."""
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self.sock, select.POLLIN)
+        while True:
+            millis = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+            if self._poll.poll(millis):
+                return True
+            if millis == 0:
+                return False
 
 
 def serve(frames: Frames, engine, bound: MemoryBound | None = None) -> None:  # noqa: ANN001 - sandbox.engine.Engine
@@ -149,28 +214,37 @@ def serve(frames: Frames, engine, bound: MemoryBound | None = None) -> None:  # 
     context = engine.fresh()
     while True:
         try:
-            kind, timeout, memory_mb, grants, context_json, program = decode_call(frames.recv())
+            visit = Visit(frames.recv())
         except (EOFError, OSError):
             return
-        deadline = time.monotonic() + timeout
-        bound.enter(memory_mb)
-        try:
-            answer = engine.evaluate(
-                context, program, kind=kind, memory_mb=memory_mb, grants=grants, deadline=deadline, context_json=context_json,
-            ).encode()
-        except MemoryError:  # past the bound outside the engine's own handling: the answer is short
+        for n in range(len(visit)):
+            if n:
+                context = None  # the last reference: the previous program's context is freed first
+                context = engine.fresh()
+            kind, program = visit.program(n)
+            deadline = time.monotonic() + visit.timeout
+            bound.enter(visit.memory_mb)
+            try:
+                answer = engine.evaluate(
+                    context, program, kind=kind, memory_mb=visit.memory_mb, grants=visit.grants, deadline=deadline,
+                    context_json=visit.context_json,
+                ).encode()
+            except MemoryError:  # past the bound outside the engine's own handling: the answer is short
+                answer = None
+            finally:
+                program = ""
+            if answer is None:
+                bound.lift()  # room to answer; the supervisor retires this worker after a memory error
+                answer = _OUT_OF_MEMORY
+            try:
+                frames.send(answer, b"A")
+            except OSError:
+                return
+            if n == 0 and visit.gated and not passed_check(kind, answer):
+                break
             answer = None
-        finally:
-            program = context_json = ""
-        if answer is None:
-            bound.lift()  # room to answer; the supervisor retires this worker after a memory error
-            answer = _OUT_OF_MEMORY
-        try:
-            frames.send(answer, b"A")
-        except OSError:
-            return
-        answer = None
-        context = None  # the last reference: the context and its runtime are freed here, off the call's path
+        visit = answer = None
+        context = None  # the context and its runtime are freed here, off the call's path
         context = engine.fresh()
 
 
