@@ -173,6 +173,8 @@ class ExecutionErrorOut(BaseModel):
 
 
 class ExampleOut(BaseModel):
+    module: str | None = Field(None, description="whose example: the module tested (its id, or null for a new draft), "
+                                                 "or a module that imports it, run with this draft in place")
     name: str
     passed: bool
     expected: dict[str, Any] = Field(description="{output} or {error}: what the example expects")

@@ -79,16 +79,30 @@ class Execution:
         context: dict[str, Any],
     ) -> list[ExampleRun]:
         """POST /test (B4): each example of the tool section run against the draft as the editor
-        holds it, with what it expected and what it gave. Call after `test`, which checks the rest."""
+        holds it, then the examples of every module that imports it, transitively, with this draft
+        in place of its published version: each with what it expected and what it gave. Call after
+        `test`, which checks the rest."""
         tool = normalise_tool(tool)
-        if tool is None or not tool.get("examples"):
-            return []
-        sandbox = self._sandbox()
         name = module_id or "(draft)"
-        edges = check_draft_imports(self._store, self._store.graph(tenant), name, imports)
+        graph = self._store.graph(tenant)
+        edges = check_draft_imports(self._store, graph, name, imports)
         definition = {"description": "", "content": content, "imports": imports, "tool": tool}
-        bundle = self._bundle(tenant, name, edges, {name: definition}, context=context)
-        return [run_example(sandbox, bundle, tool, example) for example in tool["examples"]]
+        definitions: dict[str, Definition] = {name: definition}
+        targets = [name] if tool is not None and tool.get("examples") else []
+        if module_id is not None and graph.is_published(module_id):
+            targets += transitive_importers(graph.published_importers(), edges, module_id)
+        runs: list[ExampleRun] = []
+        sandbox: Sandbox | None = None
+        for target in targets:
+            bundle = self._bundle(tenant, target, edges, definitions, context=context)
+            target_tool = definitions[target]["tool"]
+            examples = (target_tool or {}).get("examples") or []
+            if not examples:
+                continue
+            sandbox = sandbox or self._sandbox()
+            runs += [dataclasses.replace(run_example(sandbox, bundle, target_tool, example), module=module_id if target == name else target)
+                     for example in examples]
+        return runs
 
     def call_tool(self, tenant: str, name: str, input: Any, *, context: dict[str, Any]) -> ExecutionResult:
         """POST /api/v1/tools/{name}/call: runs the published version of a tool module."""
@@ -376,9 +390,11 @@ class ExampleRun:
     passed: bool
     expected: dict[str, Any]
     actual: dict[str, Any]
+    module: str | None = None  # whose example: the module tested, or a module that imports it
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "expected": self.expected, "actual": self.actual}
+        return {"name": self.name, "passed": self.passed, "expected": self.expected, "actual": self.actual,
+                "module": self.module}
 
 
 def run_example(sandbox: Sandbox, bundle: Bundle, tool: dict[str, Any], example: dict[str, Any]) -> ExampleRun:

@@ -83,8 +83,19 @@ def test_post_test_runs_and_reports_each_example(client: TestClient) -> None:
     assert answer["output"] == "Report 2020"
     reports = {e["name"]: e for e in answer["examples"]}
     assert reports["leap"]["passed"] and reports["boom"]["passed"]
-    assert reports["off"] == {"name": "off", "passed": False, "expected": {"output": "Report 2000"},
+    assert reports["off"] == {"module": None, "name": "off", "passed": False, "expected": {"output": "Report 2000"},
                               "actual": {"output": "Report 1999"}}
+
+
+def test_post_test_of_a_library_runs_the_examples_of_its_importers_with_the_draft_in_place(client: TestClient) -> None:
+    seed(client)
+    answer = expect(client.post(f"{BASE}/test", json={
+        "id": "dates", "draftContent": "exports.year = function (d) { return Number(d.slice(0, 4)) + 1; };"}), 200).json()
+    reports = {(e["module"], e["name"]): e for e in answer["examples"]}
+    assert set(reports) == {("report", "leap"), ("report", "missing")}
+    assert reports[("report", "leap")]["passed"] is False
+    assert reports[("report", "leap")]["actual"] == {"output": "Report 2025"}
+    assert reports[("report", "missing")]["passed"] is True
 
 
 def test_bad_examples_are_refused_naming_the_example_and_field(client: TestClient) -> None:
