@@ -4,6 +4,7 @@ import htmx from "htmx.org";
 import "./playground.js";
 import "./api_tools.js";
 import "./search_tools.js";
+import "./changesets.js";
 
 window.htmx = htmx;
 

@@ -16,6 +16,7 @@ from starlette.datastructures import FormData
 
 from api import queries
 from api.presenters import execution_out, module_out
+from application.execution import ExampleRun
 from application.kinds.base import tagged
 from application.kinds.code import CODE_TAG
 from application.modules import Written
@@ -290,7 +291,8 @@ def _whole(form: FormData, name: str, field: str) -> int | None:
 
 @router.post("/{module_id}/test")
 async def test_module(module_id: str, request: Request, visitor: Writer) -> Response:
-    """Runs the editor's content as it stands, saved or not (as POST /code-modules/test); keeps nothing."""
+    """Runs the editor's content as it stands, saved or not (as POST /code-modules/test), then each
+    of the tool section's examples (B4); keeps nothing."""
     form = await request.form()
     services = request.app.state.services
     mine = _definition(form)
@@ -300,10 +302,16 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
         given = json.loads(raw) if raw.strip() else None
     except ValueError as error:
         return render(request, "modules/_test_result.html", refused=f"The input is not JSON: {error}", violations=[])
+    tenant, context = visitor.principal.tenant, queries.call_context(visitor.principal)
     try:
         result = await run_in_threadpool(
-            services.execution.test, visitor.principal.tenant, content=mine["content"], imports=mine["imports"],
-            tool=mine["tool"], input=given, module_id=module_id, context=queries.call_context(visitor.principal),
+            services.execution.test, tenant, content=mine["content"], imports=mine["imports"],
+            tool=mine["tool"], input=given, module_id=module_id, context=context,
+        )
+        # B4: each example of the tool section, run against the code as it stands
+        examples = await run_in_threadpool(
+            services.execution.test_examples, tenant, content=mine["content"], imports=mine["imports"],
+            tool=mine["tool"], module_id=module_id, context=context,
         )
     except (InvalidDefinition, InvalidInput, ImportRefused) as refusal:
         violations = [f"{v.field}: {v.message}" for v in refusal.violations]
@@ -315,8 +323,24 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
     return render(
         request, "modules/_test_result.html", refused=None, violations=[], error=error, line=_line_of(error),
         output=shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False)),
-        logs=shown("\n".join(out["logs"])), duration=out["durationMillis"],
+        logs=shown("\n".join(out["logs"])), duration=out["durationMillis"], examples=[_example_row(run) for run in examples],
     )
+
+
+def _example_row(run: ExampleRun) -> dict[str, Any]:
+    """One example's result as the Test window shows it: passed or not, expected and actual as text."""
+    return {"name": run.name, "passed": run.passed, "expected": _outcome(run.expected), "actual": _outcome(run.actual)}
+
+
+def _outcome(outcome: dict[str, Any]) -> str:
+    """`{"output": …}` as its JSON, `{"error": type, "message": …}` as words (V5's cap on either)."""
+    if "error" in outcome:
+        text = f"an error of type {outcome['error']}" + (f": {outcome['message']}" if outcome.get("message") else "")
+    else:
+        text = json.dumps(outcome.get("output"), ensure_ascii=False)
+    shown_text = shown(text)
+    assert shown_text is not None
+    return shown_text["text"] + (" … (cut)" if shown_text["cut"] else "")
 
 
 def _line_of(error: dict[str, str] | None) -> int | None:

@@ -1,8 +1,9 @@
-"""A module's lifecycle in the console (seed 004, DESIGN §7 B1–B3): publish with a review (the dry
-run of every dependent and a diff of the draft against the published version), the `…` menu
-(discard the draft, duplicate, delete with the used-by list), and the history: a timeline of every
-event, a diff of any published version against another or the draft, the module as of an instant,
-and "restore into draft" (revert).
+"""A module's lifecycle in the console (seed 004, DESIGN §7 B1–B3, B6): publish with a review (the
+dry run of every dependent, a diff of the draft against the published version, a message), the `…`
+menu (discard the draft, duplicate, delete with the used-by list), and the history: a timeline of
+every event (a publish with its changeset and message), a diff of any published version against
+another or the draft, the module as of an instant, and "restore into draft" (revert). The diff and
+the message are shared with the list's changeset review (`console.routes.modules`).
 
 Each write is the same application command the REST routes (`api/routes/modules.py`) make, with
 the version the admin reviewed as `expected` (If-Match, B7). An htmx request that succeeds is
@@ -23,11 +24,11 @@ from starlette.datastructures import FormData
 
 from api import queries
 from api.presenters import module_out
-from application.modules import Written
+from application.modules import MAX_MESSAGE, Written
 from console.routing import ConsoleRoute, problem_of
 from console.security import Reader, Writer
 from domain import history
-from domain.errors import IdTaken, InvalidDefinition, ModuleError, UnknownModule
+from domain.errors import IdTaken, InvalidDefinition, InvalidInput, ModuleError, UnknownModule, Violation
 from domain.model import CodeModule
 
 router = APIRouter(prefix="/console/modules", route_class=ConsoleRoute, include_in_schema=False)
@@ -78,6 +79,15 @@ def _text(form: FormData, name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def publish_message(form: FormData) -> str | None:
+    """What the publisher said of a publish (B6), None when they said nothing; at most MAX_MESSAGE
+    characters, as the REST API takes it."""
+    message = _text(form, "message").replace("\r\n", "\n")
+    if len(message) > MAX_MESSAGE:
+        raise InvalidInput([Violation("message", "B6", f"must be at most {MAX_MESSAGE:,} characters, got {len(message):,}")])
+    return message or None
+
+
 def _refused(request: Request, template: str, error: ModuleError, **context: Any) -> Response:
     """A refusal shown where the admin acted (a dialog); without htmx, ConsoleRoute's page."""
     if not _htmx(request):
@@ -98,7 +108,7 @@ def publish_review(module_id: str, request: Request, visitor: Writer) -> Respons
     module = services.store.module(principal.tenant, module_id)
     context: dict[str, Any] = {"m": module_out(module, []), "version": module.version, "problem": None, "preview": None}
     if module.draft is not None:
-        context["diff"] = _diff(module.published, module.draft, _published_label(module), "the draft")
+        context["diff"] = definition_diff(module.published, module.draft, published_label(module), "the draft")
     try:
         context["preview"] = queries.publish_preview(services, principal, module_id)
     except ModuleError as error:  # R5 at publish, R10 nothing to publish: refused before any check runs
@@ -112,11 +122,12 @@ async def publish(module_id: str, request: Request, visitor: Writer) -> Response
     services = request.app.state.services
     principal = visitor.principal
     try:
+        message = publish_message(form)
         written = await run_in_threadpool(
             services.modules.publish, principal.tenant, module_id, by=principal.name, expected=_expected(form),
-            context=queries.call_context(principal),
+            context=queries.call_context(principal), message=message,
         )
-    except ModuleError as error:  # CheckFailed 422, ImportCycle, NothingToPublish 409, PreconditionFailed 412
+    except ModuleError as error:  # CheckFailed 422, ImportCycle, NothingToPublish 409, PreconditionFailed 412, a long message 400
         return _refused(request, "modules/_review_refused.html", error, module_id=module_id)
     await _wait(request, written)
     return _go(request, f"/console/modules/{module_id}")
@@ -269,7 +280,7 @@ def _comparison(a: str, b: str, by_number: dict[int, dict[str, Any]], module: Co
             errors[field] = "Choose a published version" + (" or the draft." if field == "b" and has_draft else ".")
     if len(sides) != 2:
         return None
-    return _diff(sides[0][0], sides[1][0], sides[0][1], sides[1][1])
+    return definition_diff(sides[0][0], sides[1][0], sides[0][1], sides[1][1])
 
 
 def _as_of(services: Any, tenant: str, module_id: str, at: str, errors: dict[str, str]) -> dict[str, Any] | None:
@@ -307,6 +318,8 @@ def _event_row(event: Any) -> dict[str, Any]:
         "what": what,
         "description": definition.get("description") if definition else None,
         "imports": definition.get("imports") if definition else None,
+        "changeset": data.get("changeset"),
+        "message": data.get("message"),
         "recorded": json.dumps(data, indent=2, ensure_ascii=False, default=str),
     }
 
@@ -314,11 +327,11 @@ def _event_row(event: Any) -> dict[str, Any]:
 # -- diffs -------------------------------------------------------------------------------------
 
 
-def _published_label(module: CodeModule) -> str:
+def published_label(module: CodeModule) -> str:
     return f"published version {module.published_version}" if module.published is not None else "nothing published"
 
 
-def _diff(before: dict[str, Any] | None, after: dict[str, Any] | None, before_label: str, after_label: str) -> dict[str, Any]:
+def definition_diff(before: dict[str, Any] | None, after: dict[str, Any] | None, before_label: str, after_label: str) -> dict[str, Any]:
     """Two definitions side by side for a person: the code (for the merge view, and as a unified
     diff in text), the description, the imports, and the tool section field by field."""
     old = before or {}
