@@ -323,13 +323,17 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
     return render(
         request, "modules/_test_result.html", refused=None, violations=[], error=error, line=_line_of(error),
         output=shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False)),
-        logs=shown("\n".join(out["logs"])), duration=out["durationMillis"], examples=[_example_row(run) for run in examples],
+        logs=shown("\n".join(out["logs"])), duration=out["durationMillis"],
+        examples=[_example_row(run, module_id) for run in examples],
+        importers=sorted({run.module for run in examples if run.module not in (None, module_id)}),
     )
 
 
-def _example_row(run: ExampleRun) -> dict[str, Any]:
-    """One example's result as the Test window shows it: passed or not, expected and actual as text."""
-    return {"name": run.name, "passed": run.passed, "expected": _outcome(run.expected), "actual": _outcome(run.actual)}
+def _example_row(run: ExampleRun, module_id: str) -> dict[str, Any]:
+    """One example's result as the Test window shows it: whose it is (this module's, or an
+    importer's run with this draft in place), passed or not, expected and actual as text."""
+    return {"name": run.name, "module": run.module or module_id, "mine": run.module in (None, module_id), "passed": run.passed,
+            "expected": _outcome(run.expected), "actual": _outcome(run.actual)}
 
 
 def _outcome(outcome: dict[str, Any]) -> str:

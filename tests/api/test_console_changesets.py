@@ -301,3 +301,21 @@ def test_the_test_window_shows_each_examples_result_escaped(admin, api) -> None:
     bad = client.post(f"/console/modules/{name}/test", data=_test_form(csrf, content, '[{"name": "bad", "input": {"n": "x"}, "output": 1}]'),
                       headers={**_origin(client), **HTMX})
     assert bad.status_code == 200 and "Not run" in bad.text and "tool.examples[0].input.n" in bad.text
+
+
+def test_a_librarys_test_window_runs_its_importers_examples_with_the_draft_in_place(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    dates, report = unique_id("dates"), unique_id("report")
+    _module(api, dates, DATES_V1)
+    _module(api, report, _report(dates), draftImports=[dates],
+            tool={**DAY, "examples": [{"name": "leap", "input": {"day": "2024-02-29"}, "output": "Report 2024"}]})
+    # the library's draft keeps `year` but changes its answer: report's example fails, named as report's
+    changed = "exports.year = function (d) { return String(Number(d.slice(0, 4)) + 1); };"
+    form = {"csrf_token": csrf, "content": changed, "description": "d", "input": ""}
+    answer = client.post(f"/console/modules/{dates}/test", data=form, headers={**_origin(client), **HTMX})
+    assert answer.status_code == 200, answer.text
+    section = answer.text.split('id="test-examples-heading"')[1]
+    assert f"every module that imports it ({report})" in section and "✗ 1 of 1 example fails" in section
+    row = re.search(r"<tr>\s*<th scope=\"row\">leap</th>\s*<td>(.*?)</td>\s*<td>(.*?)</td>", section, re.S)
+    assert row.group(1) == f'<a href="/console/modules/{report}">{report}</a>' and "✗ failed" in row.group(2)
+    assert "&#34;Report 2025&#34;" in section
