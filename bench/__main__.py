@@ -7,7 +7,8 @@ import sys
 import time
 
 from bench import (
-    audit, cold_load, console, mcp_call, memory_bound, publish, read_side, scale, search_index, search_tools, tool_call, workers,
+    audit, changesets, cold_load, console, mcp_call, memory_bound, publish, read_side, scale, search_index, search_tools, tool_call,
+    workers,
 )
 from bench._common import format_table, machine_line
 
@@ -15,7 +16,7 @@ from bench._common import format_table, machine_line
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -29,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
             format_table(publish.title(info["args"]["importers"]), rows)
             + "\n(the publish also loads each importer's published definition from the event store, orders each bundle, and saves)"
         )
+    if args.only in (None, "changesets"):
+        rows, info = changesets.run(common)
+        tables.append(format_table(changesets.title(info["args"]["importers"], info["args"]["changeset"]), rows)
+                      + f"\n{changesets.NOTES}\n(load average {info['load']})")
     if args.only in (None, "workers"):
         rows, info = workers.run(common)
         tables.append(format_table(workers.TITLE, rows) + f"\n{workers.NOTES}\n(load average {info['load']})")
