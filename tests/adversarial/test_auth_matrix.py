@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,6 +144,13 @@ def world(probe: Probe) -> World:
         assert probe.send("POST", f"/api/v1/admin/{kind}", json=body).status_code == 201
     uploaded = probe.send("POST", "/api/v1/admin/search-tools/search1/documents", files=[("files", ("a.txt", b"a document"))])
     assert uploaded.status_code == 202, uploaded.text
+    # Its extraction records an event when it ends: wait for it, so that no write of the world's
+    # lands while a principal's request is watched for writes.
+    document = f"/api/v1/admin/search-tools/search1/documents/{uploaded.json()['documents'][0]['id']}"
+    deadline = time.monotonic() + 60
+    while probe.send("GET", document).json()["state"] == "PROCESSING":
+        assert time.monotonic() < deadline, "the world's document is still PROCESSING"
+        time.sleep(0.05)
     assert probe.send("POST", CODE_MODULES, json={"id": "in_changeset", "description": "c", "draftContent": "exports.x = 1;"}).status_code == 201
     changeset = probe.send("POST", f"{CODE_MODULES}/publish", json={"ids": ["in_changeset"], "message": "one"})
     assert changeset.status_code == 200, changeset.text

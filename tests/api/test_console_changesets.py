@@ -87,7 +87,7 @@ def test_the_list_has_a_checkbox_for_each_module_with_a_draft_and_publish_select
     page = client.get(LIST).text
     # a draft or a module never published: a checkbox of the Publish selected form; a published one: none
     for name in (dates, report, fresh):
-        assert f'<input type="checkbox" name="ids" value="{name}" form="publish-selected-form" aria-label="Select the draft of {name}"' in page
+        assert f'<input type="checkbox" class="pick" name="ids" value="{name}" form="publish-selected-form" aria-label="Select the draft of {name}"' in page
     assert f'value="{plain}" form="publish-selected-form"' not in page
     assert '<form id="publish-selected-form"' in page and ">Publish selected</button>" in page
     assert 'hx-get="/console/modules/publish-selected" hx-include="[data-changeset-pick]"' in page
