@@ -118,6 +118,17 @@ def _status(error: errors.ModuleError) -> int:
     }.get(type(error), 400)
 
 
+def if_match_version(if_match: str | None) -> int | None:
+    """The version an `If-Match` names (B7): None for none or `*`; a tag this API did not give is a
+    400 naming the header."""
+    if if_match is None or if_match.strip() == "*":
+        return None
+    tag = if_match.split(",")[0].strip().removeprefix("W/").strip('"')
+    if not tag.isdigit():
+        raise errors.InvalidDefinition([errors.Violation("If-Match", "B7", "must be an ETag this API gave (a quoted version number)")])
+    return int(tag)
+
+
 def etag(version: int) -> str:
     """B7: a module's entity tag, its aggregate version (every change makes a new one)."""
     return f'"{version}"'

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventsourcing.utils import get_topic
-
 from application.store import Store
 from domain.model import CodeModule, Definition, graph_aggregate_id, module_aggregate_id
 from domain.rules import id_violations
@@ -33,18 +31,11 @@ class History:
         """Every changeset of the tenant (B6), newest first: id, message, who, when, and each module
         it published with the version it made. Read from the `Published` events of the log."""
         found: dict[str, dict[str, Any]] = {}
-        recorder = self._store.recorder
-        start = 1
-        while True:
-            batch = recorder.select_notifications(start, 1_000, topics=[get_topic(CodeModule.Published)])
-            for notification in batch:
-                event = self._store.mapper.to_domain_event(notification)
-                if event.tenant != tenant or getattr(event, "changeset", None) is None:
-                    continue
-                entry = found.setdefault(event.changeset, {"id": event.changeset, "message": event.message, "by": event.by,
-                                                           "at": event.timestamp, "modules": []})
-                entry["modules"].append({"id": event.module_id, "version": event.version})
-            if len(batch) < 1_000:
-                break
-            start = batch[-1].id + 1
+        for notification in self._store.notifications_of(CodeModule.Published):
+            event = self._store.mapper.to_domain_event(notification)
+            if event.tenant != tenant or getattr(event, "changeset", None) is None:
+                continue
+            entry = found.setdefault(event.changeset, {"id": event.changeset, "message": event.message, "by": event.by,
+                                                       "at": event.timestamp, "modules": []})
+            entry["modules"].append({"id": event.module_id, "version": event.version})
         return sorted(found.values(), key=lambda c: c["at"], reverse=True)

@@ -237,6 +237,24 @@ class Store(Application):
             yield from found
             del found  # this pass's modules go before the next pass rebuilds more
 
+    def notifications_of(self, event_class: type, page: int = 1_000) -> Iterator[Any]:
+        """Every notification of one event type, in log order, read a page at a time."""
+        start = 1
+        while True:
+            batch = self.recorder.select_notifications(start, page, topics=[get_topic(event_class)])
+            yield from batch
+            if len(batch) < page:
+                return
+            start = batch[-1].id + 1
+
+    def originators_of(self, created: type) -> Iterator[UUID]:
+        """The id of every aggregate a `created` event ever started, once each, oldest first."""
+        seen: set[UUID] = set()
+        for notification in self.notifications_of(created):
+            if notification.originator_id not in seen:
+                seen.add(notification.originator_id)
+                yield notification.originator_id
+
     # -- saving ----------------------------------------------------------------------------------
 
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:

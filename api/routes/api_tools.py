@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import Admin, Reader, ServicesDep
 from api.presenters import execution_out
-from api.problems import documented, etag
+from api.problems import documented, etag, if_match_version
 from api.queries import call_context
 from application.kinds.api_tools import ApiToolKind
 from application.toolbox import answered
@@ -125,15 +125,6 @@ def public(tool: ApiTool) -> dict[str, Any]:
             "updatedAt": tool.modified_on}
 
 
-def _expected(if_match: str | None) -> int | None:
-    if if_match is None or if_match.strip() == "*":
-        return None
-    tag = if_match.split(",")[0].strip().removeprefix("W/").strip('"')
-    if not tag.isdigit():
-        raise InvalidDefinition([Violation("If-Match", "B7", "must be an ETag this API gave (a quoted version number)")])
-    return int(tag)
-
-
 @router.get("", responses=documented())
 def list_api_tools(services: ServicesDep, principal: Reader) -> list[dict[str, Any]]:
     """Every API URL tool of the tenant, by name."""
@@ -176,7 +167,7 @@ async def replace_api_tool(id: str, body: ApiToolBody, services: ServicesDep, pr
     """Replace the tool's configuration; the change is live at once on every server it is attached to."""
     if body.id is not None and body.id != id:
         raise InvalidDefinition([Violation("id", "R1", f"must be the path's id {id!r} (a tool is renamed by creating another)")])
-    expected = _expected(if_match)
+    expected = if_match_version(if_match)
     tool, _ = await run_in_threadpool(
         lambda: _kind(services).save(principal.tenant, id, body.as_config(), by=principal.name, create=False, expected=expected))
     response.headers["ETag"] = etag(tool.version)

@@ -24,7 +24,7 @@ from starlette.datastructures import UploadFile
 
 from api.deps import Admin, Reader, ServicesDep
 from api.presenters import execution_out
-from api.problems import documented, etag
+from api.problems import documented, etag, if_match_version
 from application.kinds.search_tools import SearchToolKind, Upload
 from application.toolbox import answered
 from domain import history
@@ -102,15 +102,6 @@ def public_document(document: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in document.items() if k != "pageStarts"}
 
 
-def _expected(if_match: str | None) -> int | None:
-    if if_match is None or if_match.strip() == "*":
-        return None
-    tag = if_match.split(",")[0].strip().removeprefix("W/").strip('"')
-    if not tag.isdigit():
-        raise InvalidDefinition([Violation("If-Match", "B7", "must be an ETag this API gave (a quoted version number)")])
-    return int(tag)
-
-
 @router.get("", responses=documented())
 def list_search_tools(services: ServicesDep, principal: Reader) -> list[dict[str, Any]]:
     """Every File Search tool of the tenant, by name."""
@@ -154,7 +145,7 @@ async def replace_search_tool(id: str, body: SearchToolBody, services: ServicesD
     withdrawn over MCP, and sessions are told their tool list changed)."""
     if body.id is not None and body.id != id:
         raise InvalidDefinition([Violation("id", "R1", f"must be the path's id {id!r} (a tool is renamed by creating another)")])
-    expected = _expected(if_match)
+    expected = if_match_version(if_match)
     tool, _ = await run_in_threadpool(
         lambda: _kind(services).save(principal.tenant, id, body.as_config(), by=principal.name, create=False, expected=expected))
     response.headers["ETag"] = etag(tool.version)

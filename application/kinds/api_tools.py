@@ -36,7 +36,6 @@ from uuid import UUID
 import jmespath
 import jmespath.exceptions
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.utils import get_topic
 from uritemplate import URITemplate
 
 from application.commands import Change
@@ -101,21 +100,10 @@ class ApiToolKind(ToolKind):
     def tools(self, tenant: str) -> list[ApiTool]:
         """Every live API URL tool of `tenant`, by name (the log's `Created` events say which exist)."""
         found: dict[str, ApiTool] = {}
-        seen: set[UUID] = set()
-        recorder = self.deps.store.recorder
-        start = 1
-        while True:
-            batch = recorder.select_notifications(start, 1_000, topics=[get_topic(ApiTool.Created)])
-            for notification in batch:
-                if notification.originator_id in seen:
-                    continue
-                seen.add(notification.originator_id)
-                tool = self._load(notification.originator_id)
-                if tool is not None and tool.tenant == tenant and not tool.deleted:
-                    found[tool.tool_id] = tool
-            if len(batch) < 1_000:
-                break
-            start = batch[-1].id + 1
+        for aggregate_id in self.deps.store.originators_of(ApiTool.Created):
+            tool = self._load(aggregate_id)
+            if tool is not None and tool.tenant == tenant and not tool.deleted:
+                found[tool.tool_id] = tool
         return [found[name] for name in sorted(found)]
 
     def find(self, tenant: str, name: str) -> ApiTool | None:

@@ -34,7 +34,6 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.utils import get_topic
 
 from application.commands import Change
 from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
@@ -117,21 +116,10 @@ class SearchToolKind(ToolKind):
 
     def _all(self) -> Iterator[SearchTool]:
         """Every File Search tool of every tenant ever created (deleted ones too), once each."""
-        seen: set[UUID] = set()
-        recorder = self.deps.store.recorder
-        start = 1
-        while True:
-            batch = recorder.select_notifications(start, 1_000, topics=[get_topic(SearchTool.Created)])
-            for notification in batch:
-                if notification.originator_id in seen:
-                    continue
-                seen.add(notification.originator_id)
-                tool = self._load(notification.originator_id)
-                if tool is not None:
-                    yield tool
-            if len(batch) < 1_000:
-                break
-            start = batch[-1].id + 1
+        for aggregate_id in self.deps.store.originators_of(SearchTool.Created):
+            tool = self._load(aggregate_id)
+            if tool is not None:
+                yield tool
 
     def tools(self, tenant: str) -> list[SearchTool]:
         """Every live File Search tool of `tenant`, by name."""
