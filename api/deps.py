@@ -8,7 +8,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from domain.catalog import Permissions
-from infrastructure.auth import ADMIN, AUDITOR, CALLER, Principal
+from infrastructure.auth import ADMIN, AUDITOR, CALLER, OPERATOR, Principal
 from api.services import Services
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (DESIGN §8)")
@@ -26,10 +26,8 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 
 
 async def _principal(services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
-    principal = services.authenticator.authenticate(credentials.credentials if credentials else None)
-    if principal is None:
-        raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
-    return principal
+    # 401 without a token that is one, 403 `tenant-suspended`, 429 past the token's rate (api/problems.py answers a Refusal).
+    return services.admission.admit(credentials.credentials if credentials else None)
 
 
 def _role(*roles: str):  # noqa: ANN202 - a dependency factory
@@ -44,6 +42,8 @@ def _role(*roles: str):  # noqa: ANN202 - a dependency factory
 Admin = Annotated[Principal, Depends(_role(ADMIN))]
 Reader = Annotated[Principal, Depends(_role(ADMIN, AUDITOR))]
 ToolCaller = Annotated[Principal, Depends(_role(ADMIN, CALLER))]
+# Manages tenants and nothing inside them (DESIGN §12): no other route takes its token.
+Operator = Annotated[Principal, Depends(_role(OPERATOR))]
 
 
 def permissions_of(services: Services, principal: Principal) -> Permissions:

@@ -44,6 +44,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from api import problems
+from api.admission import Refusal
 from api.mcp_direct import DirectCalls
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
@@ -186,9 +187,10 @@ class McpEndpoint:
         # No Origin: not a browser's cross-origin request.
         if origin and not self.origins.allow(origin):
             return problems.problem(403, "invalid-origin", f"the Origin {origin!r} is not allowed (TOOLSMITH_MCP_ALLOWED_ORIGINS)")
-        principal = self.services.authenticator.authenticate(_bearer(request))
-        if principal is None:
-            return problems.problem(401, "unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+        try:
+            principal = self.services.admission.admit(_bearer(request))
+        except Refusal as refusal:
+            return problems.problem(refusal.status, refusal.code, refusal.detail, headers=refusal.headers)
         if principal.role not in ROLES:
             return problems.problem(403, "forbidden", f"MCP needs the role {' or '.join(ROLES)}")
         server_id = scope.get("path_params", {}).get("server_id")

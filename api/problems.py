@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.admission import Refusal
 from domain import errors
 from domain.values import well_formed
 from projections.interface import ReadModelUnavailable
@@ -50,7 +51,7 @@ _DESCRIPTIONS = {
     413: "The request body is too large",
     415: "The body is not of the media type the route takes (JSON; multipart/form-data for a document upload)",
     422: "Publishing would break a module (`failingModule`) or close an import cycle (`cycle`)",
-    429: "Every sandbox session is busy; retry after `Retry-After` seconds",
+    429: "Every sandbox session (or the tenant's share of them) is busy, or the token's request rate is spent; retry after `Retry-After` seconds",
     503: "The code sandbox is not configured, or the read model is unavailable",
 }
 
@@ -90,6 +91,8 @@ def problem(status: int, code: str, detail: str, *, headers: dict[str, str] | No
 
 
 def _status(error: errors.ModuleError) -> int:
+    if isinstance(error, errors.QuotaExceeded) and error.quota == "storedBytes":
+        return 413
     if isinstance(error, (errors.ImportRefused, errors.ImportCycle)):
         return 422 if error.at_publish else 400
     return {
@@ -115,6 +118,9 @@ def _status(error: errors.ModuleError) -> int:
         errors.SecretUnreadable: 503,
         errors.UploadTooLarge: 413,
         errors.DocumentsUnavailable: 503,
+        errors.QuotaExceeded: 409,
+        errors.TenantBusy: 429,
+        errors.TenantNotEmpty: 409,
     }.get(type(error), 400)
 
 
@@ -158,8 +164,12 @@ def from_domain(error: errors.ModuleError) -> JSONResponse:
         extra["error"] = {"type": error.error_type, "message": error.message}
     if isinstance(error, errors.ChangesetRefused):
         extra["failures"] = [{"module": m, "error": {"type": t, "message": msg}} for m, t, msg in error.failures]
-    if isinstance(error, errors.SandboxBusy):
+    if isinstance(error, (errors.SandboxBusy, errors.TenantBusy)):
         headers = {"Retry-After": "1"}
+    if isinstance(error, errors.QuotaExceeded):
+        extra.update(quota=error.quota, limit=error.limit, used=error.used)
+    if isinstance(error, errors.TenantNotEmpty):
+        extra["holds"] = error.holds
     return problem(_status(error), error.code, _detail(error), headers=headers, **extra)
 
 
@@ -172,6 +182,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(errors.ModuleError)
     async def domain_error(_: Request, error: errors.ModuleError) -> JSONResponse:
         return from_domain(error)
+
+    @app.exception_handler(Refusal)
+    async def refused(_: Request, refusal: Refusal) -> JSONResponse:
+        return problem(refusal.status, refusal.code, refusal.detail, headers=refusal.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:

@@ -224,6 +224,10 @@ class Problem(BaseModel):
     usedBy: Usage | list[str] | None = Field(None, description="R12's users of a module, or the tools that use a secret")
     failingModule: str | None = None
     error: ExecutionErrorOut | None = None
+    quota: str | None = Field(None, description="the tenant's quota a change would exceed (DESIGN §12)")
+    limit: int | None = None
+    used: int | None = None
+    holds: list[str] | None = Field(None, description="what a tenant still holds, refusing its deletion")
 
 
 # -- the tool catalog and its callers (DESIGN §3, §4; seeds 003 and 004) ------------------------
@@ -343,6 +347,55 @@ class TokenPublic(BaseModel):
 
 class TokenIssued(TokenPublic):
     token: str = Field(description="the bearer token; shown once, only its hash is kept")
+
+
+# -- organizations (DESIGN §12) ----------------------------------------------------------------
+
+
+class TenantIn(_Request):
+    id: str = Field(description="1–63 lower-case letters, digits or '-'; never in a tenant's own URLs")
+    name: str
+    quotas: dict[str, Any] | None = Field(None, description="modules, tools, documents, storedBytes: a number, or null for no limit")
+
+
+class TenantChange(_Request):
+    name: str | None = None
+    suspended: bool | None = Field(None, description="a suspended tenant's tokens answer 403 tenant-suspended; its MCP sessions end")
+    quotas: dict[str, Any] | None = Field(None, description="the quotas to set; one left out keeps its value, null lifts it")
+
+
+class Quotas(BaseModel):
+    modules: int | None
+    tools: int | None
+    documents: int | None
+    storedBytes: int | None
+
+
+class TenantUsage(BaseModel):
+    modules: int
+    tools: int
+    documents: int
+    storedBytes: int
+
+
+class TenantPublic(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=False)
+
+    id: str
+    name: str
+    suspended: bool
+    quotas: Quotas
+    usage: TenantUsage | None = Field(None, description="what it holds now (on GET of one tenant)")
+    createdAt: datetime | None
+    createdBy: str | None
+    updatedAt: datetime | None
+    updatedBy: str | None
+
+
+class TenantCreated(BaseModel):
+    tenant: TenantPublic
+    adminToken: str = Field(description="the tenant's first admin token; shown once, only its hash is kept")
+    adminTokenId: str
 
 
 # -- history (DESIGN §7 B1, B2, B3) ------------------------------------------------------------

@@ -13,7 +13,10 @@ from api.kinds import KindPlugin
 from application.records import CallerRecords
 from application.secrets import Secrets
 from application.store import Store
+from application.tenants import Tenants
 from application.tokens import Tokens
+from application.usage import Usage
+from api.admission import Admission
 from application.toolbox import Toolbox
 from domain.ports import GraphLock, Sandbox
 from infrastructure.auth import Authenticator
@@ -40,8 +43,13 @@ class Services:
     toolbox: Toolbox
     records: CallerRecords
     secrets: Secrets
-    # The admin token when this start generated it; shown once, then forgotten.
+    tenants: Tenants
+    usage: Usage
+    # Every request's token, its tenant's state and its rate (DESIGN §8, §12).
+    admission: Admission
+    # The admin and operator tokens when this start generated them; shown once, then forgotten.
     new_admin_token: str | None = field(default=None, repr=False)
+    new_operator_token: str | None = field(default=None, repr=False)
     # Whether `close` ends the sandbox too (not when the caller handed in one it shares).
     owns_sandbox: bool = True
     # The kinds of tool with their routes, as the registry (`entrypoints/kinds.py`) lists them.

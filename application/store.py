@@ -23,6 +23,7 @@ from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import get_topic
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
+from domain.tenants import TENANTS_ID, TenantRegistry
 from domain.errors import UnknownModule
 from domain.model import CodeModule, ImportGraph, graph_aggregate_id, module_aggregate_id
 from domain.ports import NoOtherTools, ToolNames
@@ -127,6 +128,7 @@ class Store(Application):
     # `IS_SNAPSHOTTING_ENABLED=n` in the environment switches them off (loads replay everything).
     snapshotting_intervals: ClassVar[dict[type[Any], int]] = {
         ImportGraph: SNAPSHOT_INTERVAL, CallerRegistry: SNAPSHOT_INTERVAL, TokenRegistry: SNAPSHOT_INTERVAL,
+        TenantRegistry: SNAPSHOT_INTERVAL,
         # A File Search tool's documents are events of the tool: thousands, for a large collection.
         SearchTool: SNAPSHOT_INTERVAL,
     }
@@ -188,6 +190,13 @@ class Store(Application):
             return self.repository.get(TOKENS_ID, deepcopy_from_cache=for_update)
         except AggregateNotFoundError:
             return TokenRegistry()
+
+    def tenants(self, *, for_update: bool = False) -> TenantRegistry:
+        """Every tenant the operator created or changed (DESIGN §12)."""
+        try:
+            return self.repository.get(TENANTS_ID, deepcopy_from_cache=for_update)
+        except AggregateNotFoundError:
+            return TenantRegistry()
 
     def stored_events(self, aggregate_id: UUID) -> list[Any]:
         """Every stored event of one aggregate, in order."""

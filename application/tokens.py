@@ -29,7 +29,7 @@ class Tokens:
 
     def tokens(self, tenant: str) -> list[Record]:
         tokens = self._store.tokens().tokens.values()
-        return sorted((_public(t) for t in tokens if t["tenant"] == tenant), key=lambda t: t["createdAt"] or "")
+        return sorted((public_token(t) for t in tokens if t["tenant"] == tenant), key=lambda t: t["createdAt"] or "")
 
     def issue_token(self, tenant: str, name: str, role: str, usage_profile: str | None, *, by: str) -> tuple[Record, str]:
         """A new bearer token: answered once with its secret; only its SHA-256 is recorded."""
@@ -51,7 +51,7 @@ class Tokens:
         def attempt() -> Change[Record]:
             registry = self._store.tokens(for_update=True)
             registry.issue(token_id, token_digest(secret), name, role, tenant, usage_profile, by)
-            return Change(_public(registry.tokens[token_id]), save=(registry,))
+            return Change(public_token(registry.tokens[token_id]), save=(registry,))
 
         token, _ = self._commands.run(attempt, name=token_id)
         return token, secret
@@ -78,5 +78,6 @@ class Tokens:
         return registry.tokens.get(token_id) if token_id is not None else None
 
 
-def _public(token: Record) -> Record:
+def public_token(token: Record) -> Record:
+    """A token as it is shown: never its digest, nor its tenant (a URL never names one)."""
     return {k: v for k, v in token.items() if k not in ("digest", "tenant")}

@@ -270,3 +270,37 @@ class ChangesetRefused(ModuleError):
         self.failures = failures  # (module, error type, message)
         names = ", ".join(dict.fromkeys(module for module, _, _ in failures))
         super().__init__(f"the changeset would break {names}: " + "; ".join(f"{m}: {t}: {msg}" for m, t, msg in failures[:5]))
+
+
+class QuotaExceeded(ModuleError):
+    """DESIGN §12: the change would take the tenant past a quota the operator set (409; 413 for
+    stored bytes). Nothing is recorded."""
+
+    code = "quota-exceeded"
+
+    def __init__(self, quota: str, limit: int, used: int, adding: int = 1) -> None:
+        self.quota = quota
+        self.limit = limit
+        self.used = used
+        super().__init__(f"the tenant's quota {quota!r} is {limit}: {used} in use, and this would add {adding}")
+
+
+class TenantBusy(ModuleError):
+    """DESIGN §12: every sandbox session of the caller's tenant is taken (its fair share); retry shortly."""
+
+    code = "tenant-busy"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"all {limit} sandbox sessions of this tenant are busy (TOOLSMITH_TENANT_MAX_SESSIONS); try again later")
+
+
+class TenantNotEmpty(ModuleError):
+    """DESIGN §12: a tenant is deleted only once it holds nothing."""
+
+    code = "tenant-not-empty"
+
+    def __init__(self, tenant_id: str, holds: list[str], reason: str | None = None) -> None:
+        self.tenant_id = tenant_id
+        self.holds = holds
+        super().__init__(reason or f"tenant {tenant_id!r} still holds {', '.join(holds)}; delete them first")

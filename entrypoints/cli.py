@@ -104,6 +104,16 @@ def _serve(args: argparse.Namespace) -> int:
             flush=True,
         )
         services.new_admin_token = None
+    if services.new_operator_token:
+        print(
+            f"\n  Toolsmith operator token (manages organizations; shown once, keep it safe):\n\n"
+            f"    {services.new_operator_token}\n\n"
+            f"  Try: curl -H 'Authorization: Bearer {services.new_operator_token}' "
+            f"http://{args.host}:{args.port}/api/v1/operator/tenants\n",
+            file=sys.stdout,
+            flush=True,
+        )
+        services.new_operator_token = None
     print(f"  Data in {settings.data_dir}; serving on http://{args.host}:{args.port} (docs at /docs)", flush=True)
     # An MCP listen stream (2026 era) is a response that never ends by itself: a stop waits this
     # long for open requests, then drops them (a client re-listens), rather than forever.

@@ -17,7 +17,9 @@ from application.modules import Modules
 from application.records import CallerRecords
 from application.secrets import Secrets
 from application.store import Store
+from application.tenants import Tenants
 from application.tokens import Tokens
+from application.usage import Usage
 from application.toolbox import Toolbox
 from domain.catalog import DeclaredTool
 from domain.errors import SandboxUnavailable
@@ -29,9 +31,11 @@ from domain.documents import DocumentIndex
 from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
-from infrastructure.auth import ADMIN, Authenticator, Principal, admin_token_digest
+from infrastructure.auth import ADMIN, OPERATOR, Authenticator, Principal, admin_token_digest, operator_token_digest
+from infrastructure.ratelimit import RateLimiter
 from infrastructure.secret_vault import ephemeral_vault, open_vault
 from infrastructure.settings import POSTGRES, Settings
+from api.admission import Admission
 from api.services import Services
 from projections.interface import ModuleReadModel
 from projections.memory import InMemoryModuleReadModel
@@ -155,13 +159,16 @@ class ApplicationServices:
     records: CallerRecords
     tokens: Tokens
     secrets: Secrets
+    tenants: Tenants
+    usage: Usage
 
 
 def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_lock: GraphLock | None = None,
                       declared: Sequence[DeclaredTool] = (), code_sandbox: Sandbox | None = None,
                       names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
                       secrets: SecretValues | None = None, outbound: Outbound | None = None,
-                      vault: SecretVault | None = None, files: Files | None = None) -> ApplicationServices:
+                      vault: SecretVault | None = None, files: Files | None = None,
+                      own_tenant: str = "default") -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
     refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
     `graph_lock` serializes each tenant's graph changes, and `kinds` are the kinds of tool
@@ -177,6 +184,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
                                          sandbox=code_sandbox, kinds=kinds, secrets=secrets or secret_service,
                                          outbound=outbound, files=files))
+    usage = Usage(store, toolbox.kinds, secret_service)
     return ApplicationServices(
         store=store,
         commands=commands,
@@ -187,6 +195,8 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
         records=CallerRecords(store, commands, toolbox),
         tokens=Tokens(store, commands),
         secrets=secret_service,
+        tenants=Tenants(store, commands, own=own_tenant, holdings=usage.holdings),
+        usage=usage,
     )
 
 
@@ -279,7 +289,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
                             code_sandbox=sandbox, names=names, kinds=kinds,  # type: ignore[arg-type]
                             vault=open_vault(settings, store), outbound=api_outbound(settings),
-                            files=build_files(settings, store))
+                            files=build_files(settings, store), own_tenant=settings.tenant)
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)
     channels = store_channels(settings, store, identity)
@@ -294,6 +304,10 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     token = settings.admin_token.get_secret_value() if settings.admin_token else None
     digest, new_token = admin_token_digest(settings.data_dir, token)
     authenticator.add(digest, Principal(name="admin", role=ADMIN, tenant=settings.tenant))
+    operator = settings.operator_token.get_secret_value() if settings.operator_token else None
+    operator_digest, new_operator_token = operator_token_digest(settings.data_dir, operator)
+    authenticator.add(operator_digest, Principal(name="operator", role=OPERATOR, tenant=""))
+    admission = Admission(authenticator, app.tenants, RateLimiter(settings.rate_per_second, settings.rate_burst))
     return Services(
         settings=settings,
         store=store,
@@ -311,5 +325,9 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
         secrets=app.secrets,
         owns_sandbox=owns_sandbox,
         new_admin_token=new_token,
+        new_operator_token=new_operator_token,
+        tenants=app.tenants,
+        usage=app.usage,
+        admission=admission,
         plugins=tuple(kinds),
     )

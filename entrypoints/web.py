@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks, is_upload
-from api.routes import audit, callers, catalog, changesets, secrets, tokens, tools
+from api.routes import audit, callers, catalog, changesets, operator, secrets, tokens, tools
 from console import web as console
 from console.security import SecurityHeaders
 from entrypoints.compose import Services
@@ -112,6 +112,7 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(tokens.router)
     app.include_router(secrets.router)
     app.include_router(audit.router)
+    app.include_router(operator.router)
     mcp_endpoint = mcp.mount(app, services)
     # The admin console (DESIGN §11), with each kind's own pages.
     console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console))

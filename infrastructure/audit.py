@@ -61,6 +61,7 @@ from eventsourcing.persistence import StoredEvent, find_id_convertor
 from eventsourcing.utils import get_topic, resolve_topic
 
 from domain.callers import TOKENS_ID, registry_id
+from domain.tenants import TENANTS_ID
 from domain.chain import GENESIS, OWN_HASH, state_hash
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
 from domain.secrets import Secret, secret_aggregate_id
@@ -269,7 +270,7 @@ def _label(event_class: type, state: dict[str, Any], tenants: set[str]) -> str |
 
 
 def _names(chains: dict[UUID, _Chain], tenants: set[str]) -> dict[UUID, str]:
-    known = {TOKENS_ID: "token registry"}
+    known = {TOKENS_ID: "token registry", TENANTS_ID: "tenant registry"}
     for tenant in tenants:
         known[graph_aggregate_id(tenant)] = f"import graph of tenant {tenant}"
         known[registry_id(tenant)] = f"caller registry of tenant {tenant}"
@@ -352,7 +353,7 @@ def _check_aggregate_snapshots(app: Application, aggregate_id: UUID, label: str 
                 found.append((version, f"cannot be checked: its events do not replay ({cannot_replay})"))
             elif replayed.version != version or _comparable(app, replayed) != _comparable(app, restored):
                 found.append((version, "does not match its events"))
-    name = label or ("token registry" if aggregate_id == TOKENS_ID else f"aggregate {aggregate_id}")
+    name = label or {TOKENS_ID: "token registry", TENANTS_ID: "tenant registry"}.get(aggregate_id, f"aggregate {aggregate_id}")
     return [BrokenLink(0, aggregate_id, version, reason, name, snapshot=True) for version, reason in found]
 
 
@@ -434,7 +435,7 @@ class _TenantScope:
         aggregate_id = stored.originator_id
         if aggregate_id in self.own:
             return True
-        if aggregate_id == TOKENS_ID:
+        if aggregate_id in (TOKENS_ID, TENANTS_ID):  # the store's, no tenant's
             return False
         decided = self.decided.get(aggregate_id)
         if decided is not None:

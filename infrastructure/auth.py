@@ -18,8 +18,11 @@ from typing import Any
 ADMIN = "admin"
 AUDITOR = "auditor"
 CALLER = "caller"
+# Manages tenants and nothing inside them (DESIGN §12); belongs to no tenant.
+OPERATOR = "operator"
 
 TOKEN_FILE = "admin-token.sha256"
+OPERATOR_TOKEN_FILE = "operator-token.sha256"
 
 
 @dataclass(frozen=True)
@@ -73,12 +76,21 @@ class Authenticator:
 
 def admin_token_digest(data_dir: Path, configured: str | None) -> tuple[str, str | None]:
     """The admin token's digest, and the token itself when it was generated just now (to show once)."""
+    return _first_token_digest(data_dir / TOKEN_FILE, configured, "tsa_")
+
+
+def operator_token_digest(data_dir: Path, configured: str | None) -> tuple[str, str | None]:
+    """The operator token's digest (DESIGN §12), and the token when it was generated just now."""
+    return _first_token_digest(data_dir / OPERATOR_TOKEN_FILE, configured, "tso_")
+
+
+def _first_token_digest(path: Path, configured: str | None, prefix: str) -> tuple[str, str | None]:
     if configured:
         return token_digest(configured), None
-    path = data_dir / TOKEN_FILE
+    data_dir = path.parent
     if path.exists():
         return path.read_text().strip(), None
-    token = "tsa_" + secrets.token_urlsafe(32)
+    token = prefix + secrets.token_urlsafe(32)
     data_dir.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as file:

@@ -37,7 +37,13 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("data_dir", "TOOLSMITH_DATA_DIR"))
     admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"))
-    tenant: str = Field("default", validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
+    tenant: str = Field("default", pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
+    # Organizations (DESIGN §12): the operator's token (unset: generated on the first start, its
+    # SHA-256 kept in the data dir, the token printed once), and each token's request rate: a token
+    # bucket refilled at `rate_per_second` up to `rate_burst` requests (0: no limit).
+    operator_token: SecretStr | None = Field(None, validation_alias=_env("operator_token", "TOOLSMITH_OPERATOR_TOKEN"))
+    rate_per_second: float = Field(100.0, ge=0, validation_alias=_env("rate_per_second", "TOOLSMITH_RATE_PER_SECOND"))
+    rate_burst: int = Field(200, ge=1, validation_alias=_env("rate_burst", "TOOLSMITH_RATE_BURST"))
     # The console's session cookies are signed with this key: set it to the same value on every
     # replica; unset, one is generated into the data dir (mode 0600) on the first start.
     session_key: SecretStr | None = Field(None, validation_alias=_env("session_key", "TOOLSMITH_SESSION_KEY"))
