@@ -22,6 +22,7 @@ another token or on another server's path.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -54,6 +55,11 @@ from api.services import Services
 
 DEFAULT_PATH = "/mcp"
 ROLES = (ADMIN, CALLER)
+# How often the sessions of suspended tenants are looked for (a suspension made in this process
+# is seen at the next sweep; one made by another replica within the tenants' cache, a second, too).
+SWEEP_SECONDS = 0.5
+
+log = logging.getLogger("toolsmith.mcp")
 
 # The offer the gate took for the request being served, for `input_schema` (which the SDK calls
 # without a request context).
@@ -151,11 +157,48 @@ class McpEndpoint:
         async with manager.run(), anyio.create_task_group() as tasks:
             self._manager = manager
             tasks.start_soon(self.watch.run)
+            tasks.start_soon(self._end_stopped_tenants)
             try:
                 yield
             finally:
                 self._manager = None
                 tasks.cancel_scope.cancel()
+
+    async def _end_stopped_tenants(self) -> None:
+        """DESIGN §12: the open sessions and listen streams of a suspended (or deleted) tenant end,
+        whichever replica suspended it; its tokens are refused by the gate meanwhile."""
+        while True:
+            await anyio.sleep(SWEEP_SECONDS)
+            try:
+                await self.end_stopped_tenants()
+            except Exception:
+                log.exception("could not end the MCP sessions of suspended tenants; trying again")
+
+    async def end_stopped_tenants(self) -> int:
+        """One sweep: how many sessions and listen streams it ended."""
+        manager = self._manager
+        tenants = self.services.tenants
+        states: dict[str, bool] = {}
+
+        def stopped(tenant: str) -> bool:
+            if tenant not in states:
+                state = tenants.state(tenant)
+                states[tenant] = state.suspended or not state.exists
+            return states[tenant]
+
+        ended = self.watch.end_listeners(stopped)
+        if manager is None:
+            return ended
+        owners = dict(manager._session_owners)  # noqa: SLF001 - the SDK keeps who opened each session only here
+        for session_id, owner in owners.items():
+            tenant = _tenant_of(owner.client_id)
+            if tenant is not None and stopped(tenant):
+                transport = manager._server_instances.get(session_id)  # noqa: SLF001
+                if transport is not None:
+                    log.info("MCP session ended: its tenant is suspended", extra={"tenant": tenant})
+                    await manager._discard_session(session_id, transport)  # noqa: SLF001
+                    ended += 1
+        return ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = await self._gate(scope)
@@ -206,6 +249,16 @@ class McpEndpoint:
 def _bearer(request: Request) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+@lru_cache(maxsize=4_096)
+def _tenant_of(client_id: str | None) -> str | None:
+    """The tenant of the principal a session's owner names (`_session_owner`)."""
+    try:
+        tenant = orjson.loads(client_id or "").get("tenant")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return tenant if isinstance(tenant, str) else None
 
 
 @lru_cache(maxsize=4_096)

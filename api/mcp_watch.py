@@ -122,6 +122,9 @@ class _Watcher:
     offer: Offer
     position: int
     tell: Callable[[], Awaitable[None]] = field(repr=False)
+    # Ends a listen stream (its tenant was suspended); None for a session's watcher, whose
+    # session the endpoint ends.
+    end: Callable[[], None] | None = field(default=None, repr=False)
 
 
 class ToolWatch:
@@ -137,8 +140,18 @@ class ToolWatch:
     def __len__(self) -> int:
         return len(self._watchers)
 
-    def watch(self, key: Hashable, offer: Offer, tell: Callable[[], Awaitable[None]]) -> None:
-        self._watchers[key] = _Watcher(offer, offer.generation, tell)
+    def watch(self, key: Hashable, offer: Offer, tell: Callable[[], Awaitable[None]],
+              end: Callable[[], None] | None = None) -> None:
+        self._watchers[key] = _Watcher(offer, offer.generation, tell, end)
+
+    def end_listeners(self, stopped: Callable[[str], bool]) -> int:
+        """Ends the listen streams of every tenant `stopped` says is (suspended or gone); how many."""
+        ended = 0
+        for watcher in list(self._watchers.values()):
+            if watcher.end is not None and stopped(watcher.offer.principal.tenant):
+                watcher.end()
+                ended += 1
+        return ended
 
     def forget(self, key: Hashable) -> None:
         self._watchers.pop(key, None)
@@ -177,7 +190,7 @@ class ToolWatch:
 
         key = object()
         if honored.tools_list_changed:
-            self.watch(key, offer_of(ctx), tell)
+            self.watch(key, offer_of(ctx), tell, end=send.close)
         self._listeners += 1
         try:
             await ctx.session.send_notification(

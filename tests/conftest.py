@@ -20,12 +20,12 @@ from tests import engines
 
 # The browser tests run in their own pytest invocation (`make test` runs it; see tests/browser).
 collect_ignore = [] if os.environ.get("TOOLSMITH_BROWSER_TESTS") == "1" else ["browser"]
-from tests.helpers import ADMIN_TOKEN, unique_id
+from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN, unique_id
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN)
+    return Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN)
 
 
 @pytest.fixture(scope="session")
