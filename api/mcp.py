@@ -191,7 +191,7 @@ class McpEndpoint:
             return ended
         owners = dict(manager._session_owners)  # noqa: SLF001 - the SDK keeps who opened each session only here
         for session_id, owner in owners.items():
-            tenant = _tenant_of(owner.client_id)
+            tenant = _tenant_of(owner.get("client_id"))
             if tenant is not None and stopped(tenant):
                 transport = manager._server_instances.get(session_id)  # noqa: SLF001
                 if transport is not None:
