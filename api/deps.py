@@ -9,6 +9,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from domain.catalog import Permissions
 from infrastructure.auth import ADMIN, AUDITOR, CALLER, OPERATOR, Principal
+from api.admission import Refusal
 from api.services import Services
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (DESIGN §8)")
@@ -27,7 +28,12 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 
 async def _principal(services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
     # 401 without a token that is one, 403 `tenant-suspended`, 429 past the token's rate (api/problems.py answers a Refusal).
-    return services.admission.admit(credentials.credentials if credentials else None)
+    try:
+        return services.admission.admit(credentials.credentials if credentials else None)
+    except Refusal as refusal:
+        if refusal.status == 401:  # as the REST routes always answered it
+            raise HTTPException(401, refusal.detail, headers=refusal.headers) from None
+        raise
 
 
 def _role(*roles: str):  # noqa: ANN202 - a dependency factory
