@@ -45,9 +45,6 @@ class TenantState:
     suspended: bool
 
 
-_GONE = TenantState(exists=False, suspended=False)
-
-
 class Tenants:
     """`own` is the deployment's own tenant (`TOOLSMITH_TENANT`): it exists without an event and
     is never deleted (the first admin's token belongs to it). `holdings(tenant)` says what a
@@ -68,10 +65,11 @@ class Tenants:
     # -- what every request asks ---------------------------------------------------------------
 
     def state(self, tenant: str) -> TenantState:
+        """Whether `tenant` is suspended. A tenant no event names is not: the deployment's own, or
+        one whose tokens a release before tenants were events issued (a deleted tenant's tokens
+        were revoked with it, so none of them reaches here)."""
         record = self._snapshot().get(tenant)
-        if record is None:
-            return TenantState(exists=True, suspended=False) if tenant == self.own else _GONE
-        return TenantState(exists=True, suspended=bool(record["suspended"]))
+        return TenantState(exists=True, suspended=bool(record["suspended"]) if record is not None else False)
 
     def quotas(self, tenant: str) -> Quotas:
         """The tenant's quotas as the store says now (exact: a quota is checked under the tenant's
