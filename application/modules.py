@@ -18,6 +18,7 @@ from application.commands import Change, CommandRunner
 from application.execution import Execution
 from application.history import History
 from application.imports import check_draft_imports
+from application.quotas import Quotas
 from application.store import Store
 from domain.errors import (
     ChangesetRefused, CheckFailed, IdTaken, InUse, InvalidDefinition, InvalidInput, UnknownVersion, Violation,
@@ -25,6 +26,7 @@ from domain.errors import (
 from domain.model import CodeModule, Definition
 from domain.ports import ExecutionResult
 from domain.rules import id_violations, normalise_tool, validate_definition
+from domain.tenants import MODULES
 
 UNSET: Any = object()  # a PUT field that the request did not mention
 
@@ -71,11 +73,13 @@ class Written:
 
 
 class Modules:
-    def __init__(self, store: Store, commands: CommandRunner, execution: Execution, history: History) -> None:
+    def __init__(self, store: Store, commands: CommandRunner, execution: Execution, history: History,
+                 quotas: Quotas | None = None) -> None:
         self._store = store
         self._commands = commands
         self._execution = execution
         self._history = history
+        self._quotas = quotas
 
     def create(
         self, tenant: str, module_id: str, *, description: Any, content: Any, imports: Any, tool: dict[str, Any] | None, by: str,
@@ -93,11 +97,14 @@ class Modules:
         if holder:
             raise IdTaken(module_id, holder)
         imports = definition["imports"]
+        quotas = self._quotas if self._quotas is not None and self._quotas.limited(tenant, MODULES) else None
 
         def attempt() -> Change[CodeModule]:
             existing = self._store.find(tenant, module_id, for_update=True)
             if existing is not None and not existing.deleted:
                 raise IdTaken(module_id)
+            if quotas is not None:
+                quotas.check(tenant, MODULES)
             graph = self._store.graph(tenant, for_update=True) if imports else None
             if graph is not None:
                 check_draft_imports(self._store, graph, module_id, imports)
@@ -109,8 +116,10 @@ class Modules:
                 module.recreate(definition, by)
             return Change(module, save=(module, graph))
 
-        # A module nobody can import yet needs no graph node until it imports something or is published.
-        return Written(*self._commands.run(attempt, name=module_id, lock=tenant if imports else None))
+        # A module nobody can import yet needs no graph node until it imports something or is published;
+        # the tenant's lock is held all the same while a quota counts its modules (DESIGN §12).
+        lock = tenant if imports or quotas is not None else None
+        return Written(*self._commands.run(attempt, name=module_id, lock=lock))
 
     def update(
         self, tenant: str, module_id: str, *, description: Any = UNSET, content: Any = UNSET, imports: Any = UNSET,

@@ -14,6 +14,7 @@ from application.commands import CommandRunner, ThreadGraphLock
 from application.execution import Execution
 from application.history import History
 from application.modules import Modules
+from application.quotas import Quotas
 from application.records import CallerRecords
 from application.secrets import Secrets
 from application.store import Store
@@ -181,21 +182,23 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     names = names if names is not None else ToolKinds()
     # The secrets ask every kind which secrets its tools use, and the kinds read them: one registry.
     secret_service = Secrets(store, commands, vault or ephemeral_vault(store), names)
+    usage = Usage(store, secret_service)
+    tenants = Tenants(store, commands, own=own_tenant, holdings=usage.holdings)
+    quotas = Quotas(tenants, usage)
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
                                          sandbox=code_sandbox, kinds=kinds, secrets=secrets or secret_service,
-                                         outbound=outbound, files=files))
-    usage = Usage(store, toolbox.kinds, secret_service)
+                                         outbound=outbound, files=files, quotas=quotas))
     return ApplicationServices(
         store=store,
         commands=commands,
-        modules=Modules(store, commands, execution, history),
+        modules=Modules(store, commands, execution, history, quotas),
         history=history,
         execution=execution,
         toolbox=toolbox,
         records=CallerRecords(store, commands, toolbox),
         tokens=Tokens(store, commands),
         secrets=secret_service,
-        tenants=Tenants(store, commands, own=own_tenant, holdings=usage.holdings),
+        tenants=tenants,
         usage=usage,
     )
 
@@ -204,7 +207,7 @@ def build_kinds(store: Store, execution: Execution | None = None, names: ToolKin
                 commands: CommandRunner | None = None, declared: Sequence[DeclaredTool] = (),
                 sandbox: Sandbox | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
                 secrets: SecretValues | None = None, outbound: Outbound | None = None,
-                files: Files | None = None) -> ToolKinds:
+                files: Files | None = None, quotas: Quotas | None = None) -> ToolKinds:
     """Each kind of `kinds`, built on `store`, installed in `names` (a new registry by default)
     in their order; a CLI command needs them without a sandbox or a tools file (the audit export
     asks them whose events are whose), and then runs nothing."""
@@ -212,7 +215,8 @@ def build_kinds(store: Store, execution: Execution | None = None, names: ToolKin
         execution = Execution(store, _runs_no_code)
     installed = names if names is not None else ToolKinds()
     deps = KindDeps(store=store, execution=execution, commands=commands or CommandRunner(store), names=installed,
-                    declared=tuple(declared), sandbox=sandbox, secrets=secrets, outbound=outbound, files=files)
+                    declared=tuple(declared), sandbox=sandbox, secrets=secrets, outbound=outbound, files=files,
+                    quotas=quotas)
     installed.install(plugin.kind(deps) for plugin in kinds)
     return installed
 

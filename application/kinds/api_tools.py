@@ -48,6 +48,7 @@ from domain.catalog import ToolEntry
 from domain.errors import IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
 from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
 from domain.rules import id_violations, input_schema, validate_input
+from domain.tenants import TOOLS
 from domain.values import MAX_DEPTH
 
 API_TAG = "api"
@@ -155,6 +156,8 @@ class ApiToolKind(ToolKind):
                 holder = self.deps.names.holder_of(tenant, name, besides=self.label)  # R2 across every kind
                 if holder is not None:
                     raise IdTaken(name, holder)
+                if self.deps.quotas is not None:  # under the tenant's lock, as DESIGN §12 asks
+                    self.deps.quotas.check(tenant, TOOLS)
                 if existing is None:
                     tool = ApiTool(tenant=tenant, tool_id=name, config=config, by=by)
                 else:

@@ -104,6 +104,7 @@ class KindDeps:
     secrets: SecretValues | None = None  # the tenants' secrets, read by id during a call
     outbound: Outbound | None = None  # the one egress path for a kind's outbound requests (DESIGN §10.1)
     files: Any = None  # a File Search tool's blobs, chunk index and extraction (`application.kinds.search_tools.Files`)
+    quotas: Any = None  # the tenants' quotas, checked by a kind's creates (`application.quotas.Quotas`; None: none are)
 
 
 # What `ToolKind.touched` answers for a kind that cannot say which of its tools an event changed.

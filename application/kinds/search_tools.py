@@ -19,6 +19,7 @@ A document left `PROCESSING` by a process that stopped is extracted again when t
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import os
 import re
@@ -43,13 +44,16 @@ from domain.documents import (
     MAX_QUERY_CHARS, PROCESSING, READY, BlobStore, DocumentIndex, Extracted,
     ExtractionFailed, IndexedDocument, IndexUnavailable, query_terms, split_chunk_id,
 )
-from domain.errors import DocumentsUnavailable, IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
+from domain.errors import (
+    DocumentsUnavailable, IdTaken, InUse, InvalidDefinition, InvalidInput, QuotaExceeded, ToolNotCallable, UnknownRecord, Violation,
+)
 from domain.ports import ExecutionError, ExecutionResult
 from domain.rules import id_violations
 from domain.search_tools import (
-    CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, capability_names,
+    CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, capability_names, document_id,
     enabled_capabilities, given_violations, name_violations, normalise, search_tool_id, violations,
 )
+from domain.tenants import DOCUMENTS, STORED_BYTES, TOOLS
 
 log = logging.getLogger("toolsmith.search_tools")
 
@@ -185,6 +189,8 @@ class SearchToolKind(ToolKind):
                     holder = self.deps.names.holder_of(tenant, held, besides=self.label)
                     if holder is not None:
                         raise IdTaken(held, holder)
+                if self.deps.quotas is not None:  # under the tenant's lock, as DESIGN §12 asks
+                    self.deps.quotas.check(tenant, TOOLS)
                 if existing is None:
                     tool = SearchTool(tenant=tenant, tool_id=name, config=config, by=by)
                 else:
@@ -238,18 +244,22 @@ class SearchToolKind(ToolKind):
         the tool has already are the document it has (202 either way). Takes over the files."""
         files = self.files
         taken: list[tuple[Upload, str, int, str]] = []
+        new: list[tuple[Document, Upload]] = []
+        quotas = self.deps.quotas
         try:
             if not uploads:
                 raise InvalidInput([Violation("files", "DOC", "no file was uploaded (the multipart field is `files`)")])
             if len(uploads) > MAX_FILES:
                 raise InvalidInput([Violation("files", "DOC", f"at most {MAX_FILES} files per upload, got {len(uploads)}")])
-            self.get(tenant, name)  # an unknown tool is 404 before any byte is stored
+            known = self.get(tenant, name)  # an unknown tool is 404 before any byte is stored
+            if quotas is not None and quotas.limited(tenant, DOCUMENTS, STORED_BYTES):
+                # Refused before any byte is kept (and checked again, exactly, under the lock below).
+                quotas.check_all(tenant, _adding(known, [(_sha256(upload.path), upload.path.stat().st_size) for upload in uploads]))
             for upload in uploads:
                 with open(upload.path, "rb") as source:
                     sha256, size = files.blobs.put(tenant, source)
                 taken.append((upload, sha256, size, files.sniff(str(upload.path), upload.name)))
             added: list[Document] = []
-            new: list[tuple[Document, Upload]] = []
 
             def attempt() -> Change[None]:
                 added.clear()
@@ -265,12 +275,18 @@ class SearchToolKind(ToolKind):
                         if not files.blobs.exists(tenant, sha256):  # a delete's clean-up took it meanwhile
                             with open(upload.path, "rb") as source:
                                 files.blobs.put(tenant, source)
+                if new and quotas is not None:
+                    quotas.check_all(tenant, {DOCUMENTS: len(new), STORED_BYTES: sum(int(document["size"]) for document, _ in new)})
                 return Change(None, save=[tool] if new else [], subject=self.deps.commands.subject(tool, name))
 
             self.deps.commands.run(attempt, name=name, lock=tenant)
-        except BaseException:
+        except BaseException as error:
             for upload in uploads:
                 upload.path.unlink(missing_ok=True)
+            if isinstance(error, QuotaExceeded):
+                # Refused under the lock after the bytes were kept (another upload took the room
+                # meanwhile): the bytes that no document holds go.
+                self._collect(tenant, [document for document, _ in new])
             raise
         queued = {id(upload) for _, upload in new}
         for upload in uploads:
@@ -788,6 +804,25 @@ def _file_name(given: str) -> str:
     name = (given or "").replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(c for c in name if c.isprintable()).strip()
     return name[:MAX_FILE_NAME] or "document"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        while piece := source.read(1_048_576):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def _adding(tool: SearchTool, uploaded: Sequence[tuple[str, int]]) -> dict[str, int]:
+    """What (sha256, size) files would add to the tool's documents and their bytes (DESIGN §12):
+    the bytes it has already, or has twice in the upload, are one document."""
+    new: dict[str, int] = {}
+    for sha256, size in uploaded:
+        doc_id = document_id(sha256)
+        if doc_id not in tool.documents:
+            new.setdefault(doc_id, size)
+    return {DOCUMENTS: len(new), STORED_BYTES: sum(new.values())}
 
 
 def _page(rows: list[Document], after: str | None, limit: int) -> tuple[list[Document], str | None]:
