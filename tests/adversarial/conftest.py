@@ -33,10 +33,11 @@ PROBLEM = "application/problem+json"
 
 # The secrets every adversarial server is given; none of them may ever be seen again.
 ADMIN_TOKEN = "tsa_adversarial-admin-" + secrets.token_urlsafe(12)
+OPERATOR_TOKEN = "tso_adversarial-operator-" + secrets.token_urlsafe(12)
 SANDBOX_SECRET = "sandbox-secret-" + secrets.token_urlsafe(12)
 # A secret the operator configures through the environment: an external MCP tool's header value.
 TOOL_SECRET = "tool-secret-" + secrets.token_urlsafe(12)
-SECRET_ENV = {"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "CODESANDBOX_SECRET": SANDBOX_SECRET, "ADVERSARIAL_TOOL_TOKEN": TOOL_SECRET}
+SECRET_ENV = {"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSMITH_OPERATOR_TOKEN": OPERATOR_TOKEN, "CODESANDBOX_SECRET": SANDBOX_SECRET, "ADVERSARIAL_TOOL_TOKEN": TOOL_SECRET}
 TOOLS_FILE = {
     "mcp": [
         {"name": "weather", "description": "Today's weather (a server that does not exist)", "url": "https://weather.invalid/mcp",

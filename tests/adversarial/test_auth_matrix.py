@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial.conftest import CODE_MODULES, TOOL_SECRET, Probe
+from tests.adversarial.conftest import CODE_MODULES, OPERATOR_TOKEN, TOOL_SECRET, Probe
 
-PUBLIC, READ, ADMIN, TOOL = "public", "read", "admin", "tool"
+PUBLIC, READ, ADMIN, TOOL, OPERATOR = "public", "read", "admin", "tool", "operator"
 
 
 def _need(method: str, path: str) -> str:
@@ -29,6 +29,8 @@ def _need(method: str, path: str) -> str:
         return PUBLIC
     if path == "/api/v1/tools/{name}/call":
         return TOOL
+    if path.startswith("/api/v1/operator/"):
+        return OPERATOR
     if path.startswith("/api/v1/admin/tokens") or method != "GET":
         return ADMIN
     return READ
@@ -107,6 +109,11 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
     ("DELETE", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
     ("GET", "/api/v1/admin/audit/export"),
+    ("GET", "/api/v1/operator/tenants"),
+    ("POST", "/api/v1/operator/tenants"),
+    ("GET", "/api/v1/operator/tenants/{id}"),
+    ("PUT", "/api/v1/operator/tenants/{id}"),
+    ("DELETE", "/api/v1/operator/tenants/{id}"),
     ("GET", "/healthz"),
 ]
 
@@ -167,6 +174,7 @@ def world(probe: Probe) -> World:
         "caller": probe.issue_token("caller", "profile1"),
         "caller-no-profile": probe.issue_token("caller"),
         "admin": probe.server.token,
+        "operator": OPERATOR_TOKEN,
     }
     return World(tokens=tokens, victim_token_id=victim, document_id=uploaded.json()["documents"][0]["id"],
                  changeset_id=changeset.json()["id"])
@@ -212,6 +220,10 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return {"description": "overwritten"}
     if path == "/api/v1/admin/tokens":
         return {"name": own, "role": "admin"}
+    if path == "/api/v1/operator/tenants":
+        return {"id": own.replace("_", "-"), "name": "intruder"}
+    if path == "/api/v1/operator/tenants/{id}":
+        return {"suspended": True}
     kind = path.split("/")[4]
     fields = {
         "plans": {"description": "p2", "nodes": [{"toolName": TARGET}]},
@@ -231,7 +243,7 @@ def position(probe: Probe) -> int:
 
 # The admin comes last, in a test of its own: its writes (deletes included) must not change what
 # the others find.
-PRINCIPALS = ["none", "garbage", "revoked-admin", "auditor", "caller", "caller-no-profile"]
+PRINCIPALS = ["none", "garbage", "revoked-admin", "auditor", "caller", "caller-no-profile", "operator"]
 
 
 def expected(principal: str, need: str) -> set[int] | None:
@@ -240,6 +252,11 @@ def expected(principal: str, need: str) -> set[int] | None:
         return {200}
     if principal in ("none", "garbage", "revoked-admin"):
         return {401}
+    if principal == "operator":
+        # DESIGN §12: the operator manages tenants and nothing inside them.
+        return None if need == OPERATOR else {403}
+    if need == OPERATOR:
+        return {403}  # no tenant's token, the admin's neither, manages tenants
     if principal == "admin":
         return None
     if principal == "auditor":
@@ -263,7 +280,7 @@ def test_every_route_answers_each_principal_as_design_section_8_says(probe: Prob
         assert answer.status_code not in (401, 403), answer.text[:300]
     else:
         assert answer.status_code in allowed, f"{principal}: {answer.status_code} {answer.text[:300]}"
-    if principal != "admin":
+    if principal != "admin" and not (principal == "operator" and need == OPERATOR):
         assert position(probe) == before, f"{principal} wrote to the event store through {method} {path}"
     if answer.status_code == 401:
         assert answer.headers.get("www-authenticate", "").lower().startswith("bearer")
