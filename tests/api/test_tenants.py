@@ -14,6 +14,7 @@ from entrypoints.compose import bootstrap
 from entrypoints.web import create_app
 from infrastructure import audit
 from infrastructure.auth import token_digest
+from infrastructure.ratelimit import RateLimiter
 from infrastructure.settings import Settings
 from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN
 
@@ -215,28 +216,46 @@ def test_suspension_blocks_every_token_of_the_tenant_and_ends_its_mcp_sessions(c
 # -- the request rate --------------------------------------------------------------------------------
 
 
+class Clock:
+    """The rate limiter's time, moved by the test: a loaded machine must not refill a bucket."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.fixture
-def limited(tmp_path: Any, shared_sandbox: Any) -> Iterator[TestClient]:
+def limited(tmp_path: Any, shared_sandbox: Any) -> Iterator[tuple[TestClient, Clock]]:
     settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN,
                         rate_per_second=0.5, rate_burst=3)
-    app = create_app(bootstrap(settings, sandbox=shared_sandbox))
-    with TestClient(app) as test_client:
-        yield test_client
+    services = bootstrap(settings, sandbox=shared_sandbox)
+    clock = Clock()
+    services.admission.limiter = RateLimiter(settings.rate_per_second, settings.rate_burst, clock=clock)
+    with TestClient(create_app(services)) as test_client:
+        yield test_client, clock
 
 
-def test_a_token_past_its_rate_gets_429_with_retry_after_and_recovers(limited: TestClient) -> None:
-    answers = [limited.get(MODULES, headers=bearer(ADMIN_TOKEN)) for _ in range(5)]
-    assert [a.status_code for a in answers[:3]] == [200, 200, 200]
-    refused = next(a for a in answers if a.status_code != 200)
-    assert refused.status_code == 429 and refused.json()["code"] == "rate-limited"
+def test_a_token_past_its_rate_gets_429_with_retry_after_and_recovers(limited: tuple[TestClient, Clock]) -> None:
+    client, clock = limited
+    answers = [client.get(MODULES, headers=bearer(ADMIN_TOKEN)) for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    refused = answers[-1]
+    assert refused.json()["code"] == "rate-limited" and "TOOLSMITH_RATE_PER_SECOND" in refused.json()["detail"]
     assert refused.headers["content-type"] == "application/problem+json"
-    assert int(refused.headers["Retry-After"]) >= 1
+    assert refused.headers["Retry-After"] == "2"  # one request back at 0.5 a second
     # Another token has its own bucket.
-    assert limited.get(TENANTS, headers=OPERATOR).status_code == 200
-    # MCP counts against the same bucket.
-    assert limited.post("/mcp", headers={**MCP, **bearer(ADMIN_TOKEN)}, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 429
-    time.sleep(int(refused.headers["Retry-After"]))
-    assert limited.get(MODULES, headers=bearer(ADMIN_TOKEN)).status_code == 200
+    assert client.get(TENANTS, headers=OPERATOR).status_code == 200
+    # MCP and the console count against the same bucket.
+    assert client.post("/mcp", headers={**MCP, **bearer(ADMIN_TOKEN)}, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 429
+    clock.now += 1.0
+    assert client.get(MODULES, headers=bearer(ADMIN_TOKEN)).status_code == 429  # half a request back: not yet
+    clock.now += 1.0
+    assert client.get(MODULES, headers=bearer(ADMIN_TOKEN)).status_code == 200
+    assert client.get(MODULES, headers=bearer(ADMIN_TOKEN)).status_code == 429
+    clock.now += 60  # a full bucket again, and never more than the burst
+    assert [client.get(MODULES, headers=bearer(ADMIN_TOKEN)).status_code for _ in range(4)] == [200, 200, 200, 429]
 
 
 # -- the operator's token ----------------------------------------------------------------------------
