@@ -32,6 +32,10 @@ NAVIGATION = (
     ("/console/secrets", "Secrets"),
     ("/console/audit", "Audit"),
 )
+# The operator's (DESIGN §12): it manages the organizations and nothing inside them.
+OPERATOR_NAVIGATION = (
+    ("/console/operator/tenants", "Organizations"),
+)
 
 
 class Pages:
@@ -40,7 +44,8 @@ class Pages:
                                trim_blocks=True, lstrip_blocks=True)
         self.static = static
         self._versions: dict[str, str] = {}
-        self.env.globals.update(asset=self.asset, navigation=NAVIGATION, tojson=_tojson)
+        self.env.globals.update(asset=self.asset, navigation=NAVIGATION, operator_navigation=OPERATOR_NAVIGATION,
+                                tojson=_tojson)
         self.env.filters["tojson"] = _tojson
 
     def asset(self, name: str) -> str:

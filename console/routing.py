@@ -31,12 +31,14 @@ def problem_of(error: errors.ModuleError) -> dict[str, Any]:
     return json.loads(from_domain(error).body)
 
 
-def _message(request: Request, status: int, title: str, detail: str, problem: dict[str, Any] | None = None) -> Response:
+def _message(request: Request, status: int, title: str, detail: str, problem: dict[str, Any] | None = None, *,
+             template: str = "error.html", headers: dict[str, str] | None = None, **context: Any) -> Response:
     pages = request.app.state.console_pages
     if request.headers.get("hx-request") == "true":
         return pages.render(request, "fragments/problem.html", status=status, title=title, detail=detail,
-                            problem=problem or {}, headers={"HX-Retarget": PROBLEM_REGION, "HX-Reswap": "innerHTML"})
-    return pages.render(request, "error.html", status=status, title=title, detail=detail, problem=problem or {})
+                            problem=problem or {}, headers={**(headers or {}), "HX-Retarget": PROBLEM_REGION, "HX-Reswap": "innerHTML"})
+    return pages.render(request, template, status=status, title=title, detail=detail, problem=problem or {},
+                        headers=headers, **context)
 
 
 class ConsoleRoute(APIRoute):
@@ -53,7 +55,8 @@ class ConsoleRoute(APIRoute):
                     return RedirectResponse(sign_in_url(request), status_code=303)
                 return _message(request, 401, "Signed out", "Your session has ended. Sign in again.")
             except Refused as refusal:
-                return _message(request, refusal.status, "Refused", refusal.message)
+                return _message(request, refusal.status, refusal.title, refusal.message, template=refusal.template,
+                                headers=refusal.headers, **refusal.context)
             except errors.ModuleError as error:
                 problem = problem_of(error)
                 return _message(request, problem["status"], problem["title"], problem["detail"], problem)

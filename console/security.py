@@ -1,6 +1,8 @@
 """What every console response and request goes through: the Content-Security-Policy and other
-headers on every response of the service, the session behind each page, and the cross-site checks
-(the `Origin` and a CSRF token) on every request that changes state."""
+headers on every response of the service, the session behind each page (admitted as every request
+of the API is: `api.admission`, DESIGN §12), who may open which pages (a tenant's admins and
+auditors its pages, the operator the organizations' pages and nothing inside a tenant), and the
+cross-site checks (the `Origin` and a CSRF token) on every request that changes state."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from fastapi import Depends, Request
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from console.session import COOKIE, Sessions, Visitor
+from api.admission import Refusal
+from console.session import COOKIE, Session, Sessions, Visitor
+from infrastructure.auth import ADMIN, AUDITOR, OPERATOR
 
 CSP = "; ".join((
     "default-src 'self'",
@@ -64,35 +68,85 @@ class SignInRequired(Exception):
 
 
 class Refused(Exception):
-    """A request the visitor may not make: `status` and a message for a person."""
+    """A request the visitor may not make: `status` and a message for a person; the page's `title`,
+    its `template` (given `context`) and `headers` (a 429's `Retry-After`) when not the usual ones."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, title: str = "Refused", template: str = "error.html",
+                 headers: dict[str, str] | None = None, **context: object) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.title = title
+        self.template = template
+        self.headers = headers
+        self.context = context
+
+
+SUSPENDED = ("Your organization is suspended by the service's operator: its tokens, this session's among them, "
+             "are refused until the operator resumes it. Nothing it holds is lost.")
 
 
 def sessions_of(request: Request) -> Sessions:
     return request.app.state.console_sessions
 
 
-async def current_visitor(request: Request) -> Visitor:
-    """The signed-in admin or auditor, from the session cookie; sign-in otherwise."""
-    sessions = sessions_of(request)
-    session = sessions.read(request.cookies.get(COOKIE))
+def session_of(request: Request) -> Session:
+    """The session the cookie carries, whatever its token may do now; sign-in otherwise."""
+    session = sessions_of(request).read(request.cookies.get(COOKIE))
     if session is None:
         raise SignInRequired()
-    principal = request.app.state.services.authenticator.authenticate_digest(session.digest)
-    if principal is None or principal.role not in ("admin", "auditor"):
+    return session
+
+
+def _not_admitted(refusal: Refusal, session: Session) -> Exception:
+    """The page for a session whose token the admission refused (its sign-out form needs the CSRF token)."""
+    if refusal.status == 401:  # revoked, or its organization deleted (its tokens with it)
+        return SignInRequired()
+    if refusal.code == "tenant-suspended":
+        return Refused(403, SUSPENDED, title="Organization suspended", template="not_admitted.html", session_csrf=session.csrf)
+    if refusal.status == 429:
+        wait = (refusal.headers or {}).get("Retry-After", "1")
+        return Refused(429, f"This token made more requests than its rate allows. Try again in {wait} "
+                            f"second{'s' if wait != '1' else ''}.", title="Too many requests",
+                       template="not_admitted.html", headers=refusal.headers, session_csrf=session.csrf)
+    return Refused(refusal.status, refusal.detail, template="not_admitted.html", session_csrf=session.csrf)
+
+
+async def signed_in(request: Request) -> Visitor:
+    """Whoever the session's token is now, if the admission lets it in (as it does each API request:
+    a suspended organization's 403, a rate's 429); sign-in when the token no longer works."""
+    session = session_of(request)
+    try:
+        principal = request.app.state.services.admission.admit_digest(session.digest)
+    except Refusal as refusal:
+        raise _not_admitted(refusal, session) from None
+    if principal.role not in (ADMIN, AUDITOR, OPERATOR):
         raise SignInRequired()
     visitor = Visitor(principal, session)
     request.state.visitor = visitor
     if request.method not in SAFE_METHODS:
-        await check_same_site(request, visitor)
+        await check_same_site(request, session)
     return visitor
 
 
-async def check_same_site(request: Request, visitor: Visitor | None) -> None:
+async def current_visitor(visitor: Annotated[Visitor, Depends(signed_in)]) -> Visitor:
+    """The signed-in admin or auditor of a tenant: every page inside a tenant (the one of the token)."""
+    if visitor.principal.role == OPERATOR:
+        raise Refused(403, "The operator's token manages the organizations and nothing inside them: "
+                           "sign in with an organization's admin or auditor token to see its tools.",
+                      title="Not for the operator")
+    return visitor
+
+
+async def current_operator(visitor: Annotated[Visitor, Depends(signed_in)]) -> Visitor:
+    """The service's operator (DESIGN §12): the organizations' pages, which no tenant's token opens."""
+    if visitor.principal.role != OPERATOR:
+        raise Refused(403, "Only the service's operator token opens the organizations' pages; "
+                           f"your token ({visitor.principal.role}) belongs to one organization.")
+    return visitor
+
+
+async def check_same_site(request: Request, session: Session | None) -> None:
     """A state-changing request must come from this origin: an `Origin` (or, without one, a
     `Sec-Fetch-Site`) naming this site, and the session's CSRF token in a header or a form field."""
     expected_origin = f"{request.url.scheme}://{request.url.netloc}"
@@ -101,14 +155,14 @@ async def check_same_site(request: Request, visitor: Visitor | None) -> None:
         raise Refused(403, "This request came from another site and was refused.")
     if origin is None and request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
         raise Refused(403, "This request came from another site and was refused.")
-    if visitor is None:
+    if session is None:
         return
     presented = request.headers.get(CSRF_HEADER)
     if presented is None:
         form = await request.form()
         value = form.get(CSRF_FIELD)
         presented = value if isinstance(value, str) else None
-    if not Sessions.csrf_matches(visitor.session, presented):
+    if not Sessions.csrf_matches(session, presented):
         raise Refused(403, "This form has expired or did not come from this console; reload the page and try again.")
 
 
@@ -121,6 +175,9 @@ async def current_writer(visitor: Annotated[Visitor, Depends(current_visitor)]) 
 
 Reader = Annotated[Visitor, Depends(current_visitor)]
 Writer = Annotated[Visitor, Depends(current_writer)]
+# Admin, auditor or operator: the pages every one of them has (home, sign-out).
+Anyone = Annotated[Visitor, Depends(signed_in)]
+Operator = Annotated[Visitor, Depends(current_operator)]
 
 
 def sign_in_url(request: Request) -> str:

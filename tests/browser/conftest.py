@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).parent / "artifacts"
 AXE = ROOT / "console" / "node_modules" / "axe-core" / "axe.min.js"
 ADMIN_TOKEN = "tsa_browser-admin-token-0123456789abcdefghij"
+OPERATOR_TOKEN = "tso_browser-operator-token-0123456789abcdef"
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 
 
@@ -57,10 +58,11 @@ def upstream_api() -> Iterator[Upstream]:
 
 @pytest.fixture(scope="session")
 def console_server(tmp_path_factory: pytest.TempPathFactory, upstream_api: Upstream) -> Iterator[Server]:
-    """One server for the session, with embedded defaults and a known admin token; its egress allows
-    the local API (`upstream_api`) and nothing else that is not public."""
+    """One server for the session, with embedded defaults and known admin and operator tokens; its
+    egress allows the local API (`upstream_api`) and nothing else that is not public."""
     base = tmp_path_factory.mktemp("console")
-    env = {"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSMITH_EGRESS_ALLOW": upstream_api.allow}
+    env = {"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSMITH_OPERATOR_TOKEN": OPERATOR_TOKEN,
+           "TOOLSMITH_EGRESS_ALLOW": upstream_api.allow}
     server = Server(data_dir=base / "data", env=env, inherit_settings=False).start()
     server.token = ADMIN_TOKEN
     yield server
