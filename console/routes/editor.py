@@ -24,7 +24,7 @@ from application.toolbox import answered
 from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
-from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, Violation
+from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, QuotaExceeded, Violation
 from domain.model import CodeModule
 from domain.rules import (
     DEFAULT_MEMORY_MB,
@@ -89,6 +89,8 @@ async def create_module(request: Request, visitor: Writer) -> Response:
             errors.setdefault(field, f"{_sentence(violation.message)} ({violation.rule})")
     except IdTaken as taken:
         errors["id"] = f"Already used by a {taken.taken_by} (R2)."
+    except QuotaExceeded as quota:  # DESIGN §12: the form again, as typed, with the quota named
+        errors["general"] = f"Not created: {quota.detail}. Your organization's operator sets its quotas."
     else:
         await _wait(request, written)
         return RedirectResponse(f"/console/modules/{values['id']}", status_code=303)

@@ -28,7 +28,7 @@ from application.modules import MAX_MESSAGE, Written
 from console.routing import ConsoleRoute, problem_of
 from console.security import Reader, Writer
 from domain import history
-from domain.errors import IdTaken, InvalidDefinition, InvalidInput, ModuleError, UnknownModule, Violation
+from domain.errors import IdTaken, InvalidDefinition, InvalidInput, ModuleError, QuotaExceeded, UnknownModule, Violation
 from domain.model import CodeModule
 
 router = APIRouter(prefix="/console/modules", route_class=ConsoleRoute, include_in_schema=False)
@@ -210,9 +210,11 @@ async def duplicate(module_id: str, request: Request, visitor: Writer) -> Respon
     services = request.app.state.services
     try:
         written = await run_in_threadpool(services.modules.duplicate, visitor.principal.tenant, module_id, name, by=visitor.principal.name)
-    except (InvalidDefinition, IdTaken) as error:
+    except (InvalidDefinition, IdTaken, QuotaExceeded) as error:
         if isinstance(error, IdTaken):
             message = f"Already used by a {error.taken_by} (R2)."
+        elif isinstance(error, QuotaExceeded):
+            message = f"Not created: {error.detail}. Your organization's operator sets its quotas."
         else:
             found = [v for v in error.violations if v.field == "id"] or error.violations
             message = f"{found[0].message[:1].upper()}{found[0].message[1:]} ({found[0].rule})."

@@ -220,6 +220,8 @@ def _refused(error: Exception) -> tuple[dict[str, list[str]], str] | None:
         return messages_of(error.violations), "Some fields need a change."
     if isinstance(error, (errors.IdTaken, errors.RecordTaken)):
         return {"id": [f"Id: {error.detail}"]}, "That id is taken."
+    if isinstance(error, errors.QuotaExceeded):  # DESIGN §12
+        return {"form": [f"Not created: {error.detail}. Your organization's operator sets its quotas."]}, "A quota is reached."
     if isinstance(error, errors.PreconditionFailed):
         return ({"form": ["Someone saved this tool after you opened it. Open it again to see their change; "
                           "what you typed is below."]}, "Not saved: the tool changed meanwhile.")
