@@ -77,6 +77,9 @@ class CodeModule(Chained):
         self.published_version = 0
         self.published_at: datetime | None = None
         self.published_by: str | None = None
+        # B6: the changeset the published version came in, and what its publisher said of it.
+        self.published_changeset: str | None = None
+        self.published_message: str | None = None
         self.deleted = False
         self.created_by = by
         self.updated_by = by
@@ -103,6 +106,8 @@ class CodeModule(Chained):
             "version": self.published_version,
             "publishedAt": self.published_at,
             "publishedBy": self.published_by,
+            "changeset": self.published_changeset,
+            "message": self.published_message,
         }
 
     # -- commands ----------------------------------------------------------------------------
@@ -187,6 +192,8 @@ class CodeModule(Chained):
         self.published_version = version
         self.published_at = timestamp
         self.published_by = by
+        self.published_changeset = changeset
+        self.published_message = message
         self.draft = None
         self._touched(by, timestamp)
 
@@ -218,6 +225,7 @@ class CodeModule(Chained):
         self.published = None
         self.published_at = None
         self.published_by = None
+        self.published_changeset = self.published_message = None
         self._touched(by, timestamp)
 
     @event("Recreated")

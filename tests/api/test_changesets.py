@@ -66,6 +66,8 @@ def test_a_library_renames_an_export_with_its_importer_in_one_changeset(client: 
         assert published[0]["data"]["changeset"] is None
         second = expect(client.get(f"{BASE}/{module_id}/versions/2"), 200).json()
         assert second["changeset"] == done["id"] and second["message"] == "year becomes yearOf"
+        card = expect(client.get(f"{BASE}/{module_id}"), 200).json()["published"]  # the Published version card
+        assert (card["version"], card["changeset"], card["message"]) == (2, done["id"], "year becomes yearOf")
     listed = expect(client.get(CHANGESETS), 200).json()
     assert [c["id"] for c in listed] == [done["id"]]
     one = expect(client.get(f"{CHANGESETS}/{done['id']}"), 200).json()
