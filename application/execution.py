@@ -1,6 +1,7 @@
 """Running code (DESIGN §2 R6, R10; §6): a draft as the editor holds it, a published tool, and the
 checks a publish makes of a module and of every module that imports it. Each run is one bundle
-(`Execution`): the target and its published dependencies, in import order, for the sandbox."""
+(`Execution`): the target and its published dependencies, in import order, for the sandbox. Every
+run and check is one of its tenant's sandbox sessions (`application.fair_share`, DESIGN §12)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from typing import Any
 
 import networkx as nx
 
+from application.fair_share import TenantSessions
 from application.imports import _import_problem, check_draft_imports, check_imports
 from application.store import Store
 from domain.errors import (
-    ImportCycle, ImportRefused, InvalidDefinition, SandboxBusy, SandboxUnavailable, ToolNotCallable, UnknownModule, Violation,
+    ImportCycle, ImportRefused, InvalidDefinition, SandboxBusy, SandboxUnavailable, TenantBusy, ToolNotCallable, UnknownModule,
+    Violation,
 )
 from domain.graph import bundle_order, cycle_through, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph
@@ -36,13 +39,31 @@ from domain.rules import (
 
 
 class Execution:
-    def __init__(self, store: Store, sandbox: Callable[[], Sandbox]) -> None:
+    def __init__(self, store: Store, sandbox: Callable[[], Sandbox], sessions: TenantSessions | None = None) -> None:
+        """`sessions`: each tenant's share of the sandbox; None, no share (one tenant, or a test)."""
         self._store = store
         self._sandbox = sandbox
+        self._sessions = sessions
 
     def sandbox(self) -> Sandbox:
         """The sandbox, or `SandboxUnavailable` when code execution is off."""
         return self._sandbox()
+
+    def tenant_busy(self, tenant: str) -> bool:
+        """Whether `tenant` holds every sandbox session of its share right now (a hint for a fast
+        refusal before a call goes to a thread; the call itself still has the last word)."""
+        return self._sessions is not None and self._sessions.busy(tenant)
+
+    def _refuse_if_tenant_busy(self, tenant: str) -> None:
+        """`TenantBusy` before any work for a call its tenant has no session left for: a flood
+        refused costs the API as little as it can (the session taken later has the last word)."""
+        if self._sessions is not None and self._sessions.busy(tenant):
+            raise TenantBusy(self._sessions.limit)
+
+    def _tenant_sandbox(self, tenant: str, sandbox: Sandbox | None = None) -> Sandbox:
+        """`sandbox` (the sandbox by default) as `tenant` uses it: each call one of its sessions."""
+        sandbox = sandbox if sandbox is not None else self._sandbox()
+        return sandbox if self._sessions is None else self._sessions.sandbox(tenant, sandbox)
 
     def test(
         self,
@@ -66,7 +87,7 @@ class Execution:
             raise InvalidDefinition(found)
         if tool is not None:
             input = arguments(tool, input)
-        sandbox = self._sandbox()
+        sandbox = self._tenant_sandbox(tenant)
         name = module_id or "(draft)"  # not an identifier, so it cannot stand for a real module
         graph = self._store.graph(tenant)
         edges = check_draft_imports(self._store, graph, name, imports)
@@ -99,13 +120,14 @@ class Execution:
             examples = (target_tool or {}).get("examples") or []
             if not examples:
                 continue
-            sandbox = sandbox or self._sandbox()
+            sandbox = sandbox or self._tenant_sandbox(tenant)
             runs += [dataclasses.replace(run_example(sandbox, bundle, target_tool, example), module=module_id if target == name else target)
                      for example in examples]
         return runs
 
     def call_tool(self, tenant: str, name: str, input: Any, *, context: dict[str, Any]) -> ExecutionResult:
         """POST /api/v1/tools/{name}/call: runs the published version of a tool module."""
+        self._refuse_if_tenant_busy(tenant)
         module = self._store.find(tenant, name)
         if module is None or module.deleted:
             raise ToolNotCallable(name, "no such tool")
@@ -117,7 +139,7 @@ class Execution:
         if not tool["enabled"]:
             raise ToolNotCallable(name, "the tool is disabled")
         given = arguments(tool, input)
-        sandbox = self._sandbox()
+        sandbox = self._tenant_sandbox(tenant)
         edges = self._store.graph(tenant).published_edges()
         bundle = self._bundle(tenant, name, edges, {name: module.published}, input=given, context=context)
         return sandbox.run(bundle)
@@ -130,7 +152,7 @@ class Execution:
         if module is None or module.deleted or module.published is None or module.published["tool"] is None:
             return ExecutionResult(error=ExecutionError("config", f"{name!r} is no longer a published tool module"))
         try:
-            sandbox = self._sandbox()
+            sandbox = self._tenant_sandbox(tenant)
         except SandboxUnavailable as e:
             return ExecutionResult(error=ExecutionError("config", e.detail))
         edges = self._store.graph(tenant).published_edges()
@@ -142,7 +164,9 @@ class Execution:
         context: dict[str, Any] | None = None,
     ) -> tuple[Definition, list[tuple[str, ExecutionResult]]]:
         """R5 again, then the sandbox's check of the module and of every module that imports it,
-        transitively, with the draft in place (R10): on every worker at once, answered in order."""
+        transitively, with the draft in place (R10): on every worker at once (within the tenant's
+        share), answered in order."""
+        sandbox = self._tenant_sandbox(tenant, sandbox)
         module._check_can_publish()
         module_id = module.module_id
         draft = module.draft
@@ -170,6 +194,7 @@ class Execution:
         R10's check and the examples (B4) of each of them and of every module that imports any of
         them, transitively, once, with all the new versions in place: on every worker at once,
         answered dependencies first. Every check runs, so a refusal names every failing module."""
+        sandbox = self._tenant_sandbox(tenant, sandbox)
         drafts: dict[str, Definition] = {}
         for module in modules:
             module._check_can_publish()
@@ -262,10 +287,10 @@ def checked_in_order(
     no thread hands a check to another, which cost more CPU than the checks themselves on a
     machine as busy as its sandbox's workers make it (issue 15). Bundles are built one at a time
     (`bundle` shares what it loads between them). A check beyond the first starts only while the
-    sandbox has a session to spare (`busy`), so the publish never holds the last ones against
-    other callers' tool calls, and one the sandbox refuses all the same (`SandboxBusy`) while
-    another of ours runs starts again after it; a refusal with nothing of ours running is the
-    caller's, as it always was. With `first_failure_only`, nothing starts after a failure is
+    sandbox has a session to spare (`busy`: the tenant's share and the whole pool's), so the
+    publish never holds the last ones against other callers' tool calls, and one refused all the
+    same (`SandboxBusy`, `TenantBusy`) while another of ours runs starts again after it; a refusal
+    with nothing of ours running is the caller's, as it always was. With `first_failure_only`, nothing starts after a failure is
     known, and the failure answered is the first in order: the earlier checks still running are
     waited for. An error other than a check's result (a bundle that cannot be built) ends the
     publish: nothing starts after it, and it is raised once the running checks are done.
@@ -310,7 +335,7 @@ class _Checks:
             index, execution = taken
             try:
                 result = self.check(self.targets[index], execution)
-            except SandboxBusy as busy:
+            except (SandboxBusy, TenantBusy) as busy:
                 with self.changed:
                     self.running -= 1
                     if self.running == 0 and self.failure is None:

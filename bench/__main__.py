@@ -10,14 +10,14 @@ from bench import (
     audit, changesets, cold_load, console, mcp_call, memory_bound, publish, read_side, scale, search_index, search_tools, tool_call,
     workers,
 )
-from bench import tenant_filter
+from bench import tenant_filter, tenants
 from bench._common import format_table, machine_line
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "tenant_filter"):
         rows, _ = tenant_filter.run(common)
         tables.append(format_table(tenant_filter.TITLE, rows))
+    if args.only in (None, "tenants"):
+        rows, info = tenants.run(common)
+        tables.append(format_table(tenants.TITLE, rows) + f"\n{tenants.NOTES}\n(load average {info['load']})")
     if args.only in (None, "scale"):
         # bench.publish and bench.mcp_call ran above; alone, scale runs them with its own sizes.
         rows, info = scale.run(common + ([] if args.only == "scale" else ["--skip-others"]))

@@ -35,6 +35,9 @@ class Execution:
     context: dict[str, Any] = field(default_factory=dict)
     # Parameters declared with V1's `date` type: their values become `Date` objects.
     date_parameters: tuple[str, ...] = ()
+    # A tenant's session beyond its first few at once (DESIGN §12, fair share): once it runs long,
+    # the sandbox gives it the CPU only when nothing else wants it. Never changes its result.
+    background: bool = False
 
     @property
     def target(self) -> SourceUnit:

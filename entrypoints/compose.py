@@ -12,6 +12,7 @@ from opensearchpy import OpenSearch
 
 from application.commands import CommandRunner, ThreadGraphLock
 from application.execution import Execution
+from application.fair_share import TenantSessions
 from application.history import History
 from application.modules import Modules
 from application.quotas import Quotas
@@ -169,15 +170,16 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
                       names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
                       secrets: SecretValues | None = None, outbound: Outbound | None = None,
                       vault: SecretVault | None = None, files: Files | None = None,
-                      own_tenant: str = "default") -> ApplicationServices:
+                      own_tenant: str = "default", tenant_sessions: int | None = None) -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
     refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
     `graph_lock` serializes each tenant's graph changes, and `kinds` are the kinds of tool
     installed in `names` (the registry `store` asks for R2; a new one by default); `secrets` and
     `outbound` are what a kind reads secrets with and sends its outbound requests through (the
-    tenants' secrets, kept in `vault`, by default; without a vault, one whose key dies with it)."""
+    tenants' secrets, kept in `vault`, by default; without a vault, one whose key dies with it);
+    `tenant_sessions` is the most sandbox sessions one tenant holds at once (None: no share)."""
     commands = CommandRunner(store, graph_lock)
-    execution = Execution(store, sandbox)
+    execution = Execution(store, sandbox, TenantSessions(tenant_sessions) if tenant_sessions is not None else None)
     history = History(store)
     names = names if names is not None else ToolKinds()
     # The secrets ask every kind which secrets its tools use, and the kinds read them: one registry.
@@ -293,7 +295,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
                             code_sandbox=sandbox, names=names, kinds=kinds,  # type: ignore[arg-type]
                             vault=open_vault(settings, store), outbound=api_outbound(settings),
-                            files=build_files(settings, store), own_tenant=settings.tenant)
+                            files=build_files(settings, store), own_tenant=settings.tenant,
+                            tenant_sessions=settings.tenant_session_cap())
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)
     channels = store_channels(settings, store, identity)

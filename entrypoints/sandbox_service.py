@@ -13,12 +13,16 @@ carries the error: only the service's refusals are HTTP errors.
         Authorization: Bearer <secret>     required unless the service runs in insecure dev mode
         X-Sandbox-Caller: <name>           recorded in the log (default "unknown")
         X-Sandbox-Profile: <profile>       capabilities to grant (default: the configured profile)
+        X-Sandbox-Priority: background     a background execution (a tenant's sessions beyond its
+                                           first few, DESIGN §12: it yields the CPU entirely once
+                                           it runs long); anything else: normal
     GET /healthz                           no credentials; the session cap, the parallelism (the
                                            worker processes kept running) and the profile names
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
@@ -38,8 +42,8 @@ from domain.values import MAX_DEPTH, too_deep
 from sandbox.capabilities import PROFILES, UnknownProfile, profile
 from sandbox.config import SandboxConfig
 from sandbox.wire import (
-    CALLER_HEADER, PROFILE_HEADER, WireError, check_then_run_from_wire, execution_from_wire, outcomes_to_wire, result_to_wire,
-    to_json,
+    BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, WireError, check_then_run_from_wire, execution_from_wire,
+    outcomes_to_wire, result_to_wire, to_json,
 )
 
 log = logging.getLogger("toolsmith.entrypoints.sandbox_service")
@@ -153,6 +157,8 @@ def create_sandbox_app(
             record("bad-request:json")
             return problem(400, "malformed-json", f"the body is not valid JSON: {e}", field="body")
         module = execution.target.name
+        if request.headers.get(PRIORITY_HEADER, "").strip().lower() == BACKGROUND:
+            execution = dataclasses.replace(execution, background=True)
         if not sessions.try_enter():
             record("busy", module)
             return _busy(sessions.limit)

@@ -99,6 +99,14 @@ class Settings(BaseSettings):
             capability_profile=self.sandbox_capability_profile,
         )
 
+    # DESIGN §12, fair share: the most sandbox sessions one tenant holds at once; unset, half of
+    # CODESANDBOX_MAX_ACTIVE_SESSIONS (at least one).
+    tenant_max_sessions: int | None = Field(None, ge=1, validation_alias=_env("tenant_max_sessions", "TOOLSMITH_TENANT_MAX_SESSIONS"))
+
+    def tenant_session_cap(self) -> int:
+        """`tenant_max_sessions`, or its default from the sandbox's session cap."""
+        return self.tenant_max_sessions or max(1, self.sandbox_max_active_sessions // 2)
+
     # What API URL tools may reach beyond public https hosts (DESIGN §10.1): comma-separated
     # `host:port` entries (`[::1]:8080`) and CIDRs (`10.0.0.0/8`); `http` and any address that is
     # not public need one. Metadata addresses never. A bad entry stops the start, named.

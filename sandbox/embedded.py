@@ -14,6 +14,14 @@ the programs after it go to another worker, in a visit of their own.
 At most `max_active_sessions` calls run at once; one more fails at once with `SandboxBusy` (429):
 nothing queues. Workers are forked from a zygote (`sandbox.worker`) in a few milliseconds;
 `workers` of them are kept while idle, more start on demand and retire after a minute unused.
+
+Short calls first (DESIGN §12, fair share): a program still running after `LONG_CALL_SECONDS` has
+its worker lowered where it stands: to niceness 19, so that it yields the CPU to ordinary calls
+and yet goes on; or, in a background execution (`Execution.background`: a tenant's sessions
+beyond its first few), to `SCHED_IDLE`, so that it gets the CPU only when nothing else wants it.
+One tenant's flood of busy loops thus leaves the CPU to the others' calls, while a short call, of
+any tenant and any rank, is over before it could be lowered and runs as fast as ever. An
+unprivileged process cannot raise a priority back, so a lowered worker retires after its visit.
 """
 
 from __future__ import annotations
@@ -47,6 +55,11 @@ log = logging.getLogger("toolsmith.sandbox")
 IDLE_RETIREMENT_SECONDS = 60.0
 # A worker is replaced after this many calls, so that whatever the engine leaks cannot pile up.
 CALLS_PER_WORKER = 10_000
+# How long a program runs at the normal priority before its worker is lowered: longer than an
+# ordinary call's evaluation, well under the least timeout a tool may have (R9's 100 ms), so that
+# no busy loop escapes it by timing out first.
+LONG_CALL_SECONDS = 0.02
+LOWERED_NICENESS = 19
 ZYGOTE_START_SECONDS = 60.0
 _PLACE = re.compile(r"<input>:(\d+)(?::(\d+))?")
 _ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +79,7 @@ class _Visit:
     timeout: float
     memory_mb: int
     gated: bool
+    background: bool = False
 
 
 class _Worker:
@@ -76,6 +90,7 @@ class _Worker:
         self.closed = False
         self.calls = 0
         self.idle_since = time.monotonic()
+        self.lowered = False  # for good (`_lower`): retired after its visit
         try:
             self._pidfd: int | None = os.pidfd_open(pid)
         except (AttributeError, OSError):
@@ -276,7 +291,8 @@ class EmbeddedSandbox(Sandbox):
             # Each program's wall-clock deadline counts from when it starts, starting a worker on
             # demand included; only the pool's own start (the zygote's imports, once) is not its time.
             self._warmed.wait(ZYGOTE_START_SECONDS)
-            visit = _Visit(programs, _grants(host, capabilities), context_json, timeout, memory_mb, gated=check and bool(inputs))
+            visit = _Visit(programs, _grants(host, capabilities), context_json, timeout, memory_mb, gated=check and bool(inputs),
+                           background=execution.background)
             answers = self._visit(visit, started)
         finally:
             with self._counting:
@@ -326,11 +342,20 @@ class EmbeddedSandbox(Sandbox):
                 return
             request = b""
             for program in programs:
-                deadline = time.monotonic() + timeout
+                now = time.monotonic()
+                deadline = now + timeout
+                lower_at = deadline if worker.lowered else now + LONG_CALL_SECONDS
                 logs: list[str] = []
                 try:
                     while True:
-                        frame = worker.frames.recv(deadline)
+                        try:
+                            frame = worker.frames.recv(min(lower_at, deadline))
+                        except TimeoutError:
+                            if lower_at >= deadline:
+                                raise
+                            _lower(worker, idle=visit.background)  # a long program: short calls go first
+                            lower_at = deadline
+                            continue
                         if frame[:1] != b"L":
                             break
                         logs.append(frame[1:].decode(errors="replace"))
@@ -390,7 +415,7 @@ class EmbeddedSandbox(Sandbox):
             worker.calls += calls
             if worker.closed:
                 pass  # killed: replaced below, off the call's path
-            elif self._closed or worker.calls >= CALLS_PER_WORKER:
+            elif self._closed or worker.calls >= CALLS_PER_WORKER or worker.lowered:
                 retired.append(worker)
             else:
                 now = worker.idle_since = time.monotonic()
@@ -428,6 +453,23 @@ class EmbeddedSandbox(Sandbox):
             with self._lock:
                 self._replenishing = False
             self._warmed.set()
+
+
+def _lower(worker: _Worker, *, idle: bool) -> None:
+    """The worker's CPU scheduling lowered for good: to niceness 19, and with `idle` to
+    `SCHED_IDLE` (it then runs only when no process of its scheduling group at a normal policy
+    wants the CPU). Best effort: what the kernel refuses is skipped."""
+    worker.lowered = True
+    try:
+        if idle:
+            os.sched_setscheduler(worker.pid, os.SCHED_IDLE, os.sched_param(0))
+            return
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, worker.pid, LOWERED_NICENESS)
+    except OSError as e:
+        log.warning("a sandbox worker could not be lowered", extra={"pid": worker.pid, "reason": str(e)})
 
 
 _CRASH = ExecutionError("crash", "the sandbox process running this call ended abruptly (an engine crash); the call was abandoned")

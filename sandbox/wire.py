@@ -17,7 +17,9 @@ runs what it is given (a draft under test is named `(draft)`); the API enforces 
 
 In an execution only `units` is required; the other fields default as `Execution` does. Two
 headers travel with every call besides the bearer secret: the caller's name and the capability
-profile to grant.
+profile to grant; a third, `X-Sandbox-Priority: background`, with a background execution
+(`Execution.background`, DESIGN §12). The priority is a header, not a field of the body, so that
+a service from before it (whose body reader refuses unknown fields) runs the call all the same.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from domain.values import lone_surrogate_at
 
 CALLER_HEADER = "X-Sandbox-Caller"
 PROFILE_HEADER = "X-Sandbox-Profile"
+PRIORITY_HEADER = "X-Sandbox-Priority"
+BACKGROUND = "background"
 STYLES = ("module", "script")
 
 _EXECUTION_FIELDS = ("units", "input", "timeoutMillis", "memoryLimitMb", "style", "isTool", "context", "dateParameters")
