@@ -37,7 +37,8 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("data_dir", "TOOLSMITH_DATA_DIR"))
     admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"))
-    tenant: str = Field("default", pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
+    # The deployment's own tenant (the first admin token's); any name a single-tenant release took.
+    tenant: str = Field("default", min_length=1, validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
     # Organizations (DESIGN §12): the operator's token (unset: generated on the first start, its
     # SHA-256 kept in the data dir, the token printed once), and each token's request rate: a token
     # bucket refilled at `rate_per_second` up to `rate_burst` requests (0: no limit).
