@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial.conftest import ADMIN_TOKEN, CODE_MODULES, PROBLEM, Probe
+from tests.adversarial.conftest import ADMIN_TOKEN, CODE_MODULES, OPERATOR_TOKEN, PROBLEM, Probe
 from tests.adversarial.test_auth_matrix import ROUTES, RECORD_IDS, TARGET, body_for
 
 MAX_BODY_BYTES = 2 * 1024 * 1024  # TOOLSMITH_MAX_BODY_BYTES's default
@@ -111,9 +111,14 @@ def records(probe: Probe) -> None:
         assert made.status_code == 201, made.text
 
 
+def token_for(path: str) -> str:
+    """The operator's routes take the operator's token (DESIGN §12); every other route the admin's."""
+    return OPERATOR_TOKEN if path.startswith("/api/v1/operator/") else ADMIN_TOKEN
+
+
 def exchange(probe: Probe, method: str, path: str, body: bytes, content_type: str | None) -> tuple[int, dict[str, str], bytes, http.client.HTTPConnection]:
     connection = http.client.HTTPConnection("127.0.0.1", probe.server.port, timeout=30)
-    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Length": str(len(body))}
+    headers = {"Authorization": f"Bearer {token_for(path)}", "Content-Length": str(len(body))}
     if content_type:
         headers["Content-Type"] = content_type
     connection.request(method, path, body=body, headers=headers)
@@ -155,7 +160,7 @@ def test_a_malformed_body_is_a_4xx_problem_and_the_connection_stays_open(probe: 
 @pytest.mark.parametrize(("method", "path"), BODY_ROUTES, ids=[f"{m} {p}" for m, p in BODY_ROUTES])
 def test_a_nul_in_a_value_is_kept_or_refused_never_a_500(probe: Probe, records: None, method: str, path: str) -> None:
     body = _with_nul_value(body_for(method, path, f"nul{secrets.token_hex(2)}") or {})
-    answer = probe.send(method, _concrete(path), json=body)
+    answer = probe.send(method, _concrete(path), json=body, token=token_for(path))
     assert answer.status_code < 300 or answer.status_code in INPUT | {404, 409}, answer.text[:300]
     probe.assert_alive()
 
