@@ -35,7 +35,8 @@ def _response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
 
 
 def test_beyond_the_session_cap_every_call_is_refused_within_100_ms(tmp_path: Path) -> None:
-    server = Server(data_dir=tmp_path / "data", env={"CODESANDBOX_MAX_ACTIVE_SESSIONS": "4"}).start()
+    # The global cap, alone: one tenant may hold all four sessions here (its share is half by default).
+    server = Server(data_dir=tmp_path / "data", env={"CODESANDBOX_MAX_ACTIVE_SESSIONS": "4", "TOOLSMITH_TENANT_MAX_SESSIONS": "4"}).start()
     try:
         server.token = printed_tokens(server.output)[0]
         with server.client() as http:
