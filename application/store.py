@@ -11,15 +11,17 @@ cached and shared between request threads, which only ever read them (see
 from __future__ import annotations
 
 import functools
+import random
 import sys
 import threading
+import time
 from copy import deepcopy
 from collections.abc import Iterator
 from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError, InternalError
 from eventsourcing.utils import get_topic
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
@@ -36,6 +38,8 @@ SNAPSHOT_INTERVAL = 200
 # Events a query of `Store.published_tools` reads, and the most modules one of its passes rebuilds.
 TOOLS_PAGE = 2_000
 TOOLS_PER_PASS = 10_000
+# Attempts at making the store's tables when other processes are making them at the same moment.
+CREATE_ATTEMPTS = 10
 
 
 @functools.cache
@@ -53,6 +57,19 @@ def project_events(aggregate: Any, events: Any) -> Any:
     for domain_event in events:
         aggregate = domain_event.mutate(aggregate)
     return aggregate
+
+
+def created_despite_others(make: Any) -> Any:
+    """What `make` answers; tried again, after a random pause, while it fails because another process
+    is creating the same tables at the same moment (so `make` must be idempotent: `IF NOT EXISTS`)."""
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        try:
+            return make()
+        except (IntegrityError, InternalError):
+            if attempt == CREATE_ATTEMPTS:
+                raise
+            time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - a pause, not a secret
+    raise AssertionError("unreachable")
 
 
 class NewestAggregateCache(LRUCache):
@@ -136,6 +153,19 @@ class Store(Application):
     def __init__(self, env: dict[str, str] | None = None, *, tool_names: ToolNames | None = None) -> None:
         super().__init__(env)
         self._tool_names = tool_names or NoOtherTools()
+
+    # Opening the store makes its tables, indexes, types and functions if they are missing
+    # (`CREATE ... IF NOT EXISTS`, `CREATE OR REPLACE FUNCTION`). On PostgreSQL, replicas that
+    # start at the same moment race on the catalog: the loser's statement fails ("duplicate key
+    # value violates unique constraint pg_type_typname_nsp_index", "tuple concurrently updated")
+    # though what it wanted to make is there, or soon will be. Every statement is idempotent, so
+    # the loser tries again after a random pause, which takes the replicas out of step.
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        return created_despite_others(super().construct_recorder)
+
+    def construct_snapshot_store(self) -> EventStore[Any]:
+        return created_despite_others(super().construct_snapshot_store)
 
     def construct_repository(self) -> Repository:
         """eventsourcing's settings, with a cache whose aggregates threads may share (see

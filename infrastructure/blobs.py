@@ -38,8 +38,9 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from eventsourcing.persistence import IntegrityError, PersistenceError
+from eventsourcing.persistence import IntegrityError
 
+from application.store import created_despite_others
 from domain.documents import BlobStore
 from infrastructure.data_dir import DIR_MODE
 from infrastructure.settings import Settings
@@ -50,7 +51,6 @@ BLOBS_DIR = "blobs"  # the folder store's root, in the data dir
 TABLE = "toolsmith_blobs"
 PIECE = 1024 * 1024
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_ATTEMPTS = 3
 
 
 def open_blob_store(settings: Settings, store: Any) -> BlobStore:
@@ -218,22 +218,19 @@ class PostgresBlobStore(BlobStore):
         if self._made:
             return
         with self._making:
-            for attempt in range(_ATTEMPTS):
-                try:
-                    with self._datastore.transaction(commit=True) as cursor:
-                        cursor.execute(self._query(
-                            "CREATE TABLE IF NOT EXISTS {table} (tenant text NOT NULL, sha256 text NOT NULL, "
-                            "size bigint NOT NULL, data bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), "
-                            "PRIMARY KEY (tenant, sha256))"))
-                        # Uncompressed, so that a substring is read without the rest of the value
-                        # (documents are mostly compressed already: little is lost).
-                        cursor.execute(self._query("ALTER TABLE {table} ALTER COLUMN data SET STORAGE EXTERNAL"))
-                    break
-                except PersistenceError:
-                    # Two processes opening a new store at once may race on creating the table.
-                    if attempt == _ATTEMPTS - 1:
-                        raise
+            # Two processes opening a new store at once may race on creating the table.
+            created_despite_others(self._create)
             self._made = True
+
+    def _create(self) -> None:
+        with self._datastore.transaction(commit=True) as cursor:
+            cursor.execute(self._query(
+                "CREATE TABLE IF NOT EXISTS {table} (tenant text NOT NULL, sha256 text NOT NULL, "
+                "size bigint NOT NULL, data bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), "
+                "PRIMARY KEY (tenant, sha256))"))
+            # Uncompressed, so that a substring is read without the rest of the value
+            # (documents are mostly compressed already: little is lost).
+            cursor.execute(self._query("ALTER TABLE {table} ALTER COLUMN data SET STORAGE EXTERNAL"))
 
     def put(self, tenant: str, source: BinaryIO) -> tuple[str, int]:
         with tempfile.SpooledTemporaryFile(max_size=PIECE, dir=self._spool_dir) as spool:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from eventsourcing.persistence import PersistenceError
 
+from application.store import created_despite_others
 from domain.errors import SecretUnreadable
 from domain.ports import SecretVault
 from infrastructure.data_dir import FILE_MODE
@@ -38,7 +38,6 @@ log = logging.getLogger("toolsmith.secrets")
 KEY_FILE = "secret.key"
 TABLE = "toolsmith_secrets"
 _FINGERPRINT_LABEL = b"toolsmith secret fingerprint v1"
-_ATTEMPTS = 3
 
 # One stored value: (fingerprint, ciphertext).
 Stored = tuple[str, str]
@@ -197,16 +196,13 @@ class _SqlRows(Rows):
         if self._made:
             return
         with self._making:
-            for attempt in range(_ATTEMPTS):
-                try:
-                    with self._datastore.transaction(commit=True) as cursor:
-                        self._create(cursor)
-                    break
-                except PersistenceError:
-                    # Two processes opening a new store at once may race on creating the table.
-                    if attempt == _ATTEMPTS - 1:
-                        raise
+            # Two processes opening a new store at once may race on creating the table.
+            created_despite_others(self._create_table)
             self._made = True
+
+    def _create_table(self) -> None:
+        with self._datastore.transaction(commit=True) as cursor:
+            self._create(cursor)
 
     @abstractmethod
     def _create(self, cursor: Any) -> None: ...
