@@ -8,6 +8,8 @@ These run the real pool, a zygote and workers forked from it, and read the worke
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from domain.ports import Execution, ExecutionResult, SourceUnit
 from sandbox.embedded import EmbeddedSandbox
 from sandbox.engine import Engine
 from sandbox.engine import CONTEXT, HOST, HTTP, INTL, LOG
-from sandbox.worker import MEMORY_ALLOWANCE_MB, MemoryBound
+from sandbox.worker import MEMORY_ALLOWANCE_MB
 
 PLAIN = SourceUnit("plain", "exports.run = function (input) { return input.n * 2; };")
 HUGE = "var s = 'x'.repeat(30 * 1024 * 1024);"
@@ -91,38 +93,41 @@ def test_a_30_mb_string_at_a_host_function_is_refused_and_the_worker_stays_withi
     assert plain_call_works(single)
 
 
-def test_the_process_bound_fails_any_allocation_past_it_until_lifted() -> None:
-    # In a child process, as a worker does per call: Python's heap and the engine's heap alike
-    # are held to what the process holds now plus the call's limit plus the allowance.
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child reports one letter per check, then leaves without cleanup
-        os.close(read)
-        try:
-            import _quickjs
+# The check runs in a new interpreter, as a worker does (forked from the zygote, a process of its own):
+# a fork of the test run would inherit whatever heap earlier tests freed, and a freed chunk the process
+# still holds may be used again within the bound (MemoryBound's docstring), so 64 MB could fit in it.
+PROCESS_BOUND_CHECKS = """
+import _quickjs
+from sandbox.worker import MemoryBound
 
-            bound = MemoryBound(8)
-            bound.enter(16)
-            try:
-                blob = bytearray(64 * 1024 * 1024)
-                os.write(write, b"n")  # allocated past the bound
-            except MemoryError:
-                os.write(write, b"y")
-            context = _quickjs.Context()  # no engine limit: only the process bound
-            try:
-                context.eval("'x'.repeat(64 * 1024 * 1024).length")
-                os.write(write, b"n")
-            except _quickjs.JSException as e:
-                os.write(write, b"y" if "out of memory" in str(e) else b"n")
-            bound.lift()
-            blob = bytearray(64 * 1024 * 1024)
-            os.write(write, b"y" if len(blob) else b"n")
-        finally:
-            os._exit(0)
-    os.close(write)
-    os.waitpid(pid, 0)
-    with os.fdopen(read, "rb") as pipe:
-        assert pipe.read() == b"yyy"
+bound = MemoryBound(8)
+bound.enter(16)
+try:
+    blob = bytearray(64 * 1024 * 1024)
+    print("n", end="")  # allocated past the bound
+except MemoryError:
+    print("y", end="")
+context = _quickjs.Context()  # no engine limit: only the process bound
+try:
+    context.eval("'x'.repeat(64 * 1024 * 1024).length")
+    print("n", end="")
+except _quickjs.JSException as e:
+    print("y" if "out of memory" in str(e) else "n", end="")
+bound.lift()
+blob = bytearray(64 * 1024 * 1024)
+print("y" if len(blob) else "n", end="", flush=True)
+"""
+
+
+def test_the_process_bound_fails_any_allocation_past_it_until_lifted() -> None:
+    # Python's heap and the engine's heap alike are held to what the process holds now plus the
+    # call's limit plus the allowance; one letter per check.
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    child = subprocess.run(
+        [sys.executable, "-c", PROCESS_BOUND_CHECKS], cwd=root, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (child.stdout, child.returncode) == ("yyy", 0), child.stderr
 
 
 def test_a_memory_error_retires_the_worker_that_ran_it(single: EmbeddedSandbox) -> None:
