@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository
-from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError, InternalError
+from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError, InternalError, ProgrammingError
 from eventsourcing.utils import get_topic
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
@@ -59,14 +59,28 @@ def project_events(aggregate: Any, events: Any) -> Any:
     return aggregate
 
 
+# What PostgreSQL answers a `CREATE ... IF NOT EXISTS` racing another process's: the object "already
+# exists" (duplicate table, object, schema or function: a ProgrammingError) though it did not when checked.
+CREATED_MEANWHILE = frozenset({"42P07", "42710", "42P06", "42723"})
+
+
+def created_meanwhile(error: Exception) -> bool:
+    """Whether `error` says another process created the same object at the same moment: a unique key
+    of the catalog, a catalog row changed concurrently, or a duplicate object. Any other error (a
+    missing privilege, a syntax error) is not: it would fail again."""
+    if isinstance(error, (IntegrityError, InternalError)):
+        return True
+    return isinstance(error, ProgrammingError) and getattr(error.__cause__, "sqlstate", None) in CREATED_MEANWHILE
+
+
 def created_despite_others(make: Any) -> Any:
     """What `make` answers; tried again, after a random pause, while it fails because another process
     is creating the same tables at the same moment (so `make` must be idempotent: `IF NOT EXISTS`)."""
     for attempt in range(1, CREATE_ATTEMPTS + 1):
         try:
             return make()
-        except (IntegrityError, InternalError):
-            if attempt == CREATE_ATTEMPTS:
+        except (IntegrityError, InternalError, ProgrammingError) as e:
+            if attempt == CREATE_ATTEMPTS or not created_meanwhile(e):
                 raise
             time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - a pause, not a secret
     raise AssertionError("unreachable")
