@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository
-from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError, InternalError, ProgrammingError
+from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError, InternalError, OperationalError, ProgrammingError
 from eventsourcing.utils import get_topic
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
@@ -60,17 +60,18 @@ def project_events(aggregate: Any, events: Any) -> Any:
 
 
 # What PostgreSQL answers a `CREATE ... IF NOT EXISTS` racing another process's: the object "already
-# exists" (duplicate table, object, schema or function: a ProgrammingError) though it did not when checked.
-CREATED_MEANWHILE = frozenset({"42P07", "42710", "42P06", "42723"})
+# exists" (duplicate table, object, schema or function: a ProgrammingError) though it did not when checked,
+# or the two transactions' catalog locks deadlocked (an OperationalError; PostgreSQL rolled one back).
+CREATED_MEANWHILE = frozenset({"42P07", "42710", "42P06", "42723", "40P01"})
 
 
 def created_meanwhile(error: Exception) -> bool:
     """Whether `error` says another process created the same object at the same moment: a unique key
     of the catalog, a catalog row changed concurrently, or a duplicate object. Any other error (a
-    missing privilege, a syntax error) is not: it would fail again."""
+    missing privilege, a syntax error, a refused connection) is not: it would fail again."""
     if isinstance(error, (IntegrityError, InternalError)):
         return True
-    return isinstance(error, ProgrammingError) and getattr(error.__cause__, "sqlstate", None) in CREATED_MEANWHILE
+    return isinstance(error, (ProgrammingError, OperationalError)) and getattr(error.__cause__, "sqlstate", None) in CREATED_MEANWHILE
 
 
 def created_despite_others(make: Any) -> Any:
@@ -79,7 +80,7 @@ def created_despite_others(make: Any) -> Any:
     for attempt in range(1, CREATE_ATTEMPTS + 1):
         try:
             return make()
-        except (IntegrityError, InternalError, ProgrammingError) as e:
+        except (IntegrityError, InternalError, ProgrammingError, OperationalError) as e:
             if attempt == CREATE_ATTEMPTS or not created_meanwhile(e):
                 raise
             time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - a pause, not a secret

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import psycopg.errors
 import pytest
-from eventsourcing.persistence import IntegrityError, InternalError, ProgrammingError
+from eventsourcing.persistence import IntegrityError, InternalError, OperationalError, ProgrammingError
 
 import application.store as store
 from application.store import CREATE_ATTEMPTS, created_despite_others
@@ -51,6 +51,7 @@ def no_pause(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         (psycopg.errors.DuplicateFunction("function already exists"), ProgrammingError),
         (psycopg.errors.UniqueViolation('duplicate key value violates unique constraint "pg_type_typname_nsp_index"'), IntegrityError),
         (psycopg.errors.InternalError_("tuple concurrently updated"), InternalError),
+        (psycopg.errors.DeadlockDetected("deadlock detected"), OperationalError),
     ],
 )
 def test_a_creation_that_lost_a_race_is_tried_again_after_a_pause(
@@ -72,6 +73,14 @@ def test_a_creation_that_lost_a_race_is_tried_again_after_a_pause(
 def test_any_other_programming_error_is_raised_at_once(error: psycopg.Error, no_pause: list[float]) -> None:
     make, calls = failing(1, lambda: as_eventsourcing_raises(error, ProgrammingError))
     with pytest.raises(ProgrammingError, match=str(error)):
+        created_despite_others(make)
+    assert len(calls) == 1 and no_pause == []
+
+
+def test_a_connection_refused_is_raised_at_once(no_pause: list[float]) -> None:
+    refused = psycopg.OperationalError('connection to server at "127.0.0.1", port 5433 failed: Connection refused')
+    make, calls = failing(1, lambda: as_eventsourcing_raises(refused, OperationalError))
+    with pytest.raises(OperationalError, match="Connection refused"):
         created_despite_others(make)
     assert len(calls) == 1 and no_pause == []
 
