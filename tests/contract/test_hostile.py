@@ -1,4 +1,4 @@
-"""The hostile corpus (`../shared/hostile/cases.json`) against every sandbox backend.
+"""The project's hostile corpus (`tests/contract/hostile_cases.json`) against every sandbox backend.
 
 Each case is a module-style source called with `run({})`, a 500 ms timeout and a 64 MB memory cap;
 its `expect` is `any` (a result or an error, never a crash of the service), `error`,
@@ -19,9 +19,7 @@ import pytest
 from domain.ports import Execution, Sandbox, SourceUnit
 from sandbox.remote import RemoteSandbox
 
-# A copy of the design's corpus, so that a clone runs it without the design folder beside it.
 CORPUS = Path(__file__).with_name("hostile_cases.json")
-DESIGN_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "hostile" / "cases.json"
 CASES: list[dict[str, Any]] = json.loads(CORPUS.read_text())["cases"]
 
 
@@ -31,11 +29,9 @@ def assert_still_serves(sandbox: Sandbox) -> None:
     assert result.error is None and result.output == 42, result
 
 
-def test_the_corpus_is_all_here_and_matches_the_designs() -> None:
+def test_the_corpus_is_all_here() -> None:
     assert len(CASES) >= 45
     assert len({case["id"] for case in CASES}) == len(CASES)
-    if DESIGN_CORPUS.exists():  # beside a checkout of the design; a bare clone has only the copy
-        assert json.loads(DESIGN_CORPUS.read_text()) == json.loads(CORPUS.read_text()), "refresh the copy"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
