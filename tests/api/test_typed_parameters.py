@@ -310,3 +310,24 @@ def test_a_default_shaped_like_a_stored_type_is_refused_and_the_read_model_goes_
     body["tool"]["inputParameters"][0]["default"] = {"_type_": "note", "_data_": 1, "why": "three keys are plain data"}
     assert client.post(BASE, json=body).status_code == 201
     assert client.get(BASE, params={"search": module_id}).json()["total"] == 1  # projected, not stuck
+
+
+# -- an unknown type with an example (issue 28, finding 9) --------------------------------------------
+
+
+def test_an_unknown_parameter_type_with_an_example_is_a_400_naming_the_type_on_create_test_and_update(client: TestClient) -> None:
+    source = "exports.run = function (input) { return input.amount; };"
+    unknown = {"inputParameters": [{"name": "amount", "type": "money"}],
+               "examples": [{"name": "one", "input": {"amount": 1}, "output": 1}]}
+    good = create(client, source=source, tool={"inputParameters": [{"name": "amount", "type": "decimal"}]})
+    answers = {
+        "create": client.post(BASE, json={"id": unique_id("tool"), "description": "a tool", "draftContent": source, "tool": unknown}),
+        "test": client.post(f"{BASE}/test", json={"draftContent": source, "tool": unknown, "input": {"amount": 1}}),
+        "update": client.put(f"{BASE}/{good['id']}", json={"tool": unknown}),
+    }
+    for route, answer in answers.items():
+        assert answer.status_code == 400, (route, answer.status_code, answer.text)
+        assert answer.headers["content-type"].startswith("application/problem+json"), route
+        errors = answer.json()["errors"]
+        assert {"field": "tool.inputParameters[0].type", "rule": "V1",
+                "message": "must be one of string, integer, decimal, date, boolean, array, object"} in errors, (route, errors)
