@@ -38,6 +38,10 @@ class Execution:
     # A tenant's session beyond its first few at once (DESIGN §12, fair share): once it runs long,
     # the sandbox gives it the CPU only when nothing else wants it. Never changes its result.
     background: bool = False
+    # Whether the sandbox writes the module's log lines to the service's log too. An API URL tool's
+    # post-processing reads what the API answered, which may echo the tool's secrets: that call
+    # writes its lines itself, once redacted (issue 28). Never changes its result.
+    service_log: bool = True
 
     @property
     def target(self) -> SourceUnit:
