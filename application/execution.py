@@ -147,7 +147,8 @@ class Execution:
     def post_process(self, tenant: str, name: str, response: Any, *, context: dict[str, Any]) -> ExecutionResult:
         """An API URL tool's answer post-processed by the published tool module `name`: its
         `run(response)` with `{status, headers, body}`, no V1 on that input (the module's parameters
-        are for the model's calls, this input is the API's). An error result when it cannot run."""
+        are for the model's calls, this input is the API's). An error result when it cannot run.
+        Its log lines are the caller's to redact and write to the service's log."""
         module = self._store.find(tenant, name)
         if module is None or module.deleted or module.published is None or module.published["tool"] is None:
             return ExecutionResult(error=ExecutionError("config", f"{name!r} is no longer a published tool module"))
@@ -157,7 +158,9 @@ class Execution:
             return ExecutionResult(error=ExecutionError("config", e.detail))
         edges = self._store.graph(tenant).published_edges()
         bundle = self._bundle(tenant, name, edges, {name: module.published}, input=response, context=context)
-        return sandbox.run(bundle)
+        # The response may echo the API tool's secrets: the tool writes the module's log lines to
+        # the service's log itself, once redacted (issue 28).
+        return sandbox.run(dataclasses.replace(bundle, service_log=False))
 
     def publish_checks(
         self, sandbox: Sandbox, tenant: str, module: CodeModule, graph: ImportGraph, *, first_failure_only: bool,

@@ -300,7 +300,7 @@ class EmbeddedSandbox(Sandbox):
         results = []
         for output, error, logs, seconds in answers:
             if capabilities.log:
-                for line in logs:
+                for line in logs if execution.service_log else ():
                     log.info("module log", extra={"codeModule": execution.target.name, "logLine": line})
             else:
                 logs = []

@@ -9,8 +9,11 @@ non-2xx answer is an error result naming the status; a 2xx answer is extracted (
 published code module's `run(response)` in the sandbox) and cut at `maxOutputChars` with a marker.
 
 Secrets are read by id for the request that needs them and nowhere else: the request shown back
-(the Playground's `test`) has them replaced, and any secret value an answer or an error echoes is
-replaced before anyone sees it.
+(the Playground's `test`) has them replaced, and the result leaves `perform` through one redaction
+(`application.redaction`) of every form the call's secrets and access tokens were sent in: its
+output, its logs (the post-processing module's, which the sandbox leaves out of the service's log
+so that they are written there redacted), its error message and the request shown back. Nothing
+after it (REST, the Playground, MCP's `_meta`, the service's log) can see a raw secret (issue 28).
 
 OAuth 2 client credentials follow Authlib's client behaviour: a token is reused until shortly before
 it expires (60 s of leeway, or half its lifetime when that is shorter), one fetch at a time per
@@ -25,6 +28,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -40,6 +44,7 @@ from uritemplate import URITemplate
 
 from application.commands import Change
 from application.kinds.base import Ranked, ToolKind, Tools, tagged
+from application.redaction import Redactor
 from domain import callers
 from domain.api_tools import (
     API_URL, ApiTool, Config, api_tool_id, as_text, call_violations, normalise, secret_ids, violations,
@@ -51,9 +56,10 @@ from domain.rules import id_violations, input_schema, validate_input
 from domain.tenants import TOOLS
 from domain.values import MAX_DEPTH
 
+log = logging.getLogger("toolsmith.api_tools")
+
 API_TAG = "api"
 LABEL = "API URL tool"
-SECRET_SHOWN = "[secret]"
 CUT_MARKER = "\n[output cut: {shown} of {total} characters shown (maxOutputChars)]"
 ERROR_BODY_CHARS = 500
 TOKEN_LEEWAY_SECONDS = 60
@@ -77,6 +83,19 @@ class Trace:
     def as_dict(self) -> dict[str, Any]:
         return {"request": {"method": self.method, "url": self.url, "headers": self.headers, "body": self.body},
                 "status": self.status, "bytes": self.bytes, "durationMillis": round(self.millis, 3)}
+
+
+@dataclass
+class _Used:
+    """What one call read or obtained that must not come back out of it: the secrets by id, the
+    OAuth access tokens it was given, and the strings it sent encoded around them (`user:pass`)."""
+
+    secrets: dict[str, str] = field(default_factory=dict)
+    tokens: list[str] = field(default_factory=list)
+    sent: list[str] = field(default_factory=list)
+
+    def redactor(self) -> Redactor:
+        return Redactor([*self.secrets.values(), *self.tokens], sent=self.sent)
 
 
 class _Token:
@@ -275,11 +294,11 @@ class ApiToolKind(ToolKind):
         if found:
             raise InvalidInput(found)
         trace = Trace()
-        secrets: dict[str, str] = {}
+        used = _Used()
         try:
-            request, shown = self._request(tenant, name, config, arguments, secrets)
+            request, shown = self._request(tenant, name, config, arguments, used)
             trace.method, trace.url, trace.headers, trace.body = shown
-            response = self._send_with_auth(tenant, name, config, request, secrets, trace)
+            response = self._send_with_auth(tenant, name, config, request, used, trace)
             trace.status, trace.bytes = response.status, response.bytes_read or len(response.body)
             result = self._answer(tenant, config, response, context)
         except OutboundError as error:
@@ -287,13 +306,7 @@ class ApiToolKind(ToolKind):
         except _Failed as failed:
             result = failed.error
         trace.millis = (time.perf_counter() - started) * 1000
-        if isinstance(result, ExecutionError):
-            result = ExecutionResult(error=ExecutionError(result.type, _scrub(result.message, secrets)))
-        else:
-            try:
-                result = ExecutionResult(output=_scrub_value(result.output, secrets), logs=result.logs)
-            except RecursionError:
-                result = ExecutionResult(error=ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep"))
+        result = _redacted(result, used.redactor(), trace, config["response"]["module"], tenant, name)
         return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
 
     def close(self) -> None:
@@ -302,7 +315,7 @@ class ApiToolKind(ToolKind):
 
     # -- the request ---------------------------------------------------------------------------
 
-    def _secret(self, tenant: str, secret_id: str, used: dict[str, str]) -> str:
+    def _secret(self, tenant: str, secret_id: str, used: _Used) -> str:
         secrets = self.deps.secrets
         if secrets is None:
             raise _Failed(ExecutionError("config", f"the secret {secret_id!r} cannot be read: secrets are not configured"))
@@ -310,11 +323,11 @@ class ApiToolKind(ToolKind):
             value = secrets.value(tenant, secret_id)
         except UnknownRecord:
             raise _Failed(ExecutionError("config", f"the secret {secret_id!r} no longer exists")) from None
-        used[secret_id] = value
+        used.secrets[secret_id] = value
         return value
 
     def _request(self, tenant: str, name: str, config: Config, arguments: dict[str, Any],
-                 secrets: dict[str, str]) -> tuple[OutboundRequest, tuple[str, str, dict[str, str], Any]]:
+                 secrets: _Used) -> tuple[OutboundRequest, tuple[str, str, dict[str, str], Any]]:
         params = config["parameters"]
         variables = {p["name"]: _url_value(arguments[p["name"]]) for p in params
                      if p["location"] in ("path", "query") and arguments.get(p["name"]) is not None}
@@ -350,7 +363,9 @@ class ApiToolKind(ToolKind):
             shown_headers["Authorization"] = f"Bearer [secret {auth['secret']}]"
         elif auth["type"] == "basic":
             password = self._secret(tenant, auth["secret"], secrets)
-            headers["Authorization"] = "Basic " + base64.b64encode(f"{auth['username']}:{password}".encode()).decode("ascii")
+            pair = f"{auth['username']}:{password}"
+            secrets.sent.append(pair)
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
             shown_headers["Authorization"] = f"Basic {auth['username']}:[secret {auth['secret']}]"
         elif auth["type"] == "oauth2ClientCredentials":
             shown_headers["Authorization"] = "Bearer [token from " + auth["tokenUrl"] + "]"
@@ -375,7 +390,7 @@ class ApiToolKind(ToolKind):
         return request, (config["method"], _with_query(url, shown_query, safe="[] "), shown_headers, body)
 
     def _send_with_auth(self, tenant: str, name: str, config: Config, request: OutboundRequest,
-                        secrets: dict[str, str], trace: Trace) -> OutboundResponse:
+                        secrets: _Used, trace: Trace) -> OutboundResponse:
         auth = config["auth"]
         if auth["type"] != "oauth2ClientCredentials":
             trace.attempts = 1
@@ -399,29 +414,29 @@ class ApiToolKind(ToolKind):
 
     # -- OAuth 2 client credentials ------------------------------------------------------------
 
-    def _token_key(self, tenant: str, name: str, auth: dict[str, Any], secrets: dict[str, str]) -> tuple[Any, ...]:
+    def _token_key(self, tenant: str, name: str, auth: dict[str, Any], secrets: _Used) -> tuple[Any, ...]:
         client_secret = self._secret(tenant, auth["clientSecret"], secrets)
         # The secret's value is part of the key (hashed): a rotated client secret gets a new token.
         digest = hashlib.sha256(client_secret.encode()).hexdigest()
         return (tenant, auth["tokenUrl"], auth["clientId"], auth.get("scope"), auth.get("audience"),
                 auth.get("clientAuth", "clientSecretBasic"), digest)
 
-    def _token(self, tenant: str, config: Config, key: tuple[Any, ...], secrets: dict[str, str], stale: str | None) -> str:
+    def _token(self, tenant: str, config: Config, key: tuple[Any, ...], secrets: _Used, stale: str | None) -> str:
         """A token for `key`: the cached one while it is fresh (and is not `stale`, the one the API
-        just refused), else one fetched by one thread while the others wait for it."""
+        just refused), else one fetched by one thread while the others wait for it. Each token
+        given to a call is one of its secrets (`_Used.tokens`): an API that echoes it is redacted."""
         with self._guard:
             lock = self._token_locks.setdefault(key, threading.Lock())
         with lock:
             cached = self._tokens.get(key)
-            if cached is not None and cached.value != stale and time.monotonic() < cached.expires_at:
-                return cached.value
-            token = self._fetch_token(config, secrets)
-            self._tokens[key] = token
-            return token.value
+            if cached is None or cached.value == stale or time.monotonic() >= cached.expires_at:
+                cached = self._tokens[key] = self._fetch_token(config, secrets)
+        secrets.tokens.append(cached.value)
+        return cached.value
 
-    def _fetch_token(self, config: Config, secrets: dict[str, str]) -> _Token:
+    def _fetch_token(self, config: Config, secrets: _Used) -> _Token:
         auth = config["auth"]
-        client_secret = secrets[auth["clientSecret"]]
+        client_secret = secrets.secrets[auth["clientSecret"]]
         form = {"grant_type": "client_credentials"}
         for key in ("scope", "audience"):
             if auth.get(key):
@@ -432,6 +447,7 @@ class ApiToolKind(ToolKind):
         else:
             # RFC 6749 §2.3.1: each part form-encoded before the Basic encoding (as Authlib does).
             pair = f"{quote(auth['clientId'], safe='')}:{quote(client_secret, safe='')}"
+            secrets.sent.append(pair)
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
         request = OutboundRequest(method="POST", url=auth["tokenUrl"], headers=headers, body=urlencode(form).encode(),
                                   sensitive=frozenset({"authorization"}))
@@ -591,21 +607,20 @@ def _cut(output: Any, limit: int) -> Any:
     return text[:limit] + CUT_MARKER.format(shown=limit, total=len(text))
 
 
-def _scrub(text: str, secrets: dict[str, str]) -> str:
-    for value in sorted(secrets.values(), key=len, reverse=True):
-        if value:
-            text = text.replace(value, SECRET_SHOWN)
-    return text
-
-
-def _scrub_value(value: Any, secrets: dict[str, str]) -> Any:
-    """`value` with every secret value an answer echoed replaced (in strings, keys included)."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        return _scrub(value, secrets)
-    if isinstance(value, list):
-        return [_scrub_value(v, secrets) for v in value]
-    if isinstance(value, dict):
-        return {_scrub(k, secrets): _scrub_value(v, secrets) for k, v in value.items()}
-    return value
+def _redacted(result: ExecutionResult | ExecutionError, redactor: Redactor, trace: Trace, module: str | None,
+              tenant: str, name: str) -> ExecutionResult:
+    """The call's result as it may leave the call: every field through `redactor` (the trace, which
+    the Playground shows, too), and the post-processing module's log lines written to the
+    service's log, redacted, since the sandbox left them out of it."""
+    trace.url = redactor.text(trace.url)
+    trace.headers = {redactor.text(k): redactor.text(v) for k, v in trace.headers.items()}
+    if isinstance(result, ExecutionError):
+        return ExecutionResult(error=ExecutionError(result.type, redactor.text(result.message)))
+    try:
+        trace.body = redactor.value(trace.body)
+        redacted = ExecutionResult(output=redactor.value(result.output), logs=redactor.lines(result.logs))
+    except RecursionError:
+        return ExecutionResult(error=ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep"))
+    for line in redacted.logs:
+        log.info("module log", extra={"codeModule": module, "apiTool": name, "tenant": tenant, "logLine": line})
+    return redacted
