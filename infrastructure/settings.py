@@ -112,6 +112,10 @@ class Settings(BaseSettings):
     # `host:port` entries (`[::1]:8080`) and CIDRs (`10.0.0.0/8`); `http` and any address that is
     # not public need one. Metadata addresses never. A bad entry stops the start, named.
     egress_allow: str = Field("", validation_alias=_env("egress_allow", "TOOLSMITH_EGRESS_ALLOW"))
+    # Tests and operators: the DNS server (`ip:port`) that resolves every outbound request's names
+    # instead of the system resolver; read from the environment by infrastructure/egress/resolve.py
+    # (the sandbox's workers get it too). A bad value stops the start.
+    egress_nameserver: str = Field("", validation_alias=_env("egress_nameserver", "TOOLSMITH_EGRESS_NAMESERVER"))
 
     def api_policy(self) -> ApiPolicy:
         """The egress policy of API URL tools, from `TOOLSMITH_EGRESS_ALLOW`."""
@@ -176,6 +180,15 @@ class Settings(BaseSettings):
         from infrastructure.egress.policy import EgressAllow
 
         EgressAllow.parse(value)  # ValueError naming the bad entry
+        return value.strip()
+
+    @field_validator("egress_nameserver")
+    @classmethod
+    def _egress_nameserver(cls, value: str) -> str:
+        from infrastructure.egress.resolve import parse_nameserver
+
+        if value.strip():
+            parse_nameserver(value)  # ValueError saying the form expected
         return value.strip()
 
     @field_validator("sandbox_url")

@@ -183,9 +183,11 @@ class _Zygote:
 
 # What the worker processes get of this process's environment: what Python needs to start and
 # import (its libraries, its user site under HOME), its locale and the clock, and the trust store
-# http.fetch verifies with — never a secret, a token, a database URL or a path to the data dir.
+# http.fetch verifies with and the DNS server it may be told to resolve by (TOOLSMITH_EGRESS_NAMESERVER)
+# — never a secret, a token, a database URL or a path to the data dir.
 _ENVIRONMENT = frozenset({"PATH", "HOME", "LD_LIBRARY_PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
-                          "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "SSL_CERT_FILE", "SSL_CERT_DIR"})
+                          "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "SSL_CERT_FILE", "SSL_CERT_DIR",
+                          "TOOLSMITH_EGRESS_NAMESERVER"})
 
 
 def worker_environment(zygote_fd: int, environ: dict[str, str] | None = None) -> dict[str, str]:

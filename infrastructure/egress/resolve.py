@@ -2,10 +2,16 @@
 
 The addresses returned here are the only ones a socket of the egress module connects to
 (`connect.py`): a second DNS answer (rebinding) never reaches a socket.
+
+Names are resolved by the system resolver, or, when `TOOLSMITH_EGRESS_NAMESERVER` names a DNS
+server (`ip:port`: tests and operators), by asking that server for the name's A and AAAA records,
+with no search domains, no hosts file and no cache: what it answers is what is judged.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import socket
 import threading
 import time
@@ -16,11 +22,51 @@ from infrastructure.egress.policy import EgressError, EgressTimeout, Policy, ip
 
 Resolve = Callable[[str, int], list[str]]
 
+NAMESERVER_ENV = "TOOLSMITH_EGRESS_NAMESERVER"
+_NAMESERVER_SECONDS = 5.0  # one question's limit; the request's deadline still bounds the whole lookup
+
 
 def resolve_addresses(host: str, port: int) -> list[str]:
-    """Every address the system resolver gives for `host` (the default `resolve`)."""
+    """Every address `host` resolves to (the default `resolve`): the system resolver's answers,
+    or those of the DNS server `TOOLSMITH_EGRESS_NAMESERVER` names. Raises socket.gaierror (an
+    OSError) when the name has no address."""
+    nameserver = os.environ.get(NAMESERVER_ENV, "").strip()
+    if nameserver:
+        return _asked(parse_nameserver(nameserver), host)
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+@functools.lru_cache(maxsize=4)
+def parse_nameserver(text: str) -> tuple[str, int]:
+    """`ip:port` (`[::1]:5353` for IPv6) as (address, port); ValueError saying what is wrong."""
+    address, colon, port = text.strip().rpartition(":")
+    address = address[1:-1] if address.startswith("[") and address.endswith("]") else address
+    if not colon or ip(address) is None or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{NAMESERVER_ENV} must be an IP address and a port (127.0.0.1:5353, [::1]:5353), not {text!r}")
+    return str(ip(address)), int(port)
+
+
+def _asked(nameserver: tuple[str, int], host: str) -> list[str]:
+    """The A and AAAA answers of one DNS server for `host`, in that order."""
+    import dns.exception
+    import dns.resolver
+
+    resolver = dns.resolver.Resolver(configure=False)
+    resolver.nameservers, resolver.port = [nameserver[0]], nameserver[1]
+    resolver.lifetime = resolver.timeout = _NAMESERVER_SECONDS
+    found: list[str] = []
+    for kind in ("A", "AAAA"):
+        try:
+            answer = resolver.resolve(host.rstrip(".") + ".", kind, search=False)
+        except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer, dns.resolver.NoNameservers):
+            continue
+        except dns.exception.DNSException as e:
+            raise socket.gaierror(socket.EAI_AGAIN, f"{nameserver[0]} did not answer for {host}: {type(e).__name__}") from None
+        found += [record.to_text() for record in answer]
+    if not found:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    return list(dict.fromkeys(found))
 
 
 def left(deadline: float) -> float:
