@@ -44,18 +44,26 @@ class Pages:
                                trim_blocks=True, lstrip_blocks=True)
         self.static = static
         self._versions: dict[str, str] = {}
+        # The files there are (relative names, as URLs spell them): only these are ever hashed.
+        self.static_names = frozenset(p.relative_to(static).as_posix() for p in static.rglob("*") if p.is_file()) \
+            if static.is_dir() else frozenset()
         self.env.globals.update(asset=self.asset, navigation=NAVIGATION, operator_navigation=OPERATOR_NAVIGATION,
                                 tojson=_tojson)
         self.env.filters["tojson"] = _tojson
 
     def asset(self, name: str) -> str:
         """A static file's URL, with a hash of its bytes so that a new build is fetched anew."""
+        return f"{STATIC_URL}/{name}?v={self.version(name)}"
+
+    def version(self, name: str) -> str:
+        """The hash of a static file's bytes, read once (the files do not change while the service
+        runs: a new build is a new start); "missing" for a file that is not there."""
         version = self._versions.get(name)
         if version is None:
             path = self.static / name
-            version = hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else "missing"
+            version = hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "missing"
             self._versions[name] = version
-        return f"{STATIC_URL}/{name}?v={version}"
+        return version
 
     def render(self, request: Request, template: str, status: int = 200, headers: dict[str, str] | None = None,
                **context: Any) -> HTMLResponse:

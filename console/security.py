@@ -1,19 +1,20 @@
 """What every console response and request goes through: the Content-Security-Policy and other
-headers on every response of the service, the session behind each page (admitted as every request
+headers on every response of the service, who may keep a copy of it (`Cache-Control`), the session behind each page (admitted as every request
 of the API is: `api.admission`, DESIGN §12), who may open which pages (a tenant's admins and
 auditors its pages, the operator the organizations' pages and nothing inside a tenant), and the
 cross-site checks (the `Origin` and a CSRF token) on every request that changes state."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 from fastapi import Depends, Request
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.admission import Refusal
+from api.admission import TOO_MANY_FAILURES, Refusal, client_address
 from console.session import COOKIE, Session, Sessions, Visitor
 from infrastructure.auth import ADMIN, AUDITOR, OPERATOR
 
@@ -35,6 +36,13 @@ HEADERS = {
     b"referrer-policy": b"same-origin",
     b"x-frame-options": b"DENY",
 }
+# Who may keep a copy of an answer. Every answer of the service but a static file is for one
+# bearer token or one session (a module's source, the audit log, a token shown once): no copy is
+# kept anywhere. A static file whose URL carries the hash of its bytes (`Pages.asset`) never
+# changes under that URL; any other static URL is revalidated (its ETag) on each use.
+NO_STORE = "no-store"
+IMMUTABLE = "public, max-age=31536000, immutable"
+REVALIDATE = "no-cache"
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -42,7 +50,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 class SecurityHeaders:
     """Sets the CSP (`default-src 'self'`, no inline script or style, no eval) and friends on every
-    HTTP response the service sends: console pages, `/docs`, the API."""
+    HTTP response the service sends: console pages, `/docs`, the API; and `Cache-Control: no-store`
+    on every one that does not say otherwise (only `VersionedAssets` does)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -58,9 +67,40 @@ class SecurityHeaders:
                 for name, value in HEADERS.items():
                     if name.decode() not in headers:
                         headers.append(name.decode(), value.decode())
+                if "cache-control" not in headers:
+                    headers.append("Cache-Control", NO_STORE)
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+class VersionedAssets:
+    """The console's static files (`app`, mounted at `prefix`), cached by browsers for a year when
+    the URL's `v` is the hash of the file's bytes (`versions(name)`, as `Pages.asset` writes it),
+    and revalidated on each use otherwise (no `v`, or one of another build). `names` are the files
+    there are: no other name is ever read to be hashed."""
+
+    def __init__(self, app: ASGIApp, prefix: str, names: frozenset[str], versions: Callable[[str], str]) -> None:
+        self.app = app
+        self.prefix = prefix.rstrip("/") + "/"
+        self.names = names
+        self.versions = versions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        name = scope["path"].removeprefix(self.prefix)
+        asked = parse_qs((scope.get("query_string") or b"").decode("latin-1")).get("v", [])
+        versioned = name in self.names and asked == [self.versions(name)]
+        policy = IMMUTABLE if versioned else REVALIDATE
+
+        async def with_policy(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in (200, 304):
+                MutableHeaders(scope=message)["Cache-Control"] = policy
+            await send(message)
+
+        await self.app(scope, receive, with_policy)
 
 
 class SignInRequired(Exception):
@@ -106,7 +146,9 @@ def _not_admitted(refusal: Refusal, session: Session) -> Exception:
         return Refused(403, SUSPENDED, title="Organization suspended", template="not_admitted.html", session_csrf=session.csrf)
     if refusal.status == 429:
         wait = (refusal.headers or {}).get("Retry-After", "1")
-        return Refused(429, f"This token made more requests than its rate allows. Try again in {wait} "
+        why = ("Too many tokens that are not valid were tried from your address" if refusal.code == TOO_MANY_FAILURES
+               else "This token made more requests than its rate allows")
+        return Refused(429, f"{why}. Try again in {wait} "
                             f"second{'s' if wait != '1' else ''}.", title="Too many requests",
                        template="not_admitted.html", headers=refusal.headers, session_csrf=session.csrf)
     return Refused(refusal.status, refusal.detail, template="not_admitted.html", session_csrf=session.csrf)
@@ -117,7 +159,7 @@ async def signed_in(request: Request) -> Visitor:
     a suspended organization's 403, a rate's 429); sign-in when the token no longer works."""
     session = session_of(request)
     try:
-        principal = request.app.state.services.admission.admit_digest(session.digest)
+        principal = request.app.state.services.admission.admit_digest(session.digest, client_address(request))
     except Refusal as refusal:
         raise _not_admitted(refusal, session) from None
     if principal.role not in (ADMIN, AUDITOR, OPERATOR):

@@ -8,8 +8,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
-from console.pages import STATIC, Pages
+from console.pages import STATIC, STATIC_URL, Pages
 from console.routes import ROUTERS
+from console.security import VersionedAssets
 from console.session import Sessions, session_key
 
 DOCS = """<!doctype html>
@@ -37,9 +38,10 @@ def mount(app: FastAPI, routers: tuple = ()) -> None:  # noqa: ANN401 - routers:
     app.state.console_sessions = Sessions(key, settings.session_hours * 3600)
     pages = Pages()
     app.state.console_pages = pages
-    # Compressed for browsers that ask (the editor bundle is a third of its size gzipped).
-    app.mount("/console/static", GZipMiddleware(StaticFiles(directory=STATIC, check_dir=False), minimum_size=1024),
-              name="console-static")
+    # Compressed for browsers that ask (the editor bundle is a third of its size gzipped); kept by
+    # browsers for a year under a URL that names the file's hash (console.security.VersionedAssets).
+    files = GZipMiddleware(StaticFiles(directory=STATIC, check_dir=False), minimum_size=1024)
+    app.mount(STATIC_URL, VersionedAssets(files, STATIC_URL, pages.static_names, pages.version), name="console-static")
     for router in (*ROUTERS, *routers):
         app.include_router(router)
 
