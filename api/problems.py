@@ -64,22 +64,49 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": Problem, "description": _DESCRIPTIONS[status]} for status in wanted}
 
 
+# What any operation may answer, whatever its route: a URL or header api.edge refuses (400), and,
+# for one that needs a token (all but these), no valid token, a role or organization refused, and
+# the token's or tenant's rate (api.admission).
+_EVERY_OPERATION = {"400": "The URL or a header breaks a rule (a NUL or a surrogate in the path, two Authorization headers)"}
+_WITH_A_TOKEN = {
+    "401": _DESCRIPTIONS[401],
+    "403": "The token's role may not do this, or its organization is suspended",
+    "429": "Too many requests for the token or its organization (`Retry-After`), or too many bad tokens from the address",
+}
+_NO_TOKEN = frozenset({"/healthz"})
+
+
 def openapi_with_problems(schema: dict[str, Any]) -> dict[str, Any]:
-    """Serves problems as `application/problem+json` and drops FastAPI's own 422 (bad input is 400 here)."""
-    for operation in (op for path in schema.get("paths", {}).values() for op in path.values()):
-        responses = operation.get("responses", {})
-        default_422 = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
-        if default_422.get("$ref", "").endswith("/HTTPValidationError"):
-            del responses["422"]
-        if "requestBody" in operation and "400" in responses:
-            # api.edge refuses a body not declared as JSON before any route sees it.
-            responses["415"] = {**responses["400"], "description": "the body is not declared as JSON (Content-Type: application/json)"}
-        for status, response in responses.items():
-            content = response.get("content", {})
-            if status[0] in "45" and "application/json" in content:
-                content[MEDIA_TYPE] = content.pop("application/json")
+    """Serves problems as `application/problem+json` (the `Problem` schema) on every 4xx and 5xx an
+    operation documents, adds those any operation may answer, and drops FastAPI's own 422 (bad
+    input is 400 here)."""
+    from api.schemas import Problem
+
+    problem_content = {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for path, operations in schema.get("paths", {}).items():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            default_422 = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            if default_422.get("$ref", "").endswith("/HTTPValidationError"):
+                del responses["422"]
+            always = {**_EVERY_OPERATION, **({} if path in _NO_TOKEN else _WITH_A_TOKEN)}
+            for status, description in always.items():
+                responses.setdefault(status, {"description": description})
+            if "requestBody" in operation:
+                # api.edge refuses a body not declared as JSON before any route sees it, and BodyLimit a large one.
+                media = "multipart/form-data" if "multipart/form-data" in operation["requestBody"].get("content", {}) else "JSON"
+                responses.setdefault("415", {"description": f"the body is not declared as {media}"})
+                responses.setdefault("413", {"description": _DESCRIPTIONS[413]})
+            for status, response in responses.items():
+                if status[0] in "45":
+                    response["content"] = problem_content
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
     for name in ("HTTPValidationError", "ValidationError"):
-        schema.get("components", {}).get("schemas", {}).pop(name, None)
+        components.pop(name, None)
+    if "Problem" not in components:
+        components.update(Problem.model_json_schema(ref_template="#/components/schemas/{model}").get("$defs", {}))
+        components["Problem"] = {k: v for k, v in Problem.model_json_schema(ref_template="#/components/schemas/{model}").items()
+                                 if k != "$defs"}
     return schema
 
 
@@ -204,10 +231,20 @@ def install(app: FastAPI) -> None:
         return problem(503, "read-model-unavailable", detail, headers={"Retry-After": "5"})
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         code = {404: "not-found", 405: "method-not-allowed"}.get(error.status_code, "http-error")
         detail = error.detail if isinstance(error.detail, str) else _TITLES.get(error.status_code, "error")
-        return problem(error.status_code, code, detail, headers=getattr(error, "headers", None))
+        headers = getattr(error, "headers", None)
+        if error.status_code == 405:
+            from api.edge import allowed_methods  # api.edge answers with problems: imported when used
+
+            # The router names the methods of the first route of the path only; a path is often
+            # several routes (GET and POST of a collection), and every one of its methods is allowed.
+            allowed = allowed_methods(request.app, request.scope["path"])
+            if allowed:
+                headers = {**(headers or {}), "Allow": ", ".join(allowed)}
+                detail = f"{request.method} is not a method of this path; it answers {', '.join(allowed)}"
+        return problem(error.status_code, code, detail, headers=headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:

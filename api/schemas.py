@@ -1,15 +1,45 @@
 """Request and response bodies of the admin API (camelCase, as DESIGN §3 names them).
 
 Requests are strict (no coercion of `"3000"` into 3000) and refuse unknown fields. Only the shape is
-checked here; the rules (R1–R9) are the domain's, so that every refusal names its rule.
+checked here; the rules (R1–R9) are the domain's, so that every refusal names its rule. What of a
+rule JSON Schema can say is said in the OpenAPI document too (`documents`: a pattern, an enum, a
+length), from the domain's own constants, and checked by the domain alone.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from application.tokens import MAX_NAME as MAX_TOKEN_NAME
+from application.tokens import ROLES
+from domain import callers, rules, tenants
+from domain import secrets as domain_secrets
+
+
+def documents(**keywords: Any) -> dict[str, Any]:
+    """`Field` arguments that add JSON Schema `keywords` to the document only: the domain enforces
+    the rule, and its refusal (a 400 naming the rule) stays the one a client sees."""
+    return {"json_schema_extra": keywords}
+
+
+def json_pattern(regex: re.Pattern[str]) -> str:
+    """A domain's full-match regex (ending in `\\Z`) as an anchored JSON Schema pattern."""
+    return "^" + regex.pattern.removesuffix(r"\Z") + "$"
+
+
+# R1: a tool's, a module's or a plan's id (a JavaScript identifier, not a reserved name).
+IDENTIFIER = {"pattern": json_pattern(rules._IDENTIFIER), "minLength": 1, "maxLength": rules.MAX_ID_LENGTH,
+              "not": {"enum": sorted(rules.RESERVED_WORDS | rules.SANDBOX_NAMES)}}
+# An agent's, an MCP server's or a usage profile's id (not a tool: any slug).
+SLUG = {"pattern": json_pattern(callers._SLUG), "minLength": 1, "maxLength": rules.MAX_ID_LENGTH}
+# R3: required, some visible character, at most 2,000 characters.
+DESCRIPTION = {"minLength": 1, "maxLength": rules.MAX_DESCRIPTION, "pattern": r"\S"}
+TAGS = {"maxItems": rules.MAX_TAGS, "items": {"type": "string", "minLength": 1, "maxLength": rules.MAX_TAG_LENGTH, "pattern": r"\S"}}
+TOOL_NAMES = {"maxItems": callers.MAX_NAMED_TOOLS, "uniqueItems": True, "items": {"type": "string", **IDENTIFIER}}
 
 
 class _Request(BaseModel):
@@ -17,51 +47,60 @@ class _Request(BaseModel):
 
 
 class ParameterIn(_Request):
-    name: str
-    description: str = ""
+    name: str = Field(**documents(**IDENTIFIER))
+    description: str = Field("", **documents(maxLength=rules.MAX_DESCRIPTION))
     required: bool = False
-    type: str = Field("string", description="string, integer, decimal, date, boolean, array or object (V1)")
+    type: str = Field("string", description="string, integer, decimal, date, boolean, array or object (V1)",
+                      **documents(enum=list(rules.PARAMETER_TYPES)))
     default: Any = None
 
 
 class ToolSectionIn(_Request):
-    inputParameters: list[ParameterIn] = []
-    timeoutMillis: int | None = Field(None, description="100–10,000; default 3,000 (module) or 5,000 (script)")
-    memoryLimitMb: int | None = Field(None, description="default 128; the sandbox clamps it")
+    inputParameters: list[ParameterIn] = Field([], **documents(maxItems=rules.MAX_PARAMETERS))
+    timeoutMillis: int | None = Field(None, description="100–10,000; default 3,000 (module) or 5,000 (script)",
+                                      **documents(minimum=rules.TIMEOUT_RANGE[0], maximum=rules.TIMEOUT_RANGE[1]))
+    memoryLimitMb: int | None = Field(None, description="default 128; the sandbox clamps it",
+                                      **documents(minimum=rules.MEMORY_RANGE[0], maximum=rules.MEMORY_RANGE[1]))
     exposeInChat: bool = False
     enabled: bool = True
-    tags: list[str] = []
-    style: str = Field("module", description="module (exports.run) or script (seed 000)")
+    tags: list[str] = Field([], **documents(**TAGS))
+    style: str = Field("module", description="module (exports.run) or script (seed 000)", **documents(enum=list(rules.STYLES)))
     examples: list[dict[str, Any]] = Field([], description="B4, at most 20: each {name, input, and an expected output "
                                            "(compared as JSON) or an expected error type}; run by /test and by every "
-                                           "publish of this module or of a module it imports")
+                                           "publish of this module or of a module it imports",
+                                           **documents(maxItems=rules.MAX_EXAMPLES))
+
+
+# R4: the source and its imports.
+SOURCE = {"maxLength": rules.MAX_SOURCE, "pattern": "^[^\\u0000]*$"}
+IMPORTS = {"maxItems": rules.MAX_IMPORTS, "uniqueItems": True, "items": {"type": "string", **IDENTIFIER}}
 
 
 class ModuleCreate(_Request):
-    id: str
-    description: str
-    draftContent: str
-    draftImports: list[str] = []
+    id: str = Field(**documents(**IDENTIFIER))
+    description: str = Field(**documents(**DESCRIPTION))
+    draftContent: str = Field(**documents(**SOURCE))
+    draftImports: list[str] = Field([], **documents(**IMPORTS))
     tool: ToolSectionIn | None = None
 
 
 class ModuleUpdate(_Request):
-    description: str | None = None
-    draftContent: str | None = None
-    draftImports: list[str] | None = None
+    description: str | None = Field(None, **documents(**DESCRIPTION))
+    draftContent: str | None = Field(None, **documents(**SOURCE))
+    draftImports: list[str] | None = Field(None, **documents(**IMPORTS))
     tool: ToolSectionIn | None = None
 
 
 class DuplicateRequest(_Request):
-    id: str
+    id: str = Field(**documents(**IDENTIFIER))
 
 
 class TestRequest(_Request):
-    draftContent: str
-    draftImports: list[str] = []
+    draftContent: str = Field(**documents(**SOURCE))
+    draftImports: list[str] = Field([], **documents(**IMPORTS))
     tool: ToolSectionIn | None = None
     input: Any = None
-    id: str | None = None
+    id: str | None = Field(None, **documents(**IDENTIFIER))
 
 
 # -- responses ---------------------------------------------------------------------------------
@@ -252,49 +291,51 @@ class ToolOut(BaseModel):
 
 
 class NodeIn(_Request):
-    type: str = Field("DIRECT_TOOL", description="DIRECT_TOOL: the tool is called with no LLM in the loop")
-    toolName: str
+    type: str = Field("DIRECT_TOOL", description="DIRECT_TOOL: the tool is called with no LLM in the loop",
+                      **documents(enum=list(callers.NODE_TYPES)))
+    toolName: str = Field(**documents(**IDENTIFIER))
 
 
 class PlanFields(_Request):
-    description: str
-    nodes: list[NodeIn] = Field(description="called in order; each output is the next node's input")
+    description: str = Field(**documents(**DESCRIPTION))
+    nodes: list[NodeIn] = Field(description="called in order; each output is the next node's input",
+                                **documents(minItems=1, maxItems=callers.MAX_NODES))
     exposeAsTool: bool = Field(False, description="listed in the catalog and callable as a tool under the plan's id")
     exposeInChat: bool = False
-    tags: list[str] = []
+    tags: list[str] = Field([], **documents(**TAGS))
 
 
 class PlanIn(PlanFields):
-    id: str
+    id: str = Field(**documents(**IDENTIFIER))
 
 
 class AgentFields(_Request):
-    description: str
-    allowedTools: list[str] = []
-    allowedTags: list[str] = []
+    description: str = Field(**documents(**DESCRIPTION))
+    allowedTools: list[str] = Field([], **documents(**TOOL_NAMES))
+    allowedTags: list[str] = Field([], **documents(**TAGS))
 
 
 class AgentIn(AgentFields):
-    id: str
+    id: str = Field(**documents(**SLUG))
 
 
 class McpServerFields(_Request):
     description: str = Field("", max_length=2_000)
-    tools: list[str] = Field([], description="the attached tools, by name")
+    tools: list[str] = Field([], description="the attached tools, by name", **documents(**TOOL_NAMES))
 
 
 class McpServerIn(McpServerFields):
-    id: str
+    id: str = Field(**documents(**SLUG))
 
 
 class UsageProfileFields(_Request):
     description: str = Field("", max_length=2_000)
-    allowedTools: list[str] = []
-    allowedTags: list[str] = []
+    allowedTools: list[str] = Field([], **documents(**TOOL_NAMES))
+    allowedTags: list[str] = Field([], **documents(**TAGS))
 
 
 class UsageProfileIn(UsageProfileFields):
-    id: str
+    id: str = Field(**documents(**SLUG))
 
 
 # Responses are built by the server: no strictness, and fields they do not declare are dropped.
@@ -331,8 +372,8 @@ class RunRequest(_Request):
 
 
 class TokenIn(_Request):
-    name: str
-    role: str = Field(description="admin, auditor or caller (DESIGN §8)")
+    name: str = Field(**documents(minLength=1, maxLength=MAX_TOKEN_NAME))
+    role: str = Field(description="admin, auditor or caller (DESIGN §8)", **documents(enum=list(ROLES)))
     usageProfile: str | None = Field(None, description="a caller token's usage profile (R14)")
 
 
@@ -353,8 +394,9 @@ class TokenIssued(TokenPublic):
 
 
 class TenantIn(_Request):
-    id: str = Field(description="1–63 lower-case letters, digits or '-'; never in a tenant's own URLs")
-    name: str
+    id: str = Field(description="1–63 lower-case letters, digits or '-'; never in a tenant's own URLs",
+                    **documents(pattern=json_pattern(tenants.TENANT_ID)))
+    name: str = Field(**documents(minLength=1, maxLength=tenants.MAX_NAME, pattern=r"\S"))
     quotas: dict[str, Any] | None = Field(None, description="modules, tools, documents, storedBytes: a number, or null for no limit")
 
 
@@ -454,7 +496,7 @@ class PublishPreview(BaseModel):
 
 
 class SecretIn(_Request):
-    id: str
+    id: str = Field(**documents(pattern=json_pattern(domain_secrets._ID)))
     # A SecretStr: shown as stars wherever a model is printed or logged.
     value: SecretStr = Field(description="the value; never answered, recorded in an event, logged or exported")
     description: str = ""

@@ -15,6 +15,7 @@ from domain.callers import PROFILE, Record
 from domain.errors import InvalidRecord, UnknownRecord, Violation
 
 ROLES = ("admin", "auditor", "caller")
+MAX_NAME = 200
 TOKEN = "token"
 
 
@@ -36,8 +37,8 @@ class Tokens:
         found = []
         if role not in ROLES:
             found.append(Violation("role", "DESIGN §8", f"must be one of {', '.join(ROLES)}"))
-        if not name or len(name) > 200:
-            found.append(Violation("name", "DESIGN §8", "a token has a name of 1 to 200 characters"))
+        if not name or len(name) > MAX_NAME:
+            found.append(Violation("name", "DESIGN §8", f"a token has a name of 1 to {MAX_NAME} characters"))
         if usage_profile is not None:
             if role != "caller":
                 found.append(Violation("usageProfile", "R14", "only caller tokens have a usage profile"))

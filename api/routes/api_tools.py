@@ -107,7 +107,7 @@ class ApiToolBody(_Strict):
         return given
 
 
-class TestCall(_Strict):
+class ApiToolTestCall(_Strict):
     arguments: dict[str, Any] | None = Field(None, description="the tool's arguments, as a JSON object")
 
 
@@ -183,7 +183,7 @@ async def delete_api_tool(id: str, services: ServicesDep, principal: Admin) -> R
 
 @router.post("/{id}/test", responses=documented(400, 404))
 async def test_api_tool(id: str, services: ServicesDep, principal: Admin,
-                        body: TestCall = Body(default_factory=TestCall)) -> dict[str, Any]:
+                        body: ApiToolTestCall = Body(default_factory=ApiToolTestCall)) -> dict[str, Any]:
     """The Playground: one call with these arguments through the path MCP uses (enabled or not);
     the request as sent with every secret replaced, the status, the bytes read, the time, the output."""
     result, trace = await run_in_threadpool(

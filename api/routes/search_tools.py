@@ -76,7 +76,7 @@ class SearchToolBody(_Strict):
         return given
 
 
-class TestCall(_Strict):
+class SearchToolTestCall(_Strict):
     capability: Literal["search", "fetch", "list_documents", "find_text", "read_context"] = "search"
     arguments: dict[str, Any] | None = Field(None, description="the capability's arguments, as a JSON object")
 
@@ -170,7 +170,7 @@ def search_tool_history(id: str, services: ServicesDep, principal: Reader) -> di
 
 @router.post("/{id}/test", responses=documented(400, 404))
 async def test_search_tool(id: str, services: ServicesDep, principal: Admin,
-                           body: TestCall = Body(default_factory=TestCall)) -> dict[str, Any]:
+                           body: SearchToolTestCall = Body(default_factory=SearchToolTestCall)) -> dict[str, Any]:
     """Runs one capability with these arguments (enabled or not), as MCP would."""
     result = await run_in_threadpool(
         lambda: _kind(services).run_capability(principal.tenant, id, body.capability, body.arguments))
