@@ -24,7 +24,10 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+import orjson
+
 SHOWN = "[secret]"
+_SHOWN_BYTES = SHOWN.encode()
 # Shorter secrets are still replaced raw and percent-encoded; their base64 fragments would be a
 # few characters, too short to tell from any other base64 text.
 MIN_BASE64_FRAGMENT = 8
@@ -50,30 +53,48 @@ class Redactor:
         # Longest first: at a position where two forms start, the longer one is replaced whole.
         pattern = "|".join(_pattern(form) for form in sorted(forms, key=lambda f: (-len(f), f)))
         self._pattern = re.compile(pattern) if pattern else None
+        self._json_pattern = re.compile(pattern.encode()) if pattern else None
+        self._needles = _needles(forms)
+        self._json_needles = tuple(needle.encode() for needle in self._needles)
+        # Whether a form can be replaced in a value's JSON text: one without a quote or a backslash
+        # lies within one string of it (and a cut through an escape leaves `\[`, which no JSON reads).
+        self._in_json_text = not any('"' in form or "\\" in form for form in forms)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
 
     def text(self, text: str) -> str:
         """`text` with every form replaced."""
-        if self._pattern is None:
+        if self._pattern is None or not any(needle in text for needle in self._needles):
             return text
         return self._pattern.sub(SHOWN, text)
 
     def value(self, value: Any) -> Any:
-        """A JSON value with every form replaced in its strings, keys included. One search over its
-        JSON text first: a value that holds no form (almost every answer) is given back as is."""
-        if self._pattern is None:
+        """A JSON value with every form replaced in its strings, keys included.
+
+        One look over its JSON text (orjson's) first: a value that holds no form (almost every
+        answer) is given back as is. The JSON text holds a form exactly when a string of the value
+        does, since each form's JSON escape (as orjson writes it) is a form too. Then the forms are
+        replaced in that text and it is read back, or, when a form could span more than a string
+        or the text no longer reads, each string is replaced in a walk."""
+        if self._pattern is None or self._json_pattern is None:
             return value
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, (list, dict)):
-            # The JSON text holds a form exactly when a string of the value does: the escaped forms
-            # are among the forms.
-            if self._pattern.search(json.dumps(value, ensure_ascii=False, separators=(",", ":"))) is None:
-                return value
+        if not isinstance(value, (list, dict)):
+            return value
+        try:
+            text = orjson.dumps(value)
+        except (TypeError, orjson.JSONEncodeError):  # a lone surrogate, an integer past 64 bits, deeper than orjson goes
             return self._walk(value)
-        return value
+        if not any(needle in text for needle in self._json_needles) or self._json_pattern.search(text) is None:
+            return value
+        if self._in_json_text:
+            try:
+                return orjson.loads(self._json_pattern.sub(_SHOWN_BYTES, text))
+            except orjson.JSONDecodeError:
+                pass
+        return self._walk(value)
 
     def lines(self, lines: Iterable[str]) -> tuple[str, ...]:
         return tuple(self.text(line) for line in lines)
@@ -88,17 +109,16 @@ class Redactor:
         return value
 
 
-NOTHING = Redactor(())
 
 
 def _forms(value: str) -> set[str]:
     """Every form of one secret value: raw, JSON-escaped, percent-encoded, base64."""
-    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], _orjson_escaped(value)}
     for encoded in (quote(value, safe=""), quote(value), quote_plus(value), quote_plus(value, safe="/")):
         forms.add(encoded)
     # Each form that holds a JSON escape or a percent escape is also given as it appears within a
     # JSON text (a module's `log` of the API's answer).
-    forms.update({json.dumps(form, ensure_ascii=False)[1:-1] for form in list(forms)})
+    forms.update({escaped for form in list(forms) for escaped in (json.dumps(form, ensure_ascii=False)[1:-1], _orjson_escaped(form))})
     raw = value.encode()
     forms.update(_base64_forms(raw))
     for offset in (0, 1, 2):
@@ -107,6 +127,25 @@ def _forms(value: str) -> set[str]:
             if len(alphabet) >= MIN_BASE64_FRAGMENT:
                 forms.add(alphabet)
     return forms
+
+
+def _needles(forms: Iterable[str]) -> tuple[str, ...]:
+    """Plain substrings, at least one of which is in any text a form matches in: each form's
+    longest run between percent escapes (the pattern takes their hex in either case), without
+    those that hold another. Looking for a few substrings is much faster than the pattern's
+    alternation, so a text that holds none (almost every text) is passed at that cost."""
+    found = {max(_HEX_ESCAPE.split(form), key=len) for form in forms}
+    if "" in found:  # a form of percent escapes only: any text may hold it
+        return ("",)
+    return tuple(sorted(n for n in found if not any(other != n and other in n for other in found)))
+
+
+def _orjson_escaped(text: str) -> str:
+    """`text` as it is within a JSON string orjson writes; itself when orjson cannot write it."""
+    try:
+        return orjson.dumps(text).decode()[1:-1]
+    except orjson.JSONEncodeError:  # a lone surrogate
+        return text
 
 
 def _base64_forms(raw: bytes) -> set[str]:
