@@ -29,11 +29,10 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import NAMESPACE_URL, UUID, uuid5
 
-import jmespath
-import jmespath.exceptions
 from eventsourcing.domain import event
 from uritemplate import URITemplate
 
+from domain import jmes
 from domain.chain import Chained
 from domain.errors import Violation
 from domain.rules import (
@@ -487,17 +486,12 @@ def _response_violations(response: dict[str, Any]) -> list[Violation]:
         if not isinstance(expression, str) or len(expression) > 2_000:
             found.append(Violation("response.jmespath", "API", "must be a JMESPath expression"))
         else:
-            try:
-                jmespath.compile(expression)
-            except jmespath.exceptions.JMESPathError as e:
-                found.append(Violation("response.jmespath", "API", f"does not compile: {_first_line(e)}"))
+            problem = jmes.expression_problem(expression)
+            if problem is not None:
+                found.append(Violation("response.jmespath", "API", problem))
     if module is not None and not isinstance(module, str):
         found.append(Violation("response.module", "API", "must name a published tool module"))
     return found
-
-
-def _first_line(error: Exception) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 # -- one call -------------------------------------------------------------------------------------
