@@ -1,12 +1,20 @@
-"""Who may make a request (DESIGN §8, §12): the bearer token, its tenant's state, its rate.
+"""Who may make a request (DESIGN §8, §12): the bearer token, its tenant's state, its rate, and
+how many tokens that are not one its client address sent.
 
-Every way in asks here first: the REST routes (`api/deps.py`), the MCP endpoint (`api/mcp.py`)
-and the console's session (`console/security.py`). A token that is not one is 401; a token of a
-suspended tenant is 403 `tenant-suspended`; a token past its request rate is 429 with
-`Retry-After`. The operator's token belongs to no tenant and is never suspended.
+Every way in asks here first: the REST routes (`api/deps.py`), the MCP endpoint (`api/mcp.py`),
+the console's sign-in (`console/routes/auth.py`) and session (`console/security.py`), each with the
+client's address (`client_address`). A token that is not one is 401; a token of a suspended tenant
+is 403 `tenant-suspended`; a token past its request rate, or whose tenant's tokens together are past
+the tenant's, is 429 `rate-limited` with `Retry-After`. An address that sent more tokens that are
+not one than `TOOLSMITH_AUTH_FAILURES_PER_MINUTE` is 429 `too-many-failed-authentications` for every
+request, a correct token's too, until one is back (as a login throttle is: a guesser who finds a
+token learns nothing from the answer); a correct token's requests never count. The operator's token
+belongs to no tenant and is never suspended.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from application.tenants import Tenants
 from infrastructure.auth import OPERATOR, Authenticator, Principal, token_digest
@@ -25,28 +33,50 @@ class Refusal(Exception):
 
 
 UNAUTHORIZED = "a valid bearer token is required"
+TOO_MANY_FAILURES = "too-many-failed-authentications"
+
+
+def client_address(scope: Any) -> str | None:
+    """The client's address: the connection's peer, or what a trusted proxy's X-Forwarded-For says
+    (uvicorn puts it in the scope only for `TOOLSMITH_TRUSTED_PROXIES`); None when unknown."""
+    client = scope.get("client") if isinstance(scope, dict) else getattr(scope, "client", None)
+    if not client:
+        return None
+    return client[0] if isinstance(client, (tuple, list)) else getattr(client, "host", None)
+
+
+def _off() -> RateLimiter:
+    return RateLimiter(0, 1)
 
 
 class Admission:
-    def __init__(self, authenticator: Authenticator, tenants: Tenants, limiter: RateLimiter) -> None:
+    def __init__(self, authenticator: Authenticator, tenants: Tenants, limiter: RateLimiter, *,
+                 tenant_limiter: RateLimiter | None = None, failures: RateLimiter | None = None) -> None:
         self.authenticator = authenticator
         self.tenants = tenants
-        self.limiter = limiter
+        self.limiter = limiter  # a token's requests
+        self.tenant_limiter = tenant_limiter or _off()  # a tenant's, all its tokens together
+        self.failures = failures or _off()  # a client address's tokens that are not one
 
-    def admit(self, token: str | None) -> Principal:
+    def admit(self, token: str | None, client: str | None = None) -> Principal:
         if not token:
+            self._not_throttled(client)
             raise Refusal(401, "unauthorized", UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
-        return self.admit_digest(token_digest(token))
+        return self.admit_digest(token_digest(token), client)
 
-    def admit_digest(self, digest: str) -> Principal:
-        """The principal holding the token with this SHA-256, if it may make a request now."""
+    def admit_digest(self, digest: str, client: str | None = None) -> Principal:
+        """The principal holding the token with this SHA-256, if it may make a request now from the
+        address `client` (None: unknown, never throttled)."""
+        self._not_throttled(client)
         principal = self.authenticator.authenticate_digest(digest)
         if principal is None:
+            self._failed(client)
             raise Refusal(401, "unauthorized", UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
         if principal.role != OPERATOR:
             state = self.tenants.state(principal.tenant)
             if not state.exists:
                 # Its tenant was deleted (its tokens with it): as if the token never was.
+                self._failed(client)
                 raise Refusal(401, "unauthorized", UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
             if state.suspended:
                 raise Refusal(403, "tenant-suspended", "this token's organization is suspended; its operator can resume it")
@@ -56,4 +86,33 @@ class Admission:
                           f"this token made more than {self.limiter.burst} requests at once or more than "
                           f"{self.limiter.rate:g} a second (TOOLSMITH_RATE_PER_SECOND); retry after Retry-After seconds",
                           {"Retry-After": retry_after(wait)})
+        if principal.role != OPERATOR:
+            wait = self.tenant_limiter.take(principal.tenant)
+            if wait is not None:
+                raise Refusal(429, "rate-limited",
+                              f"this token's organization, all its tokens together, made more than "
+                              f"{self.tenant_limiter.burst} requests at once or more than {self.tenant_limiter.rate:g} "
+                              f"a second (TOOLSMITH_TENANT_RATE_PER_SECOND); retry after Retry-After seconds",
+                              {"Retry-After": retry_after(wait)})
         return principal
+
+    def _not_throttled(self, client: str | None) -> None:
+        """Refuses every request of an address past its failed authentications, until one is back."""
+        if client is not None and self.failures.enabled:
+            wait = self.failures.waiting(client)
+            if wait is not None:
+                raise self._too_many_failures(wait)
+
+    def _failed(self, client: str | None) -> None:
+        """Counts a token that is not one against its address; the one past the limit is 429."""
+        if client is not None and self.failures.enabled:
+            wait = self.failures.take(client)
+            if wait is not None:
+                raise self._too_many_failures(wait)
+
+    def _too_many_failures(self, wait: float) -> Refusal:
+        per_minute = round(self.failures.rate * 60)
+        return Refusal(429, TOO_MANY_FAILURES,
+                       f"this address sent more than {per_minute} tokens that are not valid in a minute "
+                       f"(TOOLSMITH_AUTH_FAILURES_PER_MINUTE); every request from it is refused until "
+                       f"Retry-After seconds pass", {"Retry-After": retry_after(wait)})

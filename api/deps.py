@@ -9,7 +9,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from domain.catalog import Permissions
 from infrastructure.auth import ADMIN, AUDITOR, CALLER, OPERATOR, Principal
-from api.admission import Refusal
+from api.admission import Refusal, client_address
 from api.services import Services
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (DESIGN §8)")
@@ -26,10 +26,12 @@ async def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-async def _principal(services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
-    # 401 without a token that is one, 403 `tenant-suspended`, 429 past the token's rate (api/problems.py answers a Refusal).
+async def _principal(request: Request, services: ServicesDep,
+                     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+    # 401 without a token that is one, 403 `tenant-suspended`, 429 past the token's rate or its
+    # address's failed authentications (api/problems.py answers a Refusal).
     try:
-        return services.admission.admit(credentials.credentials if credentials else None)
+        return services.admission.admit(credentials.credentials if credentials else None, client_address(request))
     except Refusal as refusal:
         if refusal.status == 401:  # as the REST routes always answered it
             raise HTTPException(401, refusal.detail, headers=refusal.headers) from None

@@ -45,7 +45,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from api import problems
-from api.admission import Refusal
+from api.admission import Refusal, client_address
 from api.mcp_direct import DirectCalls
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
@@ -231,7 +231,7 @@ class McpEndpoint:
         if origin and not self.origins.allow(origin):
             return problems.problem(403, "invalid-origin", f"the Origin {origin!r} is not allowed (TOOLSMITH_MCP_ALLOWED_ORIGINS)")
         try:
-            principal = self.services.admission.admit(_bearer(request))
+            principal = self.services.admission.admit(_bearer(request), client_address(scope))
         except Refusal as refusal:
             return problems.problem(refusal.status, refusal.code, refusal.detail, headers=refusal.headers)
         if principal.role not in ROLES:

@@ -106,9 +106,11 @@ class Server:
             env = {k: v for k, v in os.environ.items() if k not in ("TOOLSMITH_ADMIN_TOKEN", "TOOLSMITH_DATA_DIR")}
         else:
             env = {k: v for k, v in os.environ.items() if not k.startswith(SETTING_PREFIXES) and k != "SQLITE_DBNAME"}
-        # A benchmark's one client token measures what the service can do, not a token's request
-        # rate (DESIGN §12): unlimited, unless the benchmark sets a rate of its own.
-        return {"TOOLSMITH_RATE_PER_SECOND": "0"} | env | self.env
+        # A benchmark's one client token measures what the service can do, not a token's (or its
+        # tenant's) request rate, nor its address's failed authentications (DESIGN §12): unlimited,
+        # unless the benchmark sets a rate of its own.
+        return {"TOOLSMITH_RATE_PER_SECOND": "0", "TOOLSMITH_TENANT_RATE_PER_SECOND": "0",
+                "TOOLSMITH_AUTH_FAILURES_PER_MINUTE": "0"} | env | self.env
 
     def command(self) -> list[str]:
         return [str(TOOLSMITH), "serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]

@@ -117,8 +117,11 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"  Data in {settings.data_dir}; serving on http://{args.host}:{args.port} (docs at /docs)", flush=True)
     # An MCP listen stream (2026 era) is a response that never ends by itself: a stop waits this
     # long for open requests, then drops them (a client re-listens), rather than forever.
+    # The client's address (failed authentications count per address) is the connection's peer;
+    # X-Forwarded-For only from TOOLSMITH_TRUSTED_PROXIES (uvicorn would trust 127.0.0.1's by default).
     uvicorn.run(create_app(services), host=args.host, port=args.port, log_config=None, access_log=True,
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5, proxy_headers=bool(settings.trusted_proxies),
+                forwarded_allow_ips=settings.trusted_proxies or None)
     return 0
 
 

@@ -141,6 +141,25 @@ def build_graph_lock(settings: Settings, event_store_env: dict[str, str]) -> Gra
     return ThreadGraphLock()
 
 
+def build_admission(settings: Settings, store: Store, authenticator: Authenticator, tenants: Tenants) -> Admission:
+    """Who may make a request, with the rates of tokens, tenants and failed authentications: the
+    buckets in this process, or, on a PostgreSQL store, in its table, shared by every replica (each
+    would otherwise grant a key its rate once more)."""
+    datastore = getattr(store.recorder, "datastore", None)
+
+    def limiter(name: str, rate: float, burst: int) -> RateLimiter:
+        if datastore is not None and type(datastore).__module__.startswith("eventsourcing.postgres"):
+            from infrastructure.ratelimit import SharedRateLimiter  # psycopg needs libpq, which SQLite deployments may lack
+
+            return SharedRateLimiter(datastore, name, rate, burst)
+        return RateLimiter(rate, burst)
+
+    failures = settings.auth_failures_per_minute
+    return Admission(authenticator, tenants, limiter("token", settings.rate_per_second, settings.rate_burst),
+                     tenant_limiter=limiter("tenant", settings.tenant_rate_per_second, settings.tenant_rate_burst),
+                     failures=limiter("failed-authentication", failures / 60.0, max(1, failures)))
+
+
 def open_event_store(settings: Settings, *, tool_names: ToolNames | None = None) -> Store:
     """The event store with `settings` (SQLite in the data dir, or PostgreSQL): for the service, and
     alone for a CLI command."""
@@ -314,7 +333,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     operator = settings.operator_token.get_secret_value() if settings.operator_token else None
     operator_digest, new_operator_token = operator_token_digest(settings.data_dir, operator)
     authenticator.add(operator_digest, Principal(name="operator", role=OPERATOR, tenant=""))
-    admission = Admission(authenticator, app.tenants, RateLimiter(settings.rate_per_second, settings.rate_burst))
+    admission = build_admission(settings, store, authenticator, app.tenants)
     return Services(
         settings=settings,
         store=store,

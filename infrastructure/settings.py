@@ -45,6 +45,15 @@ class Settings(BaseSettings):
     operator_token: SecretStr | None = Field(None, validation_alias=_env("operator_token", "TOOLSMITH_OPERATOR_TOKEN"))
     rate_per_second: float = Field(100.0, ge=0, validation_alias=_env("rate_per_second", "TOOLSMITH_RATE_PER_SECOND"))
     rate_burst: int = Field(200, ge=1, validation_alias=_env("rate_burst", "TOOLSMITH_RATE_BURST"))
+    # Each tenant's request rate, all its tokens together, so that minting tokens buys no rate (0: no limit).
+    tenant_rate_per_second: float = Field(200.0, ge=0, validation_alias=_env("tenant_rate_per_second", "TOOLSMITH_TENANT_RATE_PER_SECOND"))
+    tenant_rate_burst: int = Field(400, ge=1, validation_alias=_env("tenant_rate_burst", "TOOLSMITH_TENANT_RATE_BURST"))
+    # Requests with a token that is not one a client address may send a minute; past them, every
+    # request from it is refused until one is back, a correct token's too (0: no limit).
+    auth_failures_per_minute: int = Field(30, ge=0, validation_alias=_env("auth_failures_per_minute", "TOOLSMITH_AUTH_FAILURES_PER_MINUTE"))
+    # The reverse proxies whose X-Forwarded-For names the client (comma-separated addresses or CIDRs,
+    # `*` any); empty: the client is the connection's peer and X-Forwarded-For is ignored.
+    trusted_proxies: str = Field("", validation_alias=_env("trusted_proxies", "TOOLSMITH_TRUSTED_PROXIES"))
     # The console's session cookies are signed with this key: set it to the same value on every
     # replica; unset, one is generated into the data dir (mode 0600) on the first start.
     session_key: SecretStr | None = Field(None, validation_alias=_env("session_key", "TOOLSMITH_SESSION_KEY"))
@@ -190,6 +199,20 @@ class Settings(BaseSettings):
         if value.strip():
             parse_nameserver(value)  # ValueError saying the form expected
         return value.strip()
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _trusted_proxies(cls, value: str) -> str:
+        import ipaddress
+
+        for entry in cls.listed(value):
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"TOOLSMITH_TRUSTED_PROXIES: {entry!r} is not an address, a CIDR or '*'") from None
+        return ",".join(cls.listed(value))
 
     @field_validator("sandbox_url")
     @classmethod

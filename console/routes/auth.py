@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from api.admission import Refusal
+from api.admission import TOO_MANY_FAILURES, Refusal, client_address
 from console.routing import ConsoleRoute
 from console.security import Anyone, check_same_site, session_of, sessions_of
 from console.session import COOKIE
@@ -45,6 +45,10 @@ def _refused(refusal: Refusal) -> tuple[int, str, dict[str, str] | None]:
     if refusal.code == "tenant-suspended":
         return 403, ("Your organization is suspended: its tokens cannot sign in until the service's operator "
                      "resumes it. Nothing it holds is lost."), None
+    if refusal.code == TOO_MANY_FAILURES:
+        wait = (refusal.headers or {}).get("Retry-After", "1")
+        return 429, (f"Too many tokens that are not valid were tried from your address. Try again in {wait} "
+                     f"second{'s' if wait != '1' else ''}."), refusal.headers
     if refusal.status == 429:
         wait = (refusal.headers or {}).get("Retry-After", "1")
         return 429, f"This token made more requests than its rate allows. Try again in {wait} second{'s' if wait != '1' else ''}.", refusal.headers
@@ -67,7 +71,7 @@ async def sign_in(request: Request, token: Annotated[str, Form()] = "", next: An
     pages = request.app.state.console_pages
     token = token.strip()
     try:
-        principal = request.app.state.services.admission.admit(token or None)
+        principal = request.app.state.services.admission.admit(token or None, client_address(request))
     except Refusal as refusal:
         status, error, headers = _refused(refusal)
         # The form again with the message tied to its field (a form answered, as GOV.UK's are).
