@@ -9,6 +9,7 @@ length), from the domain's own constants, and checked by the domain alone.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +25,16 @@ def documents(**keywords: Any) -> dict[str, Any]:
     """`Field` arguments that add JSON Schema `keywords` to the document only: the domain enforces
     the rule, and its refusal (a 400 naming the rule) stays the one a client sees."""
     return {"json_schema_extra": keywords}
+
+
+def requires(*names: str) -> Callable[[dict[str, Any]], None]:
+    """A model's `json_schema_extra` listing `names` as required in the document: fields with a
+    default for the model (so that the domain, not the shape check, names what is missing)."""
+
+    def add(schema: dict[str, Any]) -> None:
+        schema["required"] = sorted({*schema.get("required", []), *names})
+
+    return add
 
 
 def json_pattern(regex: re.Pattern[str]) -> str:

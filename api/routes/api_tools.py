@@ -21,8 +21,11 @@ from api.problems import documented, etag, if_match_version
 from api.queries import call_context
 from application.kinds.api_tools import ApiToolKind
 from application.toolbox import answered
+from api.schemas import DESCRIPTION, IDENTIFIER, TAGS, documents, requires
+from domain import api_tools as api_rules
 from domain import history
 from domain.api_tools import ApiTool
+from domain.rules import PARAMETER_TYPES
 from domain.errors import InvalidDefinition, UnknownRecord, Violation
 
 router = APIRouter(prefix="/api/v1/admin/api-tools", tags=["API URL tools"])
@@ -41,7 +44,8 @@ class SecretRef(_Strict):
 class ApiParameter(_Strict):
     name: str = Field(max_length=200)
     description: str = Field("", max_length=2_000)
-    type: str = Field("string", description="string, integer, decimal, date, boolean, array or object (V1)")
+    type: str = Field("string", description="string, integer, decimal, date, boolean, array or object (V1)",
+                      **documents(enum=list(PARAMETER_TYPES)))
     required: bool = False
     default: Any = None
     location: Literal["path", "query", "header", "body"] = "query"
@@ -81,9 +85,12 @@ class ApiResponse(_Strict):
 
 
 class ApiToolBody(_Strict):
-    id: str | None = Field(None, max_length=200, description="the tool's name (R1); on PUT it must be the path's")
-    description: str = Field("", max_length=4_000)
-    tags: list[str] = Field(default_factory=list, max_length=100)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=requires("description"))
+    # The rules JSON Schema can say are in the document too (api.schemas.documents); the domain enforces them.
+    id: str | None = Field(None, max_length=200, description="the tool's name (R1); on PUT it must be the path's",
+                           **documents(**IDENTIFIER))
+    description: str = Field("", max_length=4_000, **documents(**DESCRIPTION))
+    tags: list[str] = Field(default_factory=list, max_length=100, **documents(**TAGS))
     exposeInChat: bool = True
     enabled: bool = True
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
@@ -94,9 +101,9 @@ class ApiToolBody(_Strict):
     headers: dict[str, str | SecretRef] = Field(default_factory=dict)
     auth: ApiAuth = Field(default_factory=ApiAuth)
     response: ApiResponse = Field(default_factory=ApiResponse)
-    timeoutMillis: int | None = None
-    connectTimeoutMillis: int | None = None
-    maxRedirects: int | None = None
+    timeoutMillis: int | None = Field(None, **documents(minimum=api_rules.TIMEOUT_RANGE[0], maximum=api_rules.TIMEOUT_RANGE[1]))
+    connectTimeoutMillis: int | None = Field(None, **documents(minimum=api_rules.CONNECT_RANGE[0], maximum=api_rules.CONNECT_RANGE[1]))
+    maxRedirects: int | None = Field(None, **documents(minimum=0, maximum=api_rules.REDIRECTS_CAP))
 
     def as_config(self) -> dict[str, Any]:
         given = self.model_dump(exclude={"id", "auth", "headers", "parameters"})

@@ -27,9 +27,10 @@ from api.presenters import execution_out
 from api.problems import documented, etag, if_match_version
 from application.kinds.search_tools import SearchToolKind, Upload
 from application.toolbox import answered
+from api.schemas import DESCRIPTION, IDENTIFIER, TAGS, documents, requires
 from domain import history
 from domain.errors import InvalidDefinition, InvalidInput, UnknownRecord, UploadTooLarge, Violation
-from domain.search_tools import FILE_SEARCH, SearchTool
+from domain.search_tools import FILE_SEARCH, MAX_NAME, SearchTool
 
 router = APIRouter(prefix="/api/v1/admin/search-tools", tags=["File Search tools"])
 
@@ -63,9 +64,12 @@ class Capabilities(_Strict):
 
 
 class SearchToolBody(_Strict):
-    id: str | None = Field(None, max_length=200, description="the tool's name (R1, at most 40 characters); on PUT it must be the path's")
-    description: str = Field("", max_length=4_000)
-    tags: list[str] = Field(default_factory=list, max_length=100)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=requires("description"))
+    # The rules JSON Schema can say are in the document too (api.schemas.documents); the domain enforces them.
+    id: str | None = Field(None, max_length=200, description="the tool's name (R1, at most 40 characters); on PUT it must be the path's",
+                           **documents(**{**IDENTIFIER, "maxLength": MAX_NAME}))
+    description: str = Field("", max_length=4_000, **documents(**DESCRIPTION))
+    tags: list[str] = Field(default_factory=list, max_length=100, **documents(**TAGS))
     exposeInChat: bool = True
     enabled: bool = True
     capabilities: Capabilities = Field(default_factory=Capabilities)

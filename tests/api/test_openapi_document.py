@@ -16,7 +16,7 @@ from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
 from application.tokens import ROLES
-from domain import callers, rules
+from domain import api_tools, callers, rules, search_tools
 from tests.helpers import unique_id
 
 PROBLEM = "application/problem+json"
@@ -126,6 +126,11 @@ def test_the_schemas_carry_the_domains_own_rules(document: dict[str, Any]) -> No
     assert _property(document, "ModuleUpdate", "description")["maxLength"] == rules.MAX_DESCRIPTION
     assert _property(document, "ModuleCreate", "draftImports")["maxItems"] == rules.MAX_IMPORTS
     assert _property(document, "AgentIn", "id")["pattern"] == "^" + callers._SLUG.pattern.removesuffix(r"\Z") + "$"
+    # the kinds' own bodies: an API URL tool's, a File Search tool's
+    assert "description" in document["components"]["schemas"]["ApiToolBody"]["required"]
+    assert _property(document, "ApiToolBody", "tags")["items"]["maxLength"] == rules.MAX_TAG_LENGTH
+    assert _property(document, "ApiToolBody", "maxRedirects")["maximum"] == api_tools.REDIRECTS_CAP
+    assert _property(document, "SearchToolBody", "id")["maxLength"] == search_tools.MAX_NAME
 
 
 @pytest.mark.parametrize(("route", "body", "field"), [
@@ -136,6 +141,8 @@ def test_the_schemas_carry_the_domains_own_rules(document: dict[str, Any]) -> No
     ("/api/v1/admin/plans", {"id": "p_x", "description": "d", "nodes": []}, "nodes"),
     ("/api/v1/admin/plans", {"id": "p_y", "description": "d", "nodes": [{"toolName": "t"}], "tags": ["x" * 65]}, "tags[0]"),
     ("/api/v1/admin/agents", {"id": "-agent", "description": "d"}, "id"),
+    ("/api/v1/admin/api-tools", {"id": "api_x", "description": " ", "urlTemplate": "https://example.com/"}, "description"),
+    ("/api/v1/admin/search-tools", {"id": "f" * 41, "description": "d"}, "id"),
 ])
 def test_a_request_the_document_now_calls_invalid_is_the_same_clear_400(api: TestClient, document: dict[str, Any],
                                                                         route: str, body: dict[str, Any], field: str) -> None:
