@@ -31,7 +31,7 @@ run: install
 # The engines the tests need are started here unless the environment names them already.
 # Then the browser tests, in their own pytest invocation, against Debian's chromium.
 test: install
-	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); \
+	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); \
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
@@ -77,6 +77,17 @@ WITH_OPENSEARCH = if [ -z "$$OPENSEARCH_URL" ] && ! docker info >/dev/null 2>&1;
 	  if opensearch_url=$$(scripts/opensearch.sh start | tail -n 1) && [ -n "$$opensearch_url" ]; then export OPENSEARCH_URL=$$opensearch_url; \
 	  elif [ "$$CI" = true ]; then echo "make: OpenSearch did not start" >&2; exit 1; \
 	  else echo "make: OpenSearch did not start; its tests will skip" >&2; fi; \
+	fi
+
+# -- The MCP conformance suite: npm's @modelcontextprotocol/conformance on a Node.js 22 from npm
+# (scripts/conformance.sh, pinned in tests/conformance/, installed in .engines/conformance/) --
+# Exports TOOLSMITH_CONFORMANCE, the suite's runner, for tests/e2e/test_mcp_conformance.py, unless it
+# is set. Outside CI a suite that cannot be installed leaves it unset: the test skips, saying why;
+# in CI the run fails.
+WITH_CONFORMANCE = if [ -z "$$TOOLSMITH_CONFORMANCE" ]; then \
+	  if conformance=$$(scripts/conformance.sh install) && [ -n "$$conformance" ]; then export TOOLSMITH_CONFORMANCE=$$conformance; \
+	  elif [ "$$CI" = true ]; then echo "make: the MCP conformance suite could not be installed (scripts/conformance.sh install)" >&2; exit 1; \
+	  else echo "make: the MCP conformance suite could not be installed; its test will skip (scripts/conformance.sh install)" >&2; fi; \
 	fi
 
 # -- Chromium: Debian's package for the console's browser tests (Playwright cannot download one here) --

@@ -1,0 +1,197 @@
+"""The MCP conformance suite (`@modelcontextprotocol/conformance`, server mode) against a real
+`toolsmith serve` (issue 28, acceptance).
+
+The suite and the Node.js 22 it runs on come from npm, pinned in tests/conformance/ and installed
+by `scripts/conformance.sh install` into .engines/conformance/ (`make test` does it and exports
+`TOOLSMITH_CONFORMANCE`, the runner's path). In CI a missing suite fails; elsewhere it skips,
+saying how to install it.
+
+The server is given the tools the suite's scenarios call by name (`test_simple_text`,
+`test_error_handling`, `json_schema_2020_12_tool`), and is reached through a small proxy that
+adds the bearer token: the suite's client sends none, and Toolsmith's MCP takes no anonymous
+caller. The proxy passes everything else through as it came (the Host and Origin headers too,
+which the suite's DNS rebinding scenario varies).
+
+Every scenario of the suite's active set runs; each is asserted on its own. A scenario for a
+feature Toolsmith does not offer yet is listed, with the reason, in tests/conformance/baseline.json:
+it is expected to fail, and one that passes fails the test too, so that the baseline shrinks as
+later issues add the feature. A scenario that fails and is not listed fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from bench._server import free_port
+from tests.e2e.conftest import Server
+from tests.engines import PROJECT, engine_missing
+
+BASELINE = PROJECT / "tests" / "conformance" / "baseline.json"
+INSTALLED_RUNNER = PROJECT / ".engines" / "conformance" / "conformance"
+HOW_TO_INSTALL = "install it with `scripts/conformance.sh install` (npm's registry: the suite and Node.js 22), or set TOOLSMITH_CONFORMANCE"
+ADMIN_TOKEN = "tsa_conformance-admin-token"
+CODE_MODULES = "/api/v1/admin/code-modules"
+# The suite writes each scenario's checks to `server-<scenario>-<timestamp>/checks.json`.
+RESULT_DIR = re.compile(r"-\d{4}-\d{2}-\d{2}T[0-9-]+Z?\Z")
+
+# The tools the suite's server scenarios call, by the names and answers their docs ask for.
+SIMPLE_TEXT = "This is a simple text response for testing."
+ERROR_TEXT = "This tool intentionally returns an error for testing"
+CODE_TOOLS = {
+    "test_simple_text": ("Returns a simple text.", f"exports.run = function () {{ return {json.dumps(SIMPLE_TEXT)}; }};"),
+    "test_error_handling": ("Always fails.", f"exports.run = function () {{ throw new Error({json.dumps(ERROR_TEXT)}); }};"),
+}
+# An external MCP tool (tools file) keeps its declared schema as given: the JSON Schema 2020-12
+# scenario only lists it, so its upstream need not exist.
+SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False,
+}
+TOOLS_FILE = {"mcp": [{"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features",
+                       "url": "https://conformance.invalid/mcp", "inputSchema": SCHEMA_2020_12, "exposeInChat": True}]}
+
+
+def runner() -> Path:
+    given = os.environ.get("TOOLSMITH_CONFORMANCE")
+    path = Path(given) if given else INSTALLED_RUNNER
+    if not path.is_file() or not os.access(path, os.X_OK):
+        engine_missing(f"the MCP conformance suite is not installed at {path}; {HOW_TO_INSTALL}")
+    return path
+
+
+def baseline() -> dict[str, str]:
+    """Scenario name -> why Toolsmith does not pass it yet."""
+    return json.loads(BASELINE.read_text())["server"]
+
+
+class TokenProxy:
+    """An HTTP proxy on 127.0.0.1 that adds `Authorization: Bearer <token>` to every request to
+    `upstream` and streams the answers back (SSE included) as they come."""
+
+    def __init__(self, upstream: str, token: str) -> None:
+        self.upstream, self.token = upstream, token
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = uvicorn.Server(uvicorn.Config(self._app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off", interface="asgi3"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        headers = [(k, v) for k, v in scope["headers"] if k not in (b"authorization", b"content-length")]
+        headers.append((b"authorization", f"Bearer {self.token}".encode()))
+        target = self.upstream + scope["path"] + (f"?{scope['query_string'].decode()}" if scope["query_string"] else "")
+        async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=None), trust_env=False) as client:
+            request = client.build_request(scope["method"], target, headers=headers, content=b"".join(chunks))
+            answer = await client.send(request, stream=True)
+            try:
+                kept = [(k, v) for k, v in answer.headers.raw if k.lower() not in (b"transfer-encoding", b"connection")]
+                await send({"type": "http.response.start", "status": answer.status_code, "headers": kept})
+                try:
+                    async for chunk in answer.aiter_raw():
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except httpx.TransportError:
+                    pass  # the server ended a stream (a session's end, the server's): so does the proxy
+                await send({"type": "http.response.body", "body": b""})
+            finally:
+                await answer.aclose()
+
+    def __enter__(self) -> TokenProxy:
+        self._thread.start()
+        for _ in range(100):
+            if self._server.started:
+                return self
+            threading.Event().wait(0.05)
+        raise RuntimeError("the token proxy did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The MCP URL of a Toolsmith with the suite's tools, through the token proxy."""
+    runner()  # no server is started for a suite that is not there
+    root = tmp_path_factory.mktemp("conformance")
+    tools = root / "tools.json"
+    tools.write_text(json.dumps(TOOLS_FILE))
+    server = Server(data_dir=root / "data", env={"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSMITH_TOOLS_FILE": str(tools)})
+    server.token = ADMIN_TOKEN
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30) as http:
+            for name, (description, source) in CODE_TOOLS.items():
+                tool = {"inputParameters": [], "exposeInChat": True}
+                created = http.post(CODE_MODULES, json={"id": name, "description": description, "draftContent": source, "tool": tool})
+                assert created.status_code == 201, created.text
+                published = http.post(f"{CODE_MODULES}/{name}/publish")
+                assert published.status_code == 200, published.text
+        with TokenProxy(server.url, ADMIN_TOKEN) as proxy:
+            yield proxy.url + "/mcp"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def outcomes(served: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    """Scenario name -> its checks, from one run of the suite's active server scenarios."""
+    command = runner()
+    results = tmp_path_factory.mktemp("conformance-results")
+    done = subprocess.run([str(command), "server", "--url", served, "--suite", "all", "--output-dir", str(results)],
+                          capture_output=True, text=True, timeout=900, cwd=results)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for checks in results.rglob("checks.json"):
+        scenario = RESULT_DIR.sub("", checks.parent.name.removeprefix("server-"))
+        found[scenario] = json.loads(checks.read_text())
+    assert found, f"the suite wrote no results (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return found
+
+
+def scenarios() -> list[str]:
+    """The suite's active server scenarios, as its `list` command names them (none: not installed)."""
+    path = Path(os.environ.get("TOOLSMITH_CONFORMANCE") or INSTALLED_RUNNER)
+    if not path.is_file():
+        return ["(the suite is not installed)"]
+    listed = subprocess.run([str(path), "list", "--server"], capture_output=True, text=True, timeout=60, check=True)
+    return [line.strip()[2:].split(" ")[0] for line in listed.stdout.splitlines() if line.strip().startswith("- ")]
+
+
+def failures(checks: list[dict[str, Any]]) -> list[str]:
+    return [f"{c['id']}: {c.get('errorMessage') or c.get('description')}" for c in checks if c["status"] == "FAILURE"]
+
+
+@pytest.mark.parametrize("scenario", scenarios())
+def test_scenario(outcomes: dict[str, list[dict[str, Any]]], scenario: str) -> None:
+    checks = outcomes.get(scenario)
+    assert checks is not None, f"the suite did not run {scenario!r} (ran: {', '.join(sorted(outcomes))})"
+    failed = failures(checks)
+    expected = baseline().get(scenario)
+    if expected is None:
+        assert not failed, f"{scenario} fails:\n" + "\n".join(failed)
+    else:
+        assert failed, f"{scenario} passes now: take it out of {BASELINE.relative_to(PROJECT)} (it was there because {expected})"
+
+
+def test_the_baseline_names_only_scenarios_of_the_suite() -> None:
+    runner()
+    unknown = set(baseline()) - set(scenarios())
+    assert not unknown, f"{BASELINE.relative_to(PROJECT)} names scenarios the suite does not have: {sorted(unknown)}"
