@@ -6,13 +6,15 @@ session, all within the tool's timeout. Every request goes through the egress mo
 (`infrastructure/egress/mcp_client.py`): to the declared origin only, to the addresses its name
 resolved to when the call began, without proxies. `call` is synchronous: the API calls it from
 worker threads, never from inside an event loop, so each call runs its own loop. The headers carry
-secrets (`Authorization`): they never reach a log, an error message or a `repr`.
+secrets (`Authorization`): they never reach a log, an error message, an output or a `repr` (a
+careless or hostile server that quotes them back gets them masked).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -54,6 +56,7 @@ class McpTool(DeclaredTool):
                         extra={"tool": self.entry.name, "host": self.host})
             output = None
         else:
+            output = _masked_strings(output, self._masked) if self._secrets else output
             if error is not None:
                 error = ExecutionError(error.type, self._masked(error.message))
         return ExecutionResult(output=output, error=error, duration_millis=(time.perf_counter() - started) * 1000)
@@ -107,6 +110,25 @@ class McpTool(DeclaredTool):
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+
+def _masked_strings(value: Any, mask: Callable[[str], str]) -> Any:
+    """`value` (JSON) with `mask` applied to every string in it, object keys included; walked with
+    a stack, not recursion, so that an answer nested deep cannot exhaust the interpreter's."""
+    root = [value]
+    pending: list[tuple[Any, Any]] = [(root, 0)]  # (container, key) whose item is rewritten
+    while pending:
+        holder, key = pending.pop()
+        item = holder[key]
+        if isinstance(item, str):
+            holder[key] = mask(item)
+        elif isinstance(item, list):
+            holder[key] = copy = list(item)
+            pending.extend((copy, i) for i in range(len(copy)))
+        elif isinstance(item, dict):
+            holder[key] = copy = {mask(k) if isinstance(k, str) else k: v for k, v in item.items()}
+            pending.extend((copy, k) for k in copy)
+    return root[0]
 
 
 def _first_leaf(error: BaseException) -> BaseException:

@@ -4,7 +4,8 @@ Three policies. `AllowListPolicy` is `http.fetch`'s: the host must be on the all
 (`CODESANDBOX_ALLOWED_DOMAINS`), and every address it resolves to must be public unless the entry
 names the host and port exactly; metadata addresses never. `DeclaredOrigin` is an external MCP
 tool's: the admin declared the URL in the tools file, so its addresses are trusted as declared (a
-sidecar on localhost is fine), but nothing else is reachable: no other host, port or scheme.
+sidecar on localhost is fine), metadata addresses excepted, and nothing else is reachable: no other
+host, port or scheme.
 `ApiPolicy` is an API URL tool's: any public `https` host; `http`, and any address that is not
 public, only through an entry of `TOOLSMITH_EGRESS_ALLOW` (`EgressAllow`); metadata never.
 
@@ -383,7 +384,9 @@ class AllowListPolicy:
 class DeclaredOrigin:
     """An external MCP tool's: the scheme, host and port of the URL the admin declared, and
     nothing else. Its addresses are trusted as declared (private and loopback included): the admin
-    chose them, not the model or the remote server."""
+    chose them, not the model or the remote server. A cloud metadata name or address never, as for
+    every other request (DESIGN §10.1): the credentials it hands out are the machine's, and a name
+    that resolves there, or rebinds there between calls, is no more declared than the address."""
 
     scheme: str
     host: str
@@ -412,10 +415,15 @@ class DeclaredOrigin:
         key = _common_name_checks(host, port)
         if (key, port) != (self.host, self.port):
             raise EgressError(f"{netloc(host, port)} is not the declared origin {self}")
-        return ip(key)
+        address = ip(key)
+        if key in METADATA_NAMES or address is not None and is_metadata(address):
+            raise EgressError(f"metadata address refused: {host}")
+        return address
 
     def check_address(self, host: str, port: int, address: Address) -> None:
-        return None
+        if is_metadata(address):
+            where = host if ip(host) == address else f"{host} resolves to {address}"
+            raise EgressError(f"metadata address refused: {where}")
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,8 @@ def test_a_remote_error_result_is_an_mcp_error_with_its_text(tmp_path: Path, ser
 def test_the_headers_reach_the_server_with_the_variable_expanded(tmp_path: Path, server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WEATHER_TOKEN", SECRET)
     tool = declared(tmp_path, server_url, "whoami", headers={"Authorization": "Bearer ${WEATHER_TOKEN}"})
-    assert tool.call({}, {}).output == {"result": f"Bearer {SECRET}"}
+    # the server answers only the expanded token (any other is a 401); quoted back, it is masked
+    assert tool.call({}, {}).output == {"result": "Bearer ***"}
 
 
 def test_a_refused_token_is_an_error_naming_the_status_not_the_token(tmp_path: Path, server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,27 @@ def test_the_declared_origin_is_reachable_at_any_address_it_resolves_to() -> Non
         origin.check_address("sidecar.local", 8080, ipaddress.ip_address(address))
 
 
+@pytest.mark.parametrize(("url", "message"), [
+    ("http://169.254.169.254/mcp", "metadata address refused: 169.254.169.254"),
+    ("http://[fd00:ec2::254]:8080/mcp", "metadata address refused: fd00:ec2::254"),
+    ("http://[::ffff:169.254.169.254]/mcp", "metadata address refused: ::ffff:a9fe:a9fe"),
+    ("http://Metadata.Google.Internal/mcp", "metadata address refused: metadata.google.internal"),
+])  # fmt: skip
+def test_a_declared_metadata_address_is_refused_all_the_same(url: str, message: str) -> None:
+    origin = DeclaredOrigin.of(url)
+    with pytest.raises(EgressError) as refused:
+        origin.check("http", origin.host, origin.port)
+    assert str(refused.value) == message
+
+
+def test_a_declared_name_resolving_to_a_metadata_address_is_refused() -> None:
+    origin = DeclaredOrigin.of("http://sidecar.local:8080/mcp")
+    for address in ("169.254.169.254", "fd00:ec2::254", "::ffff:169.254.170.2"):
+        with pytest.raises(EgressError) as refused:
+            origin.check_address("sidecar.local", 8080, ipaddress.ip_address(address))
+        assert str(refused.value) == f"metadata address refused: sidecar.local resolves to {ipaddress.ip_address(address)}"
+
+
 def test_default_ports_and_ipv6_are_compared_in_their_normal_form() -> None:
     DeclaredOrigin.of("https://mcp.example/mcp").check("https", "MCP.example", 443)
     assert DeclaredOrigin.of("http://[0:0::1]:9000/mcp").check_name("::1", 9000) == ipaddress.ip_address("::1")
