@@ -9,8 +9,10 @@ and the event store's export (`toolsmith audit export`) for the secrets the serv
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -21,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
@@ -108,11 +111,12 @@ class Probe:
     def assert_no_secret_in(self, text: str, where: str) -> None:
         leaks = []
         for secret in self.secrets:
-            at = text.find(secret)
-            if at >= 0:
-                line_start = text.rfind("\n", 0, at) + 1
-                line = text[line_start : text.find("\n", at) if "\n" in text[at:] else len(text)]
-                leaks.append(f"{secret[:10]}… in: {line.replace(secret, '<SECRET>')[:300]}")
+            for kind, form in encoded_forms(secret).items():
+                at = text.find(form)
+                if at >= 0:
+                    line_start = text.rfind("\n", 0, at) + 1
+                    line = text[line_start : text.find("\n", at) if "\n" in text[at:] else len(text)]
+                    leaks.append(f"{secret[:10]}… ({kind}) in: {line.replace(form, '<SECRET>')[:300]}")
         assert not leaks, f"secrets in {where}:\n" + "\n".join(leaks)
 
     def audit_export(self) -> str:
@@ -149,6 +153,24 @@ class Probe:
             self.server.stop()
 
 
+def encoded_forms(secret: str) -> dict[str, str]:
+    """`secret` in every form it may be sent or echoed in (issue 28): raw, JSON-escaped (once, and
+    twice: a log line's JSON within an answer's), percent-encoded (quote and quote_plus, upper- and
+    lower-case hex), and base64 at each of the three byte alignments it can start at within a longer
+    text (the characters that depend on it alone: the base64 of `user:secret` holds one of them)."""
+    escaped = json.dumps(secret)[1:-1]
+    forms = {"raw": secret, "JSON-escaped": escaped, "JSON-escaped twice": json.dumps(escaped)[1:-1],
+             "percent-encoded": quote(secret, safe=""), "form-encoded": quote_plus(secret, safe="")}
+    forms["percent-encoded, lower-case hex"] = re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), forms["percent-encoded"])
+    raw = secret.encode()
+    for k in (0, 1, 2):
+        encoded = base64.b64encode(bytes(k) + raw + bytes(3)).decode()
+        fragment = encoded[-(-8 * k // 6) : 8 * (k + len(raw)) // 6]
+        if len(fragment) >= 8:
+            forms[f"base64, {k} bytes in"] = fragment
+    return forms
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below `pid` (a server's sandbox zygote and its workers), from /proc."""
     found, stack = [], [pid]
@@ -164,10 +186,9 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def start_probe(data_dir: Path, tools_file: dict[str, Any] | None = None, **env: str) -> Probe:
-    """A server on `data_dir` with the suite's secrets, `env`, and `tools_file` (else TOOLS_FILE)."""
+def start_probe(data_dir: Path, **env: str) -> Probe:
     tools = data_dir.parent / "tools.json"
-    tools.write_text(json.dumps(TOOLS_FILE if tools_file is None else tools_file))
+    tools.write_text(json.dumps(TOOLS_FILE))
     server = Server(data_dir=data_dir, env={**SECRET_ENV, "TOOLSMITH_TOOLS_FILE": str(tools), **env})
     server.token = ADMIN_TOKEN
     return Probe(server.start())
