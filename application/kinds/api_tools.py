@@ -5,8 +5,9 @@ then the request is built — the URL from the template (each path value one enc
 operator's fixed query, headers and body, the model's header values and body values placed into a
 JSON object at their `bodyPath`, the auth — and sent through the one egress path (`Outbound`),
 which resolves once, checks every address and every redirect hop, and caps bytes and time. A
-non-2xx answer is an error result naming the status; a 2xx answer is extracted (JMESPath, or a
-published code module's `run(response)` in the sandbox) and cut at `maxOutputChars` with a marker.
+non-2xx answer is an error result naming the status; a 2xx answer is extracted (JMESPath within a
+budget of what it builds and a deadline, `domain.jmes`, or a published code module's `run(response)`
+in the sandbox) and cut at `maxOutputChars` with a marker.
 
 Secrets are read by id for the request that needs them and nowhere else: the request shown back
 (the Playground's `test`) has them replaced, and the result leaves `perform` through one redaction
@@ -37,15 +38,13 @@ from typing import Any
 from urllib.parse import quote, urlencode
 from uuid import UUID
 
-import jmespath
-import jmespath.exceptions
 from eventsourcing.application import AggregateNotFoundError
 from uritemplate import URITemplate
 
 from application.commands import Change
 from application.kinds.base import Ranked, ToolKind, Tools, tagged
 from application.redaction import Redactor
-from domain import callers
+from domain import callers, jmes
 from domain.api_tools import (
     API_URL, ApiTool, Config, api_tool_id, as_text, call_violations, normalise, secret_ids, violations,
 )
@@ -484,9 +483,9 @@ class ApiToolKind(ToolKind):
             if parsed is _NOT_JSON:
                 raise _Failed(ExecutionError("response", "the answer is not JSON, so the jmespath cannot apply"))
             try:
-                output: Any = jmespath.search(expression, parsed)
-            except jmespath.exceptions.JMESPathError as e:
-                raise _Failed(ExecutionError("response", f"jmespath failed: {e}")) from None
+                output: Any = jmes.search(expression, parsed, budget=jmes.budget_for(len(text), config["response"]["maxOutputChars"]))
+            except (jmes.Stopped, jmes.Failed) as e:  # past its budget or time, or what jmespath cannot evaluate
+                raise _Failed(ExecutionError("response", str(e))) from None
         elif module is not None:
             given = {"status": response.status, "headers": dict(response.headers), "body": text if parsed is _NOT_JSON else parsed}
             result = self.deps.execution.post_process(tenant, module, given, context=context)
@@ -496,7 +495,7 @@ class ApiToolKind(ToolKind):
         else:
             output = text if parsed is _NOT_JSON else parsed
         try:
-            return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"]), logs=logs)
+            return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"], shared=expression is not None), logs=logs)
         except RecursionError:  # deeper than the stack; what is merely deeper than 100 levels, `answered` refuses
             raise _Failed(ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep")) from None
 
@@ -599,12 +598,21 @@ def _json(text: str) -> Any:
         return _NOT_JSON
 
 
-def _cut(output: Any, limit: int) -> Any:
-    """The output, or its text cut at `limit` characters with a marker saying so."""
-    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, separators=(",", ":"))
-    if len(text) <= limit:
+def _cut(output: Any, limit: int, shared: bool = False) -> Any:
+    """The output, or its text cut at `limit` characters with a marker saying so. A JMESPath result
+    (`shared`) holds references, so its JSON may be far longer than what it holds: it is measured
+    once per object and written only as far as the cut (`domain.jmes`), never in full."""
+    if isinstance(output, str):
+        text, total = output, len(output)
+    elif shared:
+        text, total = None, jmes.serialized_length(output)
+    else:
+        text = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+        total = len(text)
+    if total <= limit:
         return output
-    return text[:limit] + CUT_MARKER.format(shown=limit, total=len(text))
+    shown = text[:limit] if text is not None else jmes.serialized_prefix(output, limit)
+    return shown + CUT_MARKER.format(shown=limit, total=total)
 
 
 def _redacted(result: ExecutionResult | ExecutionError, redactor: Redactor, trace: Trace, module: str | None,
@@ -614,10 +622,10 @@ def _redacted(result: ExecutionResult | ExecutionError, redactor: Redactor, trac
     service's log, redacted, since the sandbox left them out of it."""
     trace.url = redactor.text(trace.url)
     trace.headers = {redactor.text(k): redactor.text(v) for k, v in trace.headers.items()}
+    trace.body = redactor.value(trace.body)  # the operator's fixed body and the model's values: as deep as V1 lets them be
     if isinstance(result, ExecutionError):
         return ExecutionResult(error=ExecutionError(result.type, redactor.text(result.message)))
     try:
-        trace.body = redactor.value(trace.body)
         redacted = ExecutionResult(output=redactor.value(result.output), logs=redactor.lines(result.logs))
     except RecursionError:
         return ExecutionResult(error=ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep"))
