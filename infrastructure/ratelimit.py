@@ -162,6 +162,10 @@ class SharedRateLimiter(RateLimiter):
         granted, tokens = self._lease(key)
         with self._lock:
             if granted > 0:
+                if len(self._held) > _SWEEP_AT:
+                    # Keys leased once and not seen since: their requests are given up (fewer than
+                    # the rate, never more), so memory follows the keys in use.
+                    self._held = {}
                 self._held[key] = self._held.get(key, 0) + granted
                 self._served(key)
                 if tokens < 1.0 and self._held.get(key, 0) == 0:

@@ -51,8 +51,8 @@ class Settings(BaseSettings):
     # Requests with a token that is not one a client address may send a minute; past them, every
     # request from it is refused until one is back, a correct token's too (0: no limit).
     auth_failures_per_minute: int = Field(30, ge=0, validation_alias=_env("auth_failures_per_minute", "TOOLSMITH_AUTH_FAILURES_PER_MINUTE"))
-    # The reverse proxies whose X-Forwarded-For names the client (comma-separated addresses or CIDRs,
-    # `*` any); empty: the client is the connection's peer and X-Forwarded-For is ignored.
+    # The reverse proxies whose X-Forwarded-For names the client and X-Forwarded-Proto the scheme
+    # (comma-separated addresses or CIDRs, `*` any); empty: the client is the connection's peer.
     trusted_proxies: str = Field("", validation_alias=_env("trusted_proxies", "TOOLSMITH_TRUSTED_PROXIES"))
     # The console's session cookies are signed with this key: set it to the same value on every
     # replica; unset, one is generated into the data dir (mode 0600) on the first start.

@@ -72,3 +72,29 @@ def test_a_flood_of_wrong_tokens_is_429_after_the_limit_and_others_are_served(pr
     time.sleep(int(refused.headers["Retry-After"]) + 0.5)
     assert guesser.send("GET", CODE_MODULES).status_code == 200
     probe.assert_no_secret_anywhere()
+
+
+@pytest.fixture(scope="module")
+def behind_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Probe]:
+    """A server behind a reverse proxy on 127.0.0.1, the one address whose X-Forwarded-For it trusts."""
+    running = start_probe(tmp_path_factory.mktemp("auth-flood-proxy") / "data", TOOLSMITH_AUTH_FAILURES_PER_MINUTE="3",
+                          TOOLSMITH_TRUSTED_PROXIES="127.0.0.1")
+    yield running
+    running.close()
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_is_counted_apart(behind_proxy: Probe) -> None:
+    proxy, stranger = behind_proxy, from_address(behind_proxy, "127.0.0.5")
+    guesser, colleague = {"X-Forwarded-For": "192.0.2.10"}, {"X-Forwarded-For": "192.0.2.11"}
+    statuses = [proxy.send("GET", CODE_MODULES, token=f"tsk_wrong-{i}", headers=guesser).status_code for i in range(4)]
+    assert statuses == [401, 401, 401, 429]
+    assert proxy.send("GET", CODE_MODULES, headers=guesser).status_code == 429
+    # Another client behind the same proxy, and the proxy's own requests, are other addresses.
+    assert proxy.send("GET", CODE_MODULES, headers=colleague).status_code == 200
+    assert proxy.send("GET", CODE_MODULES).status_code == 200
+    # An address that is not a trusted proxy cannot borrow a forwarded client's standing, nor shed its own.
+    stranger_statuses = [stranger.send("GET", CODE_MODULES, token=f"tsk_wrong-{i}", headers=colleague).status_code for i in range(4)]
+    assert stranger_statuses == [401, 401, 401, 429]
+    assert stranger.send("GET", CODE_MODULES, headers={"X-Forwarded-For": "192.0.2.99"}).status_code == 429
+    assert proxy.send("GET", CODE_MODULES, headers=colleague).status_code == 200
+    behind_proxy.assert_alive()
