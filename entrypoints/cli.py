@@ -224,7 +224,9 @@ def _projections(args: argparse.Namespace) -> int:
             view.on_documents_written = lambda: os.kill(os.getpid(), signal.SIGKILL)
         # On PostgreSQL it wakes on each write and announces each position to the API processes.
         channels = store_channels(settings, app, identity)
-        runner = build_runner(app, view, poll_seconds=settings.projection_poll_seconds, channels=channels, announce=True)
+        # It proves it is alive to the API processes by a heartbeat in the index (issue 28, 11).
+        runner = build_runner(app, view, poll_seconds=settings.projection_poll_seconds, channels=channels, announce=True,
+                              heartbeat_seconds=settings.projection_heartbeat_seconds)
         stopped = threading.Event()
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, lambda *_: stopped.set())

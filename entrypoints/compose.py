@@ -44,7 +44,7 @@ from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
 from projections.opensearch import OpenSearchModuleReadModel
 from projections.rebuild import rebuild
-from projections.runner import PullingProjectionRunner, TrackingWatcher
+from projections.runner import PullingProjectionRunner, TrackingWatcher, runner_id
 from projections.store_identity import store_identity
 from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
@@ -104,11 +104,18 @@ def build_read_model(settings: Settings, store: str | None = None) -> ModuleRead
 
 
 def build_runner(app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.5,
-                 channels: StoreChannels | None = None, announce: bool = False) -> PullingProjectionRunner:
+                 channels: StoreChannels | None = None, announce: bool = False,
+                 heartbeat_seconds: float | None = None) -> PullingProjectionRunner:
     """The projection runner, in the API process or `toolsmith projections run`. On OpenSearch it
     rebuilds the index from `app`'s store when it finds another store's documents there. With a
     PostgreSQL store's `channels` it wakes on every write, and with `announce` (a runner of its
-    own process) it tells the API processes of each position applied."""
+    own process) it tells the API processes of each position applied. With `heartbeat_seconds`
+    (a runner of its own process, on OpenSearch) it beats in the index that often."""
+    beat = None
+    if heartbeat_seconds is not None and isinstance(view, OpenSearchModuleReadModel):
+        me = runner_id()
+        def beat(beats: int) -> None:
+            view.beat(app.name, me, beats)
     replace = None
     if isinstance(view, OpenSearchModuleReadModel):
         def replace() -> None:
@@ -117,7 +124,8 @@ def build_runner(app: Application, view: ModuleReadModel, *, poll_seconds: float
                 "index": done.index, "replaced": done.replaced, "events": done.events, "store": view.store})
     return PullingProjectionRunner(app, ModuleSummaries(view=view), rebuild=replace, poll_seconds=poll_seconds,
                                    listen=channels.listen_to_writes if channels is not None else None,
-                                   announce=channels.announce if channels is not None and announce else None)
+                                   announce=channels.announce if channels is not None and announce else None,
+                                   heartbeat=beat, heartbeat_seconds=heartbeat_seconds or 2.0)
 
 
 def store_channels(settings: Settings, app: Application, store: str) -> StoreChannels | None:
@@ -321,8 +329,12 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     channels = store_channels(settings, store, identity)
     runner: PullingProjectionRunner | TrackingWatcher
     if settings.projection_runner == "external" and settings.opensearch_url is not None:
+        # The runner's heartbeat, in the index it writes (issue 28, 11).
+        heard = read_model.heartbeat if isinstance(read_model, OpenSearchModuleReadModel) else None
         runner = TrackingWatcher(store, read_model, max_lag_seconds=settings.read_model_max_lag_seconds,
-                                 listen=channels.listen_to_positions if channels is not None else None)
+                                 listen=channels.listen_to_positions if channels is not None else None,
+                                 heartbeat=(lambda: heard(store.name)) if heard is not None else None,
+                                 heartbeat_seconds=settings.projection_heartbeat_seconds)
     else:
         runner = build_runner(store, read_model, poll_seconds=settings.projection_poll_seconds, channels=channels)
 

@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     # PostgreSQL the store's notifications wake it at once; this is the fallback for a lost one.
     projection_poll_seconds: float = Field(0.5, gt=0, le=60, validation_alias=_env(
         "projection_poll_seconds", "TOOLSMITH_PROJECTION_POLL_SECONDS"))
+    # How often `toolsmith projections run` proves it is alive (a heartbeat in the index): the API
+    # processes count it dead, in /healthz and for the writes waiting on it, after two missed.
+    projection_heartbeat_seconds: float = Field(2.0, gt=0, le=300, validation_alias=_env(
+        "projection_heartbeat_seconds", "TOOLSMITH_PROJECTION_HEARTBEAT_SECONDS"))
 
     # The code sandbox (DESIGN §6).
     sandbox_url: str = Field("embedded", validation_alias=_env("sandbox_url", "CODESANDBOX_URL"))

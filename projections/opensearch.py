@@ -15,6 +15,11 @@
 - **Batches.** The projection's writes are buffered (`put`, `remove`, `insert_tracking`) and sent
   as one `_bulk` request by `flush`. Items rejected with 429 are retried with backoff, and only
   those; any other failed item fails the batch, and the tracking position is not advanced past it.
+- **The runner's heartbeat in the same index.** A runner of its own process (`toolsmith
+  projections run`) writes a small document (`kind: heartbeat`: its id, a counter, its time) every
+  few seconds (`beat`), so that the API processes can tell it is alive while nothing is written
+  (issue 28, 11); they judge its freshness by the counter's changes on their own clock
+  (`projections/runner.py`), never by comparing its time with theirs.
 - **One event store per index.** Every document, the tracking position included, records the id
   of the event store it came from (`store`, see `projections/store_identity.py`), and queries
   match only this store's documents. A runner that finds another store's position in the index
@@ -53,10 +58,13 @@ DEFAULT_ALIAS = "toolsmith-modules"
 TAG_FACET_SIZE = 10_000
 TRACKING = "tracking"
 MODULE = "module"
+HEARTBEAT = "heartbeat"
 
 _KEYWORD = {"type": "keyword"}
 # Facet fields: their global ordinals are built at refresh, not by the first list after a write.
 _FACET = {"type": "keyword", "eager_global_ordinals": True}
+# The runner's heartbeat: which runner, how many beats, and when by its own clock (for people).
+_HEARTBEAT_FIELDS: dict[str, Any] = {"runner": _KEYWORD, "beats": {"type": "long"}, "beatAt": {"type": "date"}}
 MAPPINGS: dict[str, Any] = {
     "dynamic": "strict",
     "properties": {
@@ -86,6 +94,8 @@ MAPPINGS: dict[str, Any] = {
         "position": {"type": "long"},
         # Every document: the event store it came from.
         "store": _KEYWORD,
+        # The heartbeat document (and `application`).
+        **_HEARTBEAT_FIELDS,
     },
 }
 _DERIVED = ("kind", "deleted", "text", "idKey", "descriptionKey", "store")
@@ -122,6 +132,10 @@ def _module_id(tenant: str, module_id: str) -> str:
 
 def _tracking_id(application_name: str) -> str:
     return f"{TRACKING}/{application_name}"
+
+
+def _heartbeat_id(application_name: str) -> str:
+    return f"{HEARTBEAT}/{application_name}"
 
 
 @dataclass(frozen=True)
@@ -186,8 +200,9 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         processes starting at once race on one deterministic name, so only one index is made."""
         try:
             if self.client.indices.exists_alias(name=self.index) or self.client.indices.exists(index=self.index):
-                # An index made before documents recorded their store gets the field (a no-op after).
-                self.client.indices.put_mapping(index=self.index, body={"properties": {"store": _KEYWORD}})
+                # An index made before documents recorded their store, or before runners beat in
+                # it, gets the fields (a no-op after).
+                self.client.indices.put_mapping(index=self.index, body={"properties": {"store": _KEYWORD, **_HEARTBEAT_FIELDS}})
                 # An index made before the translog was synced in the background gets it too.
                 self.client.indices.put_settings(index=self.index, body={"index": DURABILITY})
                 return
@@ -230,6 +245,24 @@ class OpenSearchModuleReadModel(ModuleReadModel):
             applied = self.max_tracking_id(tracking.application_name)
         if applied is not None and tracking.notification_id <= applied:
             raise IntegrityError(f"notification {tracking.notification_id} was already applied (position {applied})")
+
+    # -- the runner's heartbeat ---------------------------------------------------------------
+
+    def beat(self, application_name: str, runner: str, beats: int) -> None:
+        """Writes the heartbeat of the runner `runner` following `application_name`'s log: its
+        `beats`th. Not refreshed: a reader gets it by id, which OpenSearch answers in real time."""
+        document = {"kind": HEARTBEAT, "application": application_name, "runner": runner, "beats": beats,
+                    "beatAt": datetime.now(UTC).isoformat(), **self._stamp}
+        self._call(lambda: self.client.index(index=self.index, id=_heartbeat_id(application_name), body=document,
+                                             refresh="false"))
+
+    def heartbeat(self, application_name: str) -> tuple[str, int] | None:
+        """The last heartbeat written by a runner of this view's event store: (runner, beats), or
+        None when none was ever written (or only another store's)."""
+        source = self._get(_heartbeat_id(application_name))
+        if source is None or self.store not in (None, source.get("store")):
+            return None
+        return source["runner"], source["beats"]
 
     # -- what the projection writes ----------------------------------------------------------
 
@@ -339,6 +372,9 @@ class OpenSearchModuleReadModel(ModuleReadModel):
                     failures.append(f"{result.get('_id')}: {status} {_item_reason(result)}")
             if failures:
                 raise BulkRejected(f"{len(failures)} of {len(actions)} writes failed: " + "; ".join(failures[:5]))
+            if not retry:
+                # Only 409s: every item was applied already (a batch applied again after a restart).
+                return
             attempt += 1
             if attempt > self.retry_attempts:
                 raise ReadModelUnavailable(f"OpenSearch kept rejecting {len(retry)} writes with 429 (too many requests)")

@@ -15,9 +15,16 @@ the runner announces each position it applies (`announce`), and the API uses `Tr
 instead: one thread per process hears the positions (or, without notifications, reads the view's
 stored position while someone waits) and wakes every request waiting for one.
 
+A runner of its own process proves it is alive by a heartbeat (`heartbeat`, every
+`heartbeat_seconds`, written to the read model where every API process can read it), from a
+thread of its own, so that a long catch-up beats too. `TrackingWatcher` reads it every quarter
+interval and counts the runner dead once its counter has not changed for two intervals by the
+API's own clock (`Pulse`): a dead runner shows while nothing is written, and no clock skew between
+the machines matters (issue 28, 11). A write waiting for a runner known dead stops waiting.
+
 `health` is what `/healthz` says of the read side: the positions, the lag in events and in
-seconds (the age of the oldest event not applied yet, which also tells of a runner in another
-process that died), whether the runner runs, and `degraded` with the reasons.
+seconds (the age of the oldest event not applied yet), whether the runner runs (its thread, or
+its heartbeat), and `degraded` with the reasons.
 """
 
 from __future__ import annotations
@@ -25,7 +32,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
+import socket
 import threading
+import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -134,6 +145,40 @@ def _settle(answer: asyncio.Future[bool], result: bool) -> None:
         answer.set_result(result)
 
 
+def runner_id() -> str:
+    """Who beats: the host, the process, and a random part (a pid is reused after a restart)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+class Pulse:
+    """A heartbeat as a reader sees it, on the reader's own clock: `observe(mark)` is given what
+    the heartbeat reads now (any value that changes at each beat, or None when there is none),
+    and the beater counts as silent once the mark has not changed for two intervals. The first
+    observation starts the count, so a runner that never beat is dead two intervals after."""
+
+    BEATS_MISSED = 2
+
+    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._mark: object = None
+        self._changed_at: float | None = None
+
+    def observe(self, mark: object) -> None:
+        with self._lock:
+            if self._changed_at is None or mark != self._mark:
+                self._mark, self._changed_at = mark, self._clock()
+
+    def silent_for(self) -> float:
+        """Seconds since the mark last changed (0 before the first observation)."""
+        with self._lock:
+            return 0.0 if self._changed_at is None else max(self._clock() - self._changed_at, 0.0)
+
+    def alive(self) -> bool:
+        return self.silent_for() <= self.BEATS_MISSED * self.interval
+
+
 class PullingProjectionRunner:
     def __init__(
         self,
@@ -145,11 +190,14 @@ class PullingProjectionRunner:
         rebuild: Callable[[], object] | None = None,
         listen: Callable[[Callable[[], None]], Listening] | None = None,
         announce: Callable[[int], None] | None = None,
+        heartbeat: Callable[[int], None] | None = None,
+        heartbeat_seconds: float = 2.0,
     ) -> None:
         """`rebuild` replaces the view's storage with one built from `app`'s store (for a view
         found holding another event store's documents). `listen(wake)` starts listening to the
         store's writes (PostgreSQL); `announce(position)` tells the API processes of each new
-        position applied (for a runner in a process of its own)."""
+        position applied, and `heartbeat(beats)` writes the `beats`th heartbeat, every
+        `heartbeat_seconds` (both for a runner in a process of its own)."""
         self.app = app
         self.projection = projection
         self.view: ModuleReadModel = projection.view
@@ -159,6 +207,9 @@ class PullingProjectionRunner:
         self._announced: int | None = None
         self._listen = listen
         self._announce = announce
+        self._heartbeat = heartbeat
+        self.heartbeat_seconds = heartbeat_seconds
+        self._beating: threading.Thread | None = None
         self._listening: Listening | None = None
         self._opened = False
         self._poked = threading.Event()
@@ -183,7 +234,12 @@ class PullingProjectionRunner:
 
     def start(self) -> None:
         """Applies everything recorded so far (when the view can be reached), then follows the
-        log in a thread, which keeps retrying while the view is unavailable."""
+        log in a thread, which keeps retrying while the view is unavailable. The heartbeat starts
+        first: a runner busy with a long catch-up is alive."""
+        if self._heartbeat is not None:
+            self._beating = threading.Thread(target=self._beat, name=f"projection-{self.projection.name}-heartbeat",
+                                             daemon=True)
+            self._beating.start()
         try:
             self.catch_up()
         except Exception as error:  # noqa: BLE001 - reported by `error` and the log, retried by the thread
@@ -200,10 +256,33 @@ class PullingProjectionRunner:
             self._listening.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._beating is not None:
+            self._beating.join(timeout=5)
         self._applied.give_up()
 
     def poke(self) -> None:
         self._poked.set()
+
+    def _beat(self) -> None:
+        """Beats every `heartbeat_seconds` while the runner follows the log (or catches up before
+        it does); a beat that cannot be written is logged once until one is again."""
+        assert self._heartbeat is not None
+        beats, failing = 0, False
+        next_beat = time.monotonic()
+        while not self._stopping.is_set():
+            if self._thread is None or self._thread.is_alive():
+                beats += 1
+                try:
+                    self._heartbeat(beats)
+                except Exception as error:  # noqa: BLE001 - the readers see the silence; retried at the next beat
+                    if not failing:
+                        log.warning("projection heartbeat not written; retrying",
+                                    extra={"projection": self.projection.name, "error": str(error)})
+                    failing = True
+                else:
+                    failing = False
+            next_beat = max(next_beat + self.heartbeat_seconds, time.monotonic())
+            self._stopping.wait(next_beat - time.monotonic())
 
     def position(self) -> int:
         """The last notification id the view has applied, as this runner knows it."""
@@ -368,9 +447,14 @@ class TrackingWatcher:
 
     def __init__(self, app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.02,
                  fallback_seconds: float = 0.25, max_lag_seconds: float | None = None,
-                 listen: Callable[[Callable[[int], None], Callable[[], None]], Listening] | None = None) -> None:
+                 listen: Callable[[Callable[[int], None], Callable[[], None]], Listening] | None = None,
+                 heartbeat: Callable[[], object] | None = None, heartbeat_seconds: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """`max_lag_seconds`: past this age of the oldest event not applied, the runner counts as
-        dead. `listen(heard, on_connect)` starts listening to the runner's announced positions."""
+        dead. `listen(heard, on_connect)` starts listening to the runner's announced positions.
+        `heartbeat()` reads the runner's heartbeat (a value that changes at each beat, None when
+        there is none), which it writes every `heartbeat_seconds`; without one, only the lag
+        tells of a dead runner."""
         self.app = app
         self.view = view
         self.poll_seconds = poll_seconds
@@ -386,6 +470,11 @@ class TrackingWatcher:
         self._read_now = False
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._heartbeat = heartbeat
+        self.heartbeat_seconds = heartbeat_seconds
+        self._pulse = Pulse(heartbeat_seconds, clock) if heartbeat is not None else None
+        self._clock = clock
+        self._listened_at: float | None = None
 
     def start(self) -> None:
         """Prepares the view's storage too (idempotent), so queries work before the runner's start."""
@@ -394,6 +483,7 @@ class TrackingWatcher:
         except Exception as error:  # noqa: BLE001 - reported as the health's `degraded`, retried by position()
             self.error = error
         self._applied.advance(self.position())
+        self.listen_to_heart()
         self._thread = threading.Thread(target=self._follow, name="read-model-position", daemon=True)
         self._thread.start()
         if self._listen is not None:
@@ -416,9 +506,35 @@ class TrackingWatcher:
     mode = "external"
 
     def alive(self) -> bool:
-        """Another process's runner, as this process can tell: dead once the oldest event it has
-        not applied is older than `max_lag_seconds` (a runner that lives applies it sooner)."""
-        return self._alive_at(self.position())
+        """Another process's runner, as this process can tell: dead once its heartbeat has not
+        changed for two intervals, writes or no writes, or once the oldest event it has not
+        applied is older than `max_lag_seconds` (a runner that lives applies it sooner)."""
+        self.listen_to_heart()
+        return self.beating() and self._alive_at(self.position())
+
+    def beating(self) -> bool:
+        """Whether the runner's heartbeat was heard changing within two intervals (True when it
+        has none to read)."""
+        return self._pulse is None or self._pulse.alive()
+
+    def silent_for(self) -> float:
+        """Seconds since the runner's heartbeat last changed, as this process saw it."""
+        return self._pulse.silent_for() if self._pulse is not None else 0.0
+
+    def listen_to_heart(self) -> None:
+        """Reads the runner's heartbeat now. Once it is stale, the writes waiting for the runner
+        stop waiting: nothing will apply them (their answers say so)."""
+        if self._pulse is None or self._heartbeat is None:
+            return
+        self._listened_at = self._clock()
+        try:
+            mark = self._heartbeat()
+        except Exception:  # noqa: BLE001 - an unreadable heartbeat is a silent one; the view's error tells why
+            pass
+        else:
+            self._pulse.observe(mark)
+        if not self._pulse.alive():
+            self._applied.give_up()
 
     def position(self) -> int:
         try:
@@ -457,7 +573,7 @@ class TrackingWatcher:
         applied = self.position()
         if applied >= notification_id:
             return True
-        if self.error is not None or not self._alive_at(applied):
+        if self.error is not None or not self.beating() or not self._alive_at(applied):
             return False
         return None
 
@@ -480,10 +596,14 @@ class TrackingWatcher:
 
     def _follow(self) -> None:
         """The one thread that advances the position, so that what it learns arrives in order."""
+        # The heartbeat is read four times an interval: a runner's death shows a quarter late at most.
+        listening_pace = self._pulse.interval / 4 if self._pulse is not None else 1.0
         while not self._stopping.is_set():
             pace = self.fallback_seconds if self._listening_now() else self.poll_seconds
-            woken = self._wake.wait(pace if self._applied.waiting() else 1.0)
+            woken = self._wake.wait(min(pace, listening_pace) if self._applied.waiting() else min(1.0, listening_pace))
             self._wake.clear()
+            if self._listened_at is None or self._clock() - self._listened_at >= listening_pace:
+                self.listen_to_heart()
             while self._heard:
                 self._applied.advance(self._heard.popleft())
             read_now, self._read_now = self._read_now, False
@@ -513,6 +633,9 @@ def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, 
     if behind > max_lag_seconds:
         problems.append(f"the read model is {behind:.1f} s behind the event store (more than {max_lag_seconds:g} s): "
                         "is the projection runner running?")
+    elif isinstance(runner, TrackingWatcher) and not runner.beating():
+        problems.append(f"the projection runner has not beaten for {runner.silent_for():.1f} s (its heartbeat comes "
+                        f"every {runner.heartbeat_seconds:g} s): is `toolsmith projections run` running?")
     elif not alive:
         problems.append("the projection runner is not running")
     return {

@@ -29,6 +29,9 @@ HEADER = "Toolsmith-Read-Your-Writes"
 # The runner's poll, and the bound of a write's wait: shorter, so only a notification ends it well.
 POLL_SECONDS = 60
 WAIT_SECONDS = 30
+# The runner's heartbeat: a runner paused (SIGSTOP) for as long as a write waits is not yet counted
+# dead (two silent heartbeats), so the writes waiting for it wait their bound.
+HEARTBEAT_SECONDS = WAIT_SECONDS
 # Three processes start here, on machines that CI shares: each gets longer than the usual 30 s.
 STARTUP_SECONDS = 120
 SOURCE = "exports.f = function (x) { return x + 1; }; exports.run = function (input) { return exports.f(input.x); };"
@@ -40,7 +43,8 @@ def topology(postgres_store: dict[str, str], opensearch_url: str, opensearch_ind
     env = {**postgres_store, "OPENSEARCH_URL": opensearch_url, "TOOLSMITH_OPENSEARCH_INDEX": opensearch_index,
            "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "TOOLSMITH_PROJECTION_RUNNER": "external",
            "TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "CODESANDBOX_WORKERS": "1",
-           "TOOLSMITH_PROJECTION_POLL_SECONDS": str(POLL_SECONDS), "TOOLSMITH_READ_YOUR_WRITES_SECONDS": str(WAIT_SECONDS)}
+           "TOOLSMITH_PROJECTION_POLL_SECONDS": str(POLL_SECONDS), "TOOLSMITH_READ_YOUR_WRITES_SECONDS": str(WAIT_SECONDS),
+           "TOOLSMITH_PROJECTION_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS)}
     one = Server(data_dir=tmp_path / "one", env=env, token=ADMIN_TOKEN).start(STARTUP_SECONDS)  # creates the tables
     runner_env = environment_without_settings()
     runner_env.update({k: v for k, v in env.items() if k != "TOOLSMITH_ADMIN_TOKEN"}, TOOLSMITH_DATA_DIR=str(tmp_path / "runner"))

@@ -63,8 +63,11 @@ def _history(app: ApplicationServices) -> None:
 
 
 def _documents(client: OpenSearch, index: str) -> dict[str, dict[str, Any]]:
+    """What the projection wrote: the modules and the tracking position (not a runner's
+    heartbeat, which tells of the runner, not of the events: a rebuild writes none)."""
     client.indices.refresh(index=index)
-    found = client.search(index=index, body={"query": {"match_all": {}}, "size": 1000})
+    query = {"bool": {"must_not": [{"term": {"kind": "heartbeat"}}]}}
+    found = client.search(index=index, body={"query": query, "size": 1000})
     return {hit["_id"]: hit["_source"] for hit in found["hits"]["hits"]}
 
 
