@@ -16,6 +16,9 @@ carries the error: only the service's refusals are HTTP errors.
         X-Sandbox-Priority: background     a background execution (a tenant's sessions beyond its
                                            first few, DESIGN §12: it yields the CPU entirely once
                                            it runs long); anything else: normal
+        X-Sandbox-Service-Log: off         the module's log lines are not written to this service's
+                                           log (its caller writes them, redacted: an API URL tool's
+                                           post-processing, issue 28); anything else: written
     GET /healthz                           no credentials; the session cap, the parallelism (the
                                            worker processes kept running) and the profile names
 """
@@ -42,8 +45,8 @@ from domain.values import MAX_DEPTH, too_deep
 from sandbox.capabilities import PROFILES, UnknownProfile, profile
 from sandbox.config import SandboxConfig
 from sandbox.wire import (
-    BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, WireError, check_then_run_from_wire, execution_from_wire,
-    outcomes_to_wire, result_to_wire, to_json,
+    BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, SERVICE_LOG_HEADER, SERVICE_LOG_OFF, WireError, check_then_run_from_wire,
+    execution_from_wire, outcomes_to_wire, result_to_wire, to_json,
 )
 
 log = logging.getLogger("toolsmith.entrypoints.sandbox_service")
@@ -159,6 +162,8 @@ def create_sandbox_app(
         module = execution.target.name
         if request.headers.get(PRIORITY_HEADER, "").strip().lower() == BACKGROUND:
             execution = dataclasses.replace(execution, background=True)
+        if request.headers.get(SERVICE_LOG_HEADER, "").strip().lower() == SERVICE_LOG_OFF:
+            execution = dataclasses.replace(execution, service_log=False)
         if not sessions.try_enter():
             record("busy", module)
             return _busy(sessions.limit)

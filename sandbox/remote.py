@@ -9,7 +9,8 @@ The service's parallelism (how many checks of a publish it is given at once) is 
 `/healthz` says, asked once. A check with runs is one call (`/v1/check-then-run`), one session and
 one worker visit on the service; a service from before that call (404) gets the check and each run
 as calls of their own, as the port's default does. A background execution is marked with the
-priority header (`sandbox.wire`), which a service from before it ignores.
+priority header (`sandbox.wire`), which a service from before it ignores, and one whose log lines
+the service must not write to its log (`Execution.service_log`) with the service-log header.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
 from domain.values import MAX_DEPTH, TOO_DEEP_RESULT, lone_surrogate_at, too_deep, well_formed
 from sandbox.capabilities import Capabilities
 from sandbox.wire import (
-    BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, check_then_run_to_wire, execution_to_wire, outcomes_from_wire,
-    result_from_wire, to_json,
+    BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, SERVICE_LOG_HEADER, SERVICE_LOG_OFF, check_then_run_to_wire,
+    execution_to_wire, outcomes_from_wire, result_from_wire, to_json,
 )
 
 log = logging.getLogger("toolsmith.sandbox.remote")
@@ -88,7 +89,7 @@ class RemoteSandbox(Sandbox):
             # The service runs the check and each run one after the other, each within the timeout.
             seconds = execution.timeout_millis / 1000 * (1 + len(inputs)) + self.timeout_margin_seconds
             body = to_json(check_then_run_to_wire(execution, list(inputs)))
-            response = self._post("/v1/check-then-run", body, seconds, capabilities, background=execution.background)
+            response = self._post("/v1/check-then-run", body, seconds, capabilities, execution)
             if response.status_code != 404:
                 return self._outcomes(response)
             self._visits = False
@@ -114,7 +115,7 @@ class RemoteSandbox(Sandbox):
     def _call(self, path: str, execution: Execution, capabilities: Capabilities | None) -> ExecutionResult:
         # The service clamps the timeout to its own cap, so the call never needs longer than asked.
         seconds = execution.timeout_millis / 1000 + self.timeout_margin_seconds
-        response = self._post(path, to_json(execution_to_wire(execution)), seconds, capabilities, background=execution.background)
+        response = self._post(path, to_json(execution_to_wire(execution)), seconds, capabilities, execution)
         if response.status_code != 200:
             return self._refused(response)
         try:
@@ -138,11 +139,15 @@ class RemoteSandbox(Sandbox):
         self._refusal_logged = False
         return self._read(check, "check."), [self._read(run, f"runs[{i}].") for i, run in enumerate(runs)]
 
-    def _post(self, path: str, body: bytes, seconds: float, capabilities: Capabilities | None, *,
-              background: bool = False) -> httpx.Response:
+    def _post(self, path: str, body: bytes, seconds: float, capabilities: Capabilities | None,
+              execution: Execution) -> httpx.Response:
         timeout = httpx.Timeout(seconds, connect=min(seconds, self.timeout_margin_seconds))
         profile = capabilities.name if capabilities is not None else self.capability_profile
-        headers = {PROFILE_HEADER: profile, PRIORITY_HEADER: BACKGROUND} if background else {PROFILE_HEADER: profile}
+        headers = {PROFILE_HEADER: profile}
+        if execution.background:
+            headers[PRIORITY_HEADER] = BACKGROUND
+        if not execution.service_log:
+            headers[SERVICE_LOG_HEADER] = SERVICE_LOG_OFF
         try:
             return self._client.post(path, content=body, headers=headers, timeout=timeout)
         except httpx.TimeoutException:

@@ -20,6 +20,9 @@ headers travel with every call besides the bearer secret: the caller's name and 
 profile to grant; a third, `X-Sandbox-Priority: background`, with a background execution
 (`Execution.background`, DESIGN §12). The priority is a header, not a field of the body, so that
 a service from before it (whose body reader refuses unknown fields) runs the call all the same.
+So is `X-Sandbox-Service-Log: off`, with an execution whose module's log lines the service must not
+write to its own log (`Execution.service_log`: an API URL tool's post-processing, whose caller
+writes them redacted, issue 28).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ CALLER_HEADER = "X-Sandbox-Caller"
 PROFILE_HEADER = "X-Sandbox-Profile"
 PRIORITY_HEADER = "X-Sandbox-Priority"
 BACKGROUND = "background"
+SERVICE_LOG_HEADER = "X-Sandbox-Service-Log"
+SERVICE_LOG_OFF = "off"
 STYLES = ("module", "script")
 
 _EXECUTION_FIELDS = ("units", "input", "timeoutMillis", "memoryLimitMb", "style", "isTool", "context", "dateParameters")
