@@ -44,6 +44,7 @@ from typing import Any
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
 from domain.values import TOO_DEEP_RESULT, too_deep, well_formed
+from infrastructure.priority import lower
 from sandbox.bundle import Program, build_program
 from sandbox.capabilities import Capabilities
 from sandbox.config import SandboxConfig
@@ -59,7 +60,6 @@ CALLS_PER_WORKER = 10_000
 # ordinary call's evaluation, well under the least timeout a tool may have (R9's 100 ms), so that
 # no busy loop escapes it by timing out first.
 LONG_CALL_SECONDS = 0.02
-LOWERED_NICENESS = 19
 ZYGOTE_START_SECONDS = 60.0
 _PLACE = re.compile(r"<input>:(\d+)(?::(\d+))?")
 _ROOT = Path(__file__).resolve().parent.parent
@@ -458,20 +458,10 @@ class EmbeddedSandbox(Sandbox):
 
 
 def _lower(worker: _Worker, *, idle: bool) -> None:
-    """The worker's CPU scheduling lowered for good: to niceness 19, and with `idle` to
-    `SCHED_IDLE` (it then runs only when no process of its scheduling group at a normal policy
-    wants the CPU). Best effort: what the kernel refuses is skipped."""
+    """The worker's CPU scheduling lowered for good (`infrastructure.priority.lower`: niceness 19,
+    or with `idle` `SCHED_IDLE`); it retires after its visit."""
     worker.lowered = True
-    try:
-        if idle:
-            os.sched_setscheduler(worker.pid, os.SCHED_IDLE, os.sched_param(0))
-            return
-    except (AttributeError, OSError):
-        pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, worker.pid, LOWERED_NICENESS)
-    except OSError as e:
-        log.warning("a sandbox worker could not be lowered", extra={"pid": worker.pid, "reason": str(e)})
+    lower(worker.pid, idle=idle, what="a sandbox worker")
 
 
 _CRASH = ExecutionError("crash", "the sandbox process running this call ended abruptly (an engine crash); the call was abandoned")

@@ -9,6 +9,14 @@ it sends the worker a path. A worker is started on first need, waited for until 
 ready (so that its start is not counted against a job's time), and replaced after any failure (its
 state after a `MemoryError` or a parser's failure is not worth trusting) and after
 `JOBS_PER_WORKER` jobs.
+
+Short documents first (DESIGN §12, fair share, as the sandbox does): an extraction still running
+after `LONG_EXTRACTION_SECONDS` has its worker lowered where it stands (`infrastructure.priority`):
+to niceness 19, or for a `background` job (one of a tenant's extractions beyond its first few) to
+`SCHED_IDLE`, so that one tenant's hostile documents leave the CPU to everyone's ordinary ones and
+yet go on. A lowered worker retires after its job. A job may also carry a `deadline` earlier than
+its own time limit (its upload's, `application.kinds.search_tools`): past it, it ends as a time-out
+would, with the reason its caller gave.
 """
 
 from __future__ import annotations
@@ -25,11 +33,16 @@ from typing import IO, cast
 
 from domain.documents import Extracted, ExtractionFailed
 import infrastructure.extraction.wire as wire  # not `from infrastructure.extraction import`: the package imports pool
+from infrastructure.priority import lower
 
 log = logging.getLogger("toolsmith.extraction")
 
 JOBS_PER_WORKER = 200
 START_TIMEOUT_SECONDS = 30.0
+# How long an extraction runs at the normal priority before its worker is lowered: an ordinary
+# document (a page of text, a report of a few pages) is done well within it, and a lowered worker
+# costs a new worker's start (its imports, some tenths of a second), worth it only for a long job.
+LONG_EXTRACTION_SECONDS = 1.0
 _ROOT = str(Path(__file__).resolve().parents[2])
 _LAUNCH = (
     "import sys; sys.path.append(sys.argv[1]); from infrastructure.extraction.worker import main; main(sys.argv[2:])"
@@ -49,6 +62,7 @@ class _Worker:
         self.jobs_fd = cast(IO[bytes], process.stdin).fileno()
         self.answers_fd = cast(IO[bytes], process.stdout).fileno()
         self.jobs = 0
+        self.lowered = False  # for good (`lower`): retired after its job
 
     def kill(self) -> int:
         """Kills the process and reaps it; its exit status (another thread may be reading its
@@ -85,14 +99,18 @@ class ExtractorPool:
         self._live: set[_Worker] = set()
         self._closed = False
 
-    def extract(self, path: str, media_type: str) -> Extracted:
+    def extract(self, path: str, media_type: str, *, background: bool = False, deadline: float | None = None,
+                overdue: str = "") -> Extracted:  # fmt: skip
         """The text of the document at `path` (of `media_type`, from `sniff_file`); raises
-        `ExtractionFailed` with a reason a person understands."""
+        `ExtractionFailed` with a reason a person understands. `background`: lowered to
+        `SCHED_IDLE` rather than niceness 19 once it runs long. `deadline` (a `time.monotonic()`
+        instant): when it comes before the time limit, the extraction ends there, failed with the
+        reason `overdue`."""
         with self._turns:
             worker = self._take()
             started = time.monotonic()
             try:
-                extracted = self._run(worker, os.path.abspath(path), media_type)
+                extracted = self._run(worker, os.path.abspath(path), media_type, background, deadline, overdue)
             except BaseException as e:
                 self._retire(worker)
                 # The reason without its parenthesis, which may quote a library quoting the document.
@@ -139,7 +157,7 @@ class ExtractorPool:
 
     def _give_back(self, worker: _Worker) -> None:
         with self._lock:
-            if worker.jobs < JOBS_PER_WORKER and not self._closed:
+            if worker.jobs < JOBS_PER_WORKER and not worker.lowered and not self._closed:
                 self._idle.append(worker)
                 return
         self._retire(worker)
@@ -173,10 +191,19 @@ class ExtractorPool:
                  "seconds": round(time.monotonic() - started, 3)})  # fmt: skip
         return worker
 
-    def _run(self, worker: _Worker, path: str, media_type: str) -> Extracted:
-        deadline = time.monotonic() + self.timeout_seconds
+    def _run(self, worker: _Worker, path: str, media_type: str, background: bool = False, cut_at: float | None = None,
+             overdue: str = "") -> Extracted:  # fmt: skip
+        started = time.monotonic()
+        deadline = started + self.timeout_seconds
+        cut = cut_at is not None and cut_at < deadline
+        if cut_at is not None:
+            deadline = min(deadline, cut_at)
         try:
             wire.send_json(worker.jobs_fd, {"path": path, "media_type": media_type})
+            lower_at = started + LONG_EXTRACTION_SECONDS
+            if lower_at < deadline and not wire.readable(worker.answers_fd, lower_at):
+                worker.lowered = True  # a long document: short ones go first
+                lower(worker.pid, idle=background, what="an extraction worker")
             answer = wire.receive_json(worker.answers_fd, deadline, _ANSWER_BYTES)
             if not answer.get("ok"):
                 raise ExtractionFailed(str(answer.get("reason")))
@@ -184,6 +211,10 @@ class ExtractorPool:
             return Extracted(text, tuple(answer["page_starts"]), answer["title"])
         except wire.Timeout:
             worker.kill()
+            if cut:
+                log.info("extraction stopped at its upload's deadline: worker killed",
+                         extra={"worker": worker.pid, "media_type": media_type})
+                raise ExtractionFailed(overdue or self._timed_out()) from None
             log.warning("extraction overran its time limit: worker killed",
                         extra={"worker": worker.pid, "media_type": media_type, "limit": self.timeout_seconds})
             raise ExtractionFailed(self._timed_out()) from None

@@ -52,6 +52,14 @@ def receive_json(fd: int, deadline: float | None = None, limit: int = 1024 * 102
     return message
 
 
+def readable(fd: int, deadline: float) -> bool:
+    """Whether something (a frame's start, or the end) can be read from `fd` before `deadline`
+    (a `time.monotonic()` instant); reads nothing."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000))))
+
+
 def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
     buffer = bytearray()
     poller = select.poll()  # not select(): a server's descriptors may number beyond 1024
