@@ -287,7 +287,8 @@ def build_files(settings: Settings, store: Store) -> Files:
         blobs.close()
 
     return Files(blobs=blobs, index=index, sniff=sniff_file, extract=pool.extract, workdir=workdir,
-                 workers=settings.extract_workers, max_upload_bytes=settings.max_upload_mb * 1_048_576, close=close)
+                 workers=settings.extract_workers, tenant_workers=settings.tenant_max_extractions,
+                 upload_max_seconds=settings.upload_max_seconds, max_upload_bytes=settings.max_upload_mb * 1_048_576, close=close)
 
 
 def _runs_no_code() -> Sandbox:

@@ -143,6 +143,11 @@ class Settings(BaseSettings):
     extract_timeout_seconds: float = Field(60.0, gt=0, le=3_600, validation_alias=_env(
         "extract_timeout_seconds", "TOOLSMITH_EXTRACT_TIMEOUT_SECONDS"))
     extract_memory_mb: int = Field(512, ge=64, le=65_536, validation_alias=_env("extract_memory_mb", "TOOLSMITH_EXTRACT_MEMORY_MB"))
+    # DESIGN §12, fair share of extraction: the most extractions one tenant runs at once (unset: half
+    # of TOOLSMITH_EXTRACT_WORKERS, at least one), and the longest one upload's documents may take in all.
+    tenant_max_extractions: int | None = Field(None, ge=1, le=64, validation_alias=_env(
+        "tenant_max_extractions", "TOOLSMITH_TENANT_MAX_EXTRACTIONS"))
+    upload_max_seconds: float = Field(900.0, gt=0, le=86_400, validation_alias=_env("upload_max_seconds", "TOOLSMITH_UPLOAD_MAX_SECONDS"))
     # The chunk index on OpenSearch (with OPENSEARCH_URL; else an SQLite FTS5 file in the data dir).
     opensearch_chunks_index: str = Field("toolsmith-chunks", pattern=r"^[a-z0-9][a-z0-9_.-]{0,200}$",
                                          validation_alias=_env("opensearch_chunks_index", "TOOLSMITH_OPENSEARCH_CHUNKS_INDEX"))

@@ -163,6 +163,12 @@ def looping_pdf(pages: int = 200, depth: int = 12, fan_out: int = 4) -> bytes:
     return _pdf(objects)
 
 
+def nested_html(depth: int = 50_000, word: str = "deep") -> bytes:
+    """A page of `depth` unclosed nested <div>s around one word: about 5 bytes a level, and the
+    HTML layout's work grows faster than the bytes (50,000 levels, 250 KB: seconds of extraction)."""
+    return b"<html><body>" + b"<div>" * depth + word.encode() + b"</body></html>"
+
+
 def cyclic_pages_pdf() -> bytes:
     """A PDF whose page tree holds itself among its kids (pypdf detects the cycle)."""
     return _pdf([

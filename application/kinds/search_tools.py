@@ -14,6 +14,13 @@ model of the events and the blobs: `rebuild` makes it again from them. A documen
 is extracted never reaches the index (its chunks are taken out again if they got there first).
 
 A document left `PROCESSING` by a process that stopped is extracted again when the service starts.
+
+Extraction is shared fairly between tenants (DESIGN §12, `application.fair_queue`): each tenant's
+documents queue apart, a free extraction goes to the tenant running the fewest (round robin among
+equals), a tenant runs at most `Files.tenant_workers` at once (`TOOLSMITH_TENANT_MAX_EXTRACTIONS`),
+and its smallest file first; a long extraction is lowered in priority by the pool. One upload's
+documents all end within `Files.upload_max_seconds` of the upload (`TOOLSMITH_UPLOAD_MAX_SECONDS`):
+past it, the one being extracted is stopped and those not reached end `FAILED`, with the reason.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from application.commands import Change
+from application.fair_queue import FairQueue
 from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
 from domain.catalog import ToolEntry
 from domain.chunking import chunk_text
@@ -73,15 +80,20 @@ _SUFFIXES = sorted(CAPABILITIES, key=len, reverse=True)
 @dataclass(frozen=True)
 class Files:
     """What the kind needs to keep documents: the blob store, the chunk index, and extraction
-    (`sniff(path, name)` the media type from the bytes; `extract(path, media_type)` in a separate
-    process, raising `ExtractionFailed`), with a folder for the files being extracted."""
+    (`sniff(path, name)` the media type from the bytes; `extract(path, media_type, background=,
+    deadline=, overdue=)` in a separate process, raising `ExtractionFailed`, as
+    `infrastructure.extraction.ExtractorPool.extract` does), with a folder for the files being
+    extracted. `workers` extractions run at once, at most `tenant_workers` of one tenant (unset:
+    half the workers, at least one), and one upload's all end within `upload_max_seconds`."""
 
     blobs: BlobStore
     index: DocumentIndex
     sniff: Callable[[str, str], str]
-    extract: Callable[[str, str], Extracted]
+    extract: Callable[..., Extracted]
     workdir: Path
     workers: int = 2
+    tenant_workers: int | None = None
+    upload_max_seconds: float = 900.0
     max_upload_bytes: int = 25 * 1_048_576
     close: Callable[[], None] = lambda: None
 
@@ -100,8 +112,8 @@ class SearchToolKind(ToolKind):
 
     def __init__(self, deps: Any) -> None:
         super().__init__(deps)
-        self._executor: ThreadPoolExecutor | None = None
-        self._executor_lock = threading.Lock()
+        self._extractions: FairQueue[_Extraction] | None = None
+        self._extractions_lock = threading.Lock()
         self._pending = 0
         self._idle = threading.Condition()
         self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -292,8 +304,9 @@ class SearchToolKind(ToolKind):
         for upload in uploads:
             if id(upload) not in queued:
                 upload.path.unlink(missing_ok=True)
+        deadline = time.monotonic() + files.upload_max_seconds  # one upload's documents, all
         for document, upload in new:
-            self._queue(tenant, name, document, upload.path)
+            self._queue(tenant, name, document, upload.path, deadline)
         log.info("documents uploaded", extra={"tenant": tenant, "tool": name, "files": len(uploads), "new": len(new)})
         return added
 
@@ -349,11 +362,12 @@ class SearchToolKind(ToolKind):
             for tool in self._all():
                 if tool.deleted:
                     continue
+                deadline = time.monotonic() + self.files.upload_max_seconds  # a tool's resumed documents: one upload
                 for document in tool.documents.values():
                     if document["state"] == PROCESSING and not self._closed:
                         path = self._spool_blob(tool.tenant, document["sha256"])
                         if path is not None:
-                            self._queue(tool.tenant, tool.tool_id, document, path)
+                            self._queue(tool.tenant, tool.tool_id, document, path, deadline)
         except Exception:
             log.exception("documents left processing could not be resumed")
 
@@ -368,14 +382,21 @@ class SearchToolKind(ToolKind):
             return None
         return Path(path)
 
-    def _queue(self, tenant: str, name: str, document: Document, path: Path) -> None:
-        with self._executor_lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=self.files.workers, thread_name_prefix="toolsmith-extract")
-            executor = self._executor
+    def _queue(self, tenant: str, name: str, document: Document, path: Path, deadline: float) -> None:
+        files = self.files
+        with self._extractions_lock:
+            if self._extractions is None:
+                per_tenant = files.tenant_workers or max(1, files.workers // 2)
+                self._extractions = FairQueue(self._extract, self._overdue, workers=files.workers,
+                                              per_tenant=min(per_tenant, files.workers), name="toolsmith-extract")
+            extractions = self._extractions
         with self._idle:
             self._pending += 1
-        executor.submit(self._process, tenant, name, dict(document), path)
+        job = _Extraction(tenant, name, dict(document), path, deadline)
+        try:
+            extractions.put(tenant, job, size=int(document["size"]), deadline=deadline)
+        except RuntimeError:  # closed meanwhile: the document stays PROCESSING, extracted at the next start
+            self._done(job.path)
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """Whether every queued extraction finished within `timeout` (tests and the CLI)."""
@@ -388,13 +409,41 @@ class SearchToolKind(ToolKind):
                 self._idle.wait(left)
         return True
 
-    def _process(self, tenant: str, name: str, document: Document, path: Path) -> None:
+    def _extract(self, job: _Extraction, background: bool) -> None:
+        self._process(job.tenant, job.name, job.document, job.path, background=background, deadline=job.deadline)
+
+    def _overdue(self, job: _Extraction) -> None:
+        """A document its upload's time ran out for before its turn came: FAILED, with the reason."""
+        try:
+            self._record(job.tenant, job.name, job.document["id"], failed=self._overdue_reason())
+            log.info("document failed", extra={"tenant": job.tenant, "tool": job.name, "document": job.document["id"],
+                                               "reason": "its upload's time limit passed before its extraction"})
+        except Exception:
+            log.exception("the failure could not be recorded", extra={"tenant": job.tenant, "tool": job.name,
+                                                                      "document": job.document["id"]})
+        finally:
+            self._done(job.path)
+
+    def _overdue_reason(self) -> str:
+        return (f"its upload's documents were not all extracted within {self.files.upload_max_seconds:g} s (the limit "
+                f"for one upload); upload this file again, alone or with fewer files")
+
+    def _done(self, path: Path) -> None:
+        """The extraction of the file at `path` is over (or will not happen in this process)."""
+        path.unlink(missing_ok=True)
+        with self._idle:
+            self._pending -= 1
+            self._idle.notify_all()
+
+    def _process(self, tenant: str, name: str, document: Document, path: Path, *, background: bool = False,
+                 deadline: float | None = None) -> None:
         files = self.files
         doc_id = document["id"]
         started = time.perf_counter()
         try:
             try:
-                extracted = files.extract(str(path), document["mediaType"])
+                extracted = files.extract(str(path), document["mediaType"], background=background, deadline=deadline,
+                                          overdue=self._overdue_reason())
                 chunks = chunk_text(extracted, document["mediaType"])
                 if not chunks:
                     raise ExtractionFailed("the document holds no text to search")
@@ -424,10 +473,7 @@ class SearchToolKind(ToolKind):
             except Exception:
                 log.exception("the failure could not be recorded", extra={"tenant": tenant, "tool": name, "document": doc_id})
         finally:
-            path.unlink(missing_ok=True)
-            with self._idle:
-                self._pending -= 1
-                self._idle.notify_all()
+            self._done(path)
 
     def _record(self, tenant: str, name: str, doc_id: str, *, failed: str | None = None,
                 ready: tuple[str, str, int, list[int], str | None] | None = None) -> bool:
@@ -518,10 +564,11 @@ class SearchToolKind(ToolKind):
 
     def close(self) -> None:
         self._closed = True
-        with self._executor_lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+        with self._extractions_lock:
+            extractions, self._extractions = self._extractions, None
+        if extractions is not None:
+            for job in extractions.close():  # never started: PROCESSING, extracted again at the next start
+                self._done(job.path)
         files = getattr(self.deps, "files", None)
         if files is not None:
             files.close()
@@ -683,6 +730,17 @@ class SearchToolKind(ToolKind):
                     _, dropped = self._texts.popitem(last=False)
                     self._texts_chars -= len(dropped)
         return text
+
+
+@dataclass(frozen=True)
+class _Extraction:
+    """A document waiting for its extraction: the file spooled for it, and its upload's deadline."""
+
+    tenant: str
+    name: str
+    document: Document
+    path: Path
+    deadline: float | None
 
 
 class _Failed(Exception):

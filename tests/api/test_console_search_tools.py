@@ -103,9 +103,9 @@ def held(kind: SearchToolKind, monkeypatch: pytest.MonkeyPatch) -> Iterator[thre
     files = kind.files
     extract = files.extract
 
-    def waiting(path: str, media_type: str) -> Any:
+    def waiting(path: str, media_type: str, **options: Any) -> Any:
         release.wait(30)
-        return extract(path, media_type)
+        return extract(path, media_type, **options)
 
     gated = dataclasses.replace(files, extract=waiting)
     monkeypatch.setattr(SearchToolKind, "files", property(lambda self: gated))
