@@ -1,9 +1,17 @@
-"""`kill -9` of a `toolsmith serve` in the middle of a burst of writes (issue 12, family 5).
+"""`kill -9` of a `toolsmith serve` in the middle of a burst of writes (issue 12, family 5), and in
+the middle of a single publish with dependents (issue 28, finding 12).
 
 Eight clients create and publish modules as fast as they can; the server is killed with SIGKILL
 (its sandbox workers with it) while they write, then started again on the same store. Every write
 that was acknowledged (a 2xx received) must be there, `toolsmith audit verify` must exit 0, and
 the store must take new writes. On the embedded SQLite store and on PostgreSQL.
+
+A library with 24 importers is published again and again by one client (each publish checks every
+importer in the sandbox) until the server is killed during one. After the restart the library's
+published version is the last acknowledged one or the one in flight, whole; every importer runs
+against it; the hash chain verifies; the read model (the embedded one, and OpenSearch) lists the
+library at that version and the importers as importing it; and the next publish goes through.
+On SQLite, PostgreSQL, and PostgreSQL with OpenSearch.
 """
 
 from __future__ import annotations
@@ -119,5 +127,144 @@ def test_kill_9_during_a_burst_of_writes_on_postgres_loses_no_acknowledged_write
     try:
         created, published = burst_then_kill(probe)
         check_after_restart(probe, created, published)
+    finally:
+        probe.close()
+
+
+# -- kill -9 during a single publish with dependents (issue 28, finding 12) ---------------------------
+
+IMPORTERS = 24
+LIBRARY = "lib"
+
+
+def library(value: int) -> str:
+    return f"exports.value = function () {{ return {value}; }};"
+
+
+def published_value(probe: Probe) -> tuple[int, int]:
+    """The library's published version and the value its published source returns."""
+    module = probe.send("GET", f"{CODE_MODULES}/{LIBRARY}").json()
+    return module["published"]["version"], int(module["published"]["content"].split("return ")[1].split(";")[0])
+
+
+def library_with_importers(probe: Probe) -> None:
+    """`lib` published, and IMPORTERS tools that import it, each published (every publish of `lib`
+    then checks all of them in the sandbox with the new version in place)."""
+    assert probe.send("POST", CODE_MODULES, json={"id": LIBRARY, "description": "the library", "draftContent": library(0)}).status_code == 201
+    assert probe.send("POST", f"{CODE_MODULES}/{LIBRARY}/publish").status_code == 200
+    for k in range(IMPORTERS):
+        source = f"exports.run = function (input) {{ return {{lib: lib.value(), me: {k}}}; }};"
+        made = probe.send("POST", CODE_MODULES, json={"id": f"imp_{k}", "description": f"importer {k}", "draftContent": source,
+                                                      "draftImports": [LIBRARY], "tool": {}})
+        assert made.status_code == 201, made.text
+        assert probe.send("POST", f"{CODE_MODULES}/imp_{k}/publish").status_code == 200
+
+
+def kill_family(probe: Probe) -> None:
+    """SIGKILL to the server and its sandbox processes at once, as a machine crash would."""
+    assert probe.server.process is not None
+    for pid in [probe.server.process.pid, *descendants(probe.server.process.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    probe.server.process.wait(10)
+
+
+def publishes_then_kill(probe: Probe) -> tuple[int, int, int]:
+    """One client publishing new versions of the library, one at a time, until the server is
+    killed in the middle of one (BURST_SECONDS in, while a publish is checking the importers).
+    Answers the last acknowledged (version, value) and the value of the publish in flight."""
+    acknowledged = published_value(probe)
+    in_flight = acknowledged[1]
+    publishing = threading.Event()
+    stop = threading.Event()
+
+    def client() -> None:
+        nonlocal acknowledged, in_flight
+        with httpx.Client(base_url=probe.server.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30) as http:
+            value = acknowledged[1]
+            while not stop.is_set():
+                value += 1
+                try:
+                    changed = http.put(f"{CODE_MODULES}/{LIBRARY}", json={"draftContent": library(value)})
+                    assert changed.status_code == 200, changed.text
+                    in_flight = value
+                    publishing.set()
+                    done = http.post(f"{CODE_MODULES}/{LIBRARY}/publish")
+                    publishing.clear()
+                    assert done.status_code == 200, done.text
+                    acknowledged = (done.json()["published"]["version"], value)
+                except httpx.TransportError:
+                    return  # the server is gone
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    time.sleep(BURST_SECONDS)
+    assert publishing.wait(10), "no publish started"
+    kill_family(probe)
+    stop.set()
+    thread.join(30)
+    return acknowledged[0], acknowledged[1], in_flight
+
+
+def check_publish_after_restart(probe: Probe, version: int, value: int, in_flight: int) -> None:
+    assert version > 1, "no publish was acknowledged before the kill"
+    print(f"acknowledged before the kill: version {version} (value {value}); in flight: value {in_flight}")
+    probe.server.start()
+    verified = audit_verify(probe)
+    assert verified.returncode == 0, verified.stdout[-2000:] + verified.stderr[-2000:]
+    # nothing acknowledged is lost; the publish in flight landed whole or not at all
+    now_version, now_value = published_value(probe)
+    assert (now_version, now_value) in ((version, value), (version + 1, in_flight)), (now_version, now_value, version, value, in_flight)
+    # every importer runs against that one published version
+    outputs = [probe.send("POST", f"/api/v1/tools/imp_{k}/call", json={}).json() for k in range(IMPORTERS)]
+    assert [(o["error"], o["output"]) for o in outputs] == [(None, {"lib": now_value, "me": k}) for k in range(IMPORTERS)], outputs
+    # the read model catches up: it lists the library at that version, and every importer as importing it
+    deadline = time.monotonic() + 60
+    while True:
+        listed = probe.send("GET", CODE_MODULES, params={"search": "imp_", "limit": 100})
+        found = probe.send("GET", CODE_MODULES, params={"search": LIBRARY, "limit": 100})
+        importers = [m for m in listed.json()["collection"] if m["imports"] == [LIBRARY]] if listed.status_code == 200 else []
+        summary = next((m for m in found.json()["collection"] if m["id"] == LIBRARY), None) if found.status_code == 200 else None
+        if len(importers) == IMPORTERS and summary and summary["publishedVersion"] == now_version:
+            break
+        assert time.monotonic() < deadline, f"the read model did not catch up: {len(importers)} importers listed, {summary}"
+        time.sleep(0.5)
+    used_by = probe.send("GET", f"{CODE_MODULES}/{LIBRARY}").json()["usedBy"]
+    assert sorted(used_by) == sorted(f"imp_{k}" for k in range(IMPORTERS)), used_by
+    # the store takes the next publish, and the importers see it
+    assert probe.send("PUT", f"{CODE_MODULES}/{LIBRARY}", json={"draftContent": library(now_value + 100)}).status_code == 200
+    assert probe.send("POST", f"{CODE_MODULES}/{LIBRARY}/publish").status_code == 200
+    assert probe.send("POST", "/api/v1/tools/imp_0/call", json={}).json()["output"] == {"lib": now_value + 100, "me": 0}
+    probe.assert_alive()
+    probe.assert_no_secret_anywhere()
+
+
+def test_kill_9_during_a_publish_with_dependents_on_sqlite(tmp_path: Path) -> None:
+    probe = start_probe(tmp_path / "data")
+    try:
+        library_with_importers(probe)
+        check_publish_after_restart(probe, *publishes_then_kill(probe))
+    finally:
+        probe.close()
+
+
+def test_kill_9_during_a_publish_with_dependents_on_postgres(tmp_path: Path, postgres_store: dict[str, str]) -> None:
+    probe = start_probe(tmp_path / "data", **postgres_store)
+    try:
+        library_with_importers(probe)
+        check_publish_after_restart(probe, *publishes_then_kill(probe))
+    finally:
+        probe.close()
+
+
+def test_kill_9_during_a_publish_with_dependents_on_postgres_and_opensearch(tmp_path: Path, postgres_store: dict[str, str],
+                                                                            opensearch_url: str, opensearch_index: str) -> None:
+    probe = start_probe(tmp_path / "data", **postgres_store, OPENSEARCH_URL=opensearch_url,
+                        TOOLSMITH_OPENSEARCH_INDEX=opensearch_index, TOOLSMITH_OPENSEARCH_REPLICAS="0")
+    try:
+        library_with_importers(probe)
+        check_publish_after_restart(probe, *publishes_then_kill(probe))
     finally:
         probe.close()
