@@ -41,8 +41,9 @@ def resolve_addresses(host: str, port: int) -> list[str]:
 def parse_nameserver(text: str) -> tuple[str, int]:
     """`ip:port` (`[::1]:5353` for IPv6) as (address, port); ValueError saying what is wrong."""
     address, colon, port = text.strip().rpartition(":")
-    address = address[1:-1] if address.startswith("[") and address.endswith("]") else address
-    if not colon or ip(address) is None or not port.isdigit() or not 1 <= int(port) <= 65535:
+    bracketed = address.startswith("[") and address.endswith("]")
+    address = address[1:-1] if bracketed else address
+    if not colon or ip(address) is None or ":" in address and not bracketed or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise ValueError(f"{NAMESERVER_ENV} must be an IP address and a port (127.0.0.1:5353, [::1]:5353), not {text!r}")
     return str(ip(address)), int(port)
 

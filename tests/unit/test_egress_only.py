@@ -20,7 +20,7 @@ EGRESS = "infrastructure.egress"
 CONNECTING_MODULES = frozenset({
     "requests", "aiohttp", "urllib3", "urllib.request", "http.client", "httpcore", "httpcore2", "pycurl",
     "websocket", "websockets", "socks", "smtplib", "ftplib", "poplib", "imaplib", "telnetlib", "xmlrpc.client",
-    "paramiko", "grpc",
+    "paramiko", "grpc", "dns.resolver", "dns.query", "dns.asyncresolver", "dns.asyncquery",
 })  # fmt: skip
 
 # Names that open a connection (or build the client or transport that will), wherever used.
@@ -163,7 +163,7 @@ def test_the_egress_module_is_where_connections_are_made() -> None:
     # The walk sees the egress module's own connections (it is skipped, not blind).
     found = {primitive for path in (ROOT / "infrastructure" / "egress").glob("*.py") for _, primitive in connections_in(path)}
     assert {"import httpcore", "import httpcore2", "socket.getaddrinfo", "httpx2.AsyncClient", "mcp.Client",
-            "mcp.client.streamable_http.streamable_http_client"} <= found
+            "mcp.client.streamable_http.streamable_http_client", "import dns.resolver"} <= found
 
 
 def test_the_walk_finds_each_kind_of_connection_in_a_scratch_tree(tmp_path: Path) -> None:
