@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from application.tokens import MAX_NAME as MAX_TOKEN_NAME
 from application.tokens import ROLES
-from domain import callers, rules, tenants
+from domain import callers, rules, search_tools, tenants
 from domain import secrets as domain_secrets
 
 
@@ -27,12 +27,21 @@ def documents(**keywords: Any) -> dict[str, Any]:
     return {"json_schema_extra": keywords}
 
 
-def requires(*names: str) -> Callable[[dict[str, Any]], None]:
-    """A model's `json_schema_extra` listing `names` as required in the document: fields with a
-    default for the model (so that the domain, not the shape check, names what is missing)."""
+def requires(*names: str, not_null: tuple[str, ...] = ()) -> Callable[[dict[str, Any]], None]:
+    """A model's `json_schema_extra` listing `names` as required in the document, and `not_null`
+    as never null: fields with a default for the model (so that the domain, not the shape check,
+    names what is missing)."""
 
     def add(schema: dict[str, Any]) -> None:
         schema["required"] = sorted({*schema.get("required", []), *names})
+        for name in not_null:
+            field = schema["properties"][name]
+            branches = [branch for branch in field.pop("anyOf", []) if branch.get("type") != "null"]
+            field.pop("default", None)
+            for branch in branches:  # the field's own keywords (the domain's rules) win over the branch's
+                merged = {**branch, **field}
+                field.clear()
+                field.update(merged)
 
     return add
 
@@ -80,6 +89,31 @@ class ToolSectionIn(_Request):
                                            "(compared as JSON) or an expected error type}; run by /test and by every "
                                            "publish of this module or of a module it imports",
                                            **documents(maxItems=rules.MAX_EXAMPLES))
+
+
+# What each path parameter that names a thing may be, by the path it is in: an id that breaks its
+# rule can never name anything (a GET is 404), and a PUT that would create it is refused.
+PATH_RULES: tuple[tuple[re.Pattern[str], str, dict[str, Any]], ...] = (
+    (re.compile(r"/api/v1/admin/(code-modules|plans|api-tools)/\{id\}"), "id", IDENTIFIER),
+    (re.compile(r"/api/v1/admin/search-tools/\{id\}"), "id", {**IDENTIFIER, "maxLength": search_tools.MAX_NAME}),
+    (re.compile(r"/api/v1/admin/(agents|mcp-servers|usage-profiles)/\{id\}"), "id", SLUG),
+    (re.compile(r"/api/v1/admin/mcp-servers/\{id\}/tools/\{name\}"), "name", IDENTIFIER),
+    (re.compile(r"/api/v1/admin/secrets/\{id\}"), "id", {"pattern": json_pattern(domain_secrets._ID)}),
+    (re.compile(r"/api/v1/operator/tenants/\{id\}"), "id", {"pattern": json_pattern(tenants.TENANT_ID)}),
+)
+
+
+def openapi_with_rules(document: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI `document` with `PATH_RULES` on its path parameters (the domain checks them)."""
+    for path, operations in document.get("paths", {}).items():
+        for pattern, name, keywords in PATH_RULES:
+            if not pattern.match(path):
+                continue
+            for operation in operations.values():
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("in") == "path" and parameter.get("name") == name:
+                        parameter["schema"] = {**parameter.get("schema", {}), **keywords}
+    return document
 
 
 # R4: the source and its imports.

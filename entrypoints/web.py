@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import mcp, problems
 from api.edge import HeadAsGet, RequestChecks, is_upload
 from api.routes import audit, callers, catalog, changesets, operator, secrets, tokens, tools
+from api.schemas import openapi_with_rules
 from console import web as console
 from console.security import SecurityHeaders
 from entrypoints.compose import Services
@@ -137,9 +138,9 @@ def create_app(services: Services) -> FastAPI:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = problems.openapi_with_problems(
+            app.openapi_schema = problems.openapi_with_problems(openapi_with_rules(
                 get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
-            )
+            ))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -114,6 +114,12 @@ class ApiToolBody(_Strict):
         return given
 
 
+class ApiToolCreate(ApiToolBody):
+    """A new tool's body: its `id` is required (on PUT the path names it)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=requires("id", "description", not_null=("id",)))
+
+
 class ApiToolTestCall(_Strict):
     arguments: dict[str, Any] | None = Field(None, description="the tool's arguments, as a JSON object")
 
@@ -139,7 +145,7 @@ def list_api_tools(services: ServicesDep, principal: Reader) -> list[dict[str, A
 
 
 @router.post("", status_code=201, responses=documented(400, 409))
-async def create_api_tool(body: ApiToolBody, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any]:
+async def create_api_tool(body: ApiToolCreate, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any]:
     """Create an API URL tool; it is live at once."""
     if body.id is None:
         raise InvalidDefinition([Violation("id", "R1", "is required")])

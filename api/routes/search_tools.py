@@ -80,6 +80,12 @@ class SearchToolBody(_Strict):
         return given
 
 
+class SearchToolCreate(SearchToolBody):
+    """A new tool's body: its `id` is required (on PUT the path names it)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=requires("id", "description", not_null=("id",)))
+
+
 class SearchToolTestCall(_Strict):
     capability: Literal["search", "fetch", "list_documents", "find_text", "read_context"] = "search"
     arguments: dict[str, Any] | None = Field(None, description="the capability's arguments, as a JSON object")
@@ -113,7 +119,7 @@ def list_search_tools(services: ServicesDep, principal: Reader) -> list[dict[str
 
 
 @router.post("", status_code=201, responses=documented(400, 409))
-async def create_search_tool(body: SearchToolBody, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any]:
+async def create_search_tool(body: SearchToolCreate, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any]:
     """Create a File Search tool; it is live at once (its enabled capabilities are MCP tools)."""
     if body.id is None:
         raise InvalidDefinition([Violation("id", "R1", "is required")])

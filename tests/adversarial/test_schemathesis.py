@@ -13,6 +13,7 @@ a CI run is repeatable and bounded (about 30 s).
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 from urllib.parse import quote
@@ -179,3 +180,72 @@ def test_schemathesis_with_surrogates_nul_and_deep_json_never_gets_a_server_erro
 
 def test_no_secret_in_any_log_line_event_export_or_answer(probe: Probe) -> None:
     probe.assert_no_secret_anywhere()
+
+
+# -- requests the document calls valid (issue 28, finding 9) ------------------------------------------
+
+VALID_EXAMPLES = 500
+# The rules the OpenAPI document states (a pattern, an enum, a length, a count): a request the
+# document calls valid is never refused for one of them. (field, rule) as the problem's errors name
+# them; the rules JSON Schema cannot say (a tool that must exist, parameter names unique, an
+# example's input of its tool's types) may still refuse a valid request.
+DOCUMENTED = [
+    (re.compile(r"(id|nodes\[\d+\]\.toolName|(allowedTools|tools|draftImports)\[\d+\]|tool\.inputParameters\[\d+\]\.name)"), "R1"),
+    (re.compile(r"description"), "R3"),
+    (re.compile(r"(role|name)"), "DESIGN §8"),
+    (re.compile(r"nodes(\[\d+\]\.type)?"), "R14"),
+    (re.compile(r"(tool\.)?(tags|allowedTags)(\[\d+\])?"), "R4"),
+    (re.compile(r"(tool\.)?(tags|allowedTags)(\[\d+\])?"), "R9"),
+    (re.compile(r"tool\.(style|timeoutMillis|memoryLimitMb)"), "R9"),
+    (re.compile(r"tool\.inputParameters\[\d+\]\.type"), "V1"),
+    (re.compile(r"(timeoutMillis|connectTimeoutMillis|maxRedirects)"), "API"),
+]
+
+
+# Under R1 still, but no schema can say it: a PUT's body `id` must be its path's.
+UNSAYABLE = ("must be the path's id",)
+
+
+def _documented(error: dict[str, Any]) -> bool:
+    if any(words in error.get("message", "") for words in UNSAYABLE):
+        return False
+    return any(pattern.fullmatch(error.get("field", "")) and error.get("rule") == rule for pattern, rule in DOCUMENTED)
+
+
+@pytest.fixture(scope="module")
+def valid_operations(probe: Probe) -> st.SearchStrategy[Any]:
+    schema = schemathesis.openapi.from_url(f"{probe.server.url}/openapi.json")
+    return st.one_of([result.ok().as_strategy(generation_mode=schemathesis.GenerationMode.POSITIVE)
+                      for result in schema.get_all_operations()])
+
+
+def test_a_request_the_document_calls_valid_is_never_refused_for_a_rule_the_document_states(
+        probe: Probe, valid_operations: st.SearchStrategy[Any]) -> None:
+    refused: list[str] = []
+    sent: list[int] = []
+    http = httpx.Client(base_url=probe.server.url, timeout=DEADLINE_SECONDS + 5)
+
+    @settings(max_examples=VALID_EXAMPLES, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(valid_operations)
+    def one_request(case: Any) -> None:
+        body = None if isinstance(case.body, NotSet) else json.dumps(case.body).encode()
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", **({"Content-Type": "application/json"} if body is not None else {})}
+        query = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (case.query or {}).items()} if isinstance(case.query, dict) else {}
+        answer = http.request(case.method, case.formatted_path, params=query, headers=headers, content=body)
+        sent.append(answer.status_code)
+        described = f"{case.method} {case.formatted_path} body={(body or b'')[:300]!r}"
+        assert answer.status_code < 500, f"{described}: {answer.status_code} {answer.text[:300]}"
+        if answer.status_code == 400 and case.method != "HEAD":
+            problem = answer.json()
+            if any(_documented(e) for e in problem.get("errors") or []):
+                refused.append(f"{described}: {problem['detail'][:300]}")
+
+    try:
+        one_request()
+    finally:
+        http.close()
+    assert len(sent) >= VALID_EXAMPLES // 2, f"only {len(sent)} requests were sent"
+    print(f"{len(sent)} valid requests, statuses {sorted(set(sent))}, {sum(s < 300 for s in sent)} accepted, {len(refused)} refused for a documented rule")
+    assert not refused, f"{len(refused)} of {len(sent)} valid requests refused for a documented rule:\n" + "\n".join(refused[:20])
+    probe.assert_alive()

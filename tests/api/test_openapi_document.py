@@ -131,6 +131,12 @@ def test_the_schemas_carry_the_domains_own_rules(document: dict[str, Any]) -> No
     assert _property(document, "ApiToolBody", "tags")["items"]["maxLength"] == rules.MAX_TAG_LENGTH
     assert _property(document, "ApiToolBody", "maxRedirects")["maximum"] == api_tools.REDIRECTS_CAP
     assert _property(document, "SearchToolBody", "id")["maxLength"] == search_tools.MAX_NAME
+    created = document["components"]["schemas"]["ApiToolCreate"]
+    assert {"id", "description"} <= set(created["required"]) and created["properties"]["id"]["type"] == "string"
+    assert created["properties"]["id"]["maxLength"] == rules.MAX_ID_LENGTH
+    # path parameters too: an id that breaks its rule names nothing
+    put_plan = document["paths"]["/api/v1/admin/plans/{id}"]["put"]
+    assert next(p for p in put_plan["parameters"] if p["name"] == "id")["schema"]["pattern"] == module_id["pattern"]
 
 
 @pytest.mark.parametrize(("route", "body", "field"), [
