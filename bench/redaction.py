@@ -11,8 +11,8 @@ output and the logs).
 The call is timed whole through the app (`POST /api/v1/tools/{name}/call` with FastAPI's test
 client), and in the same calls the redaction pass itself (`_redacted` over the real result, timed
 where `perform` calls it): the ratio is the pass's share of the call. The same calls with the pass
-replaced by nothing give the call without redaction, in the same rounds (informative: its spread
-is larger than the pass).
+replaced by nothing give the call without redaction, each call of a variant in turn with the
+others' (informative: the call's spread on a busy machine is larger than the pass).
 
 Run: `python -m bench.redaction [--quick]`.
 """
@@ -168,17 +168,17 @@ def _measure(api: Any, timed: _Timed, args: argparse.Namespace, progress: Progre
     shares: dict[str, list[float]] = {"clean": [], "echoed": []}
     progress(f"{args.rounds} rounds × {args.calls} calls per variant")
     for r in range(args.rounds):
-        for variant in rotated(list(calls), r):
+        # one call of each variant in turn, so that what else the machine does falls on all alike
+        for variant in (v for k in range(args.calls) for v in rotated(list(calls), r + k)):
             name = variant.split(",")[0]
             timed.off = variant.endswith("no redaction")
-            for _ in range(args.calls):
-                before = len(timed.seconds)
-                elapsed, _ = _call(api, name)
-                calls[variant].append(elapsed)
-                if not timed.off:
-                    spent = sum(timed.seconds[before:])
-                    passes[name].append(spent)
-                    shares[name].append(spent / elapsed)
+            before = len(timed.seconds)
+            elapsed, _ = _call(api, name)
+            calls[variant].append(elapsed)
+            if not timed.off:
+                spent = sum(timed.seconds[before:])
+                passes[name].append(spent)
+                shares[name].append(spent / elapsed)
         timed.off = False
         progress(f"  round {r + 1}/{args.rounds}: " + ", ".join(f"{n} {millis(median(calls[n][-args.calls:]))}" for n in calls))
     rows = []
