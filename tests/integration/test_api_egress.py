@@ -405,7 +405,7 @@ def test_a_50_mb_answer_stops_at_the_cap_and_closes_the_connection(local: Local)
     started = time.monotonic()
     with pytest.raises(EgressError, match="^response body larger than 1048576 bytes$"):
         get(egress, f"http://127.0.0.1:{local.port}/big", seconds=10)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10 / 2  # stopped by the cap, not by the deadline
     # read up to the cap and one more chunk (plus the status line and headers), not the rest
     assert connections.bytes_read <= 1_048_576 + CHUNK + 1024
     assert connections.closed == 1
@@ -418,7 +418,7 @@ def test_a_slow_server_is_stopped_by_the_deadline(local: Local) -> None:
     started = time.monotonic()
     with pytest.raises(EgressTimeout):
         get(api(f"127.0.0.1:{local.port}"), f"http://127.0.0.1:{local.port}/slow?seconds=5", seconds=0.5)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 5 / 2  # by the deadline, long before the server's answer
 
 
 @pytest.fixture
@@ -440,18 +440,18 @@ def test_connecting_has_its_own_shorter_bound(blackhole: int) -> None:
     started = time.monotonic()
     with pytest.raises(EgressTimeout):
         get(api(f"127.0.0.1:{blackhole}"), f"http://127.0.0.1:{blackhole}/", seconds=5, connect_seconds=0.3)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5 / 2  # by the connect bound, long before the whole request's
 
 
 def test_the_connect_bound_covers_resolving() -> None:
     def slow(host: str, port: int) -> list[str]:
-        time.sleep(2)
+        time.sleep(4)
         return [PUBLIC]
 
     started = time.monotonic()
     with pytest.raises(EgressTimeout):
         get(api(resolve=slow), "https://slow-dns.example/", seconds=5, connect_seconds=0.3)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 4 / 2  # by the connect bound, long before the resolver answers
 
 
 def test_the_connect_bound_does_not_cut_a_slow_answer(local: Local) -> None:

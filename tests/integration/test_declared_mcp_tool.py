@@ -164,7 +164,7 @@ def test_a_server_slower_than_the_timeout_is_an_error_within_the_timeout(tmp_pat
     tool = declared(tmp_path, server_url, "slow", timeoutMillis=500)
     started = time.monotonic()
     result = tool.call({}, {})
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 2  # by its 500 ms timeout, not at the server's answer (2 s)
     assert result.error is not None and result.error.type == "mcp"
     assert result.error.message.endswith("unreachable: no answer within 500 ms")
 

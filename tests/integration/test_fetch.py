@@ -26,6 +26,12 @@ import pytest
 from sandbox.net import FETCH_JS, AllowList, Fetcher
 
 
+# How long /slow takes to answer and /trickle to send its body: a fetch bounded by less ends
+# before either, the bound a test asserts, whatever the machine's speed (issue 28, finding 10).
+SLOW_SECONDS = 3
+TRICKLE_SECONDS = 3
+
+
 class Handler(BaseHTTPRequestHandler):
     server: Server
 
@@ -50,7 +56,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/gzip":
             self.reply(200, gzip.compress(b"small and compressed"), [("Content-Encoding", "gzip")])
         elif path == "/slow":
-            time.sleep(3)
+            time.sleep(SLOW_SECONDS)
             self.reply(200, b"late")
         elif path == "/trickle":
             self.send_response(200)
@@ -59,7 +65,7 @@ class Handler(BaseHTTPRequestHandler):
             for _ in range(30):
                 self.wfile.write(b"x")
                 self.wfile.flush()
-                time.sleep(0.1)
+                time.sleep(TRICKLE_SECONDS / 30)
         else:
             self.reply(404, b"no such path")
 
@@ -231,20 +237,20 @@ def test_compressed_body_capped_after_decoding(server: Server) -> None:
 def test_slow_server_times_out_within_the_remaining_time(server: Server) -> None:
     started = time.monotonic()
     assert fetch(fetcher_for(server), f"{server.url}/slow", remaining=0.5) == {"error": "timed out after 0.5 s"}
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < SLOW_SECONDS  # ended by its own bound, not by the server's answer
 
 
 def test_time_bounds_the_whole_request_not_each_read(server: Server) -> None:
     # one byte every 0.1 s: every read is quick, the whole body takes 3 s
     started = time.monotonic()
     assert fetch(fetcher_for(server), f"{server.url}/trickle", remaining=0.6) == {"error": "timed out after 0.6 s"}
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < TRICKLE_SECONDS  # not at the body's end
 
 
 def test_service_cap_applies_when_more_time_remains(server: Server) -> None:
     started = time.monotonic()
     assert fetch(fetcher_for(server, max_seconds=0.4), f"{server.url}/slow", remaining=30) == {"error": "timed out after 0.4 s"}
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < SLOW_SECONDS
 
 
 # -- TLS: the certificate is checked against the name, while the socket goes to the address ------------
@@ -360,4 +366,4 @@ def test_js_fetch_bounded_by_the_call_deadline(server: Server) -> None:
     started = time.monotonic()
     out = run_async(context, f"""try {{ await http.fetch("{server.url}/slow"); }} catch (e) {{ out = JSON.stringify(e.message); }}""")
     assert out.startswith("timed out after 0.")
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < SLOW_SECONDS

@@ -51,7 +51,10 @@ def test_eight_concurrent_infinite_loops_end_at_their_wall_clock_deadline(pool: 
         outcomes = list(threads.map(lambda _: timed(), range(8)))
     for elapsed, result in outcomes:
         assert result.error is not None and result.error.type == "timeout", result
-        assert 1.0 <= elapsed <= 1.3, [round(e, 3) for e, _ in outcomes]
+        # at the 1 s deadline of wall clock: not before, and not near the 2 s of two loops served
+        # one after the other, nor the 4 s that 1 s of CPU each takes on 2 cores (what the bound
+        # tells apart; the slack above 1 s is the machine's, however busy: issue 28, finding 10)
+        assert 1.0 <= elapsed < 2.0, [round(e, 3) for e, _ in outcomes]
     assert plain_call_works(pool)
 
 
@@ -127,7 +130,8 @@ def test_one_call_beyond_the_session_cap_is_refused_at_once() -> None:
             asked = time.monotonic()
             with pytest.raises(SandboxBusy):
                 call(small, PLAIN)
-            assert time.monotonic() - asked < 0.1
+            # refused, not queued: a queued call would wait for a 1 s loop to end
+            assert time.monotonic() - asked < 0.5
             assert all(f.result().error.type == "timeout" for f in running)  # type: ignore[union-attr]
         assert plain_call_works(small)
     finally:

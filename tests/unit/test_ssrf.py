@@ -273,14 +273,16 @@ def test_no_time_left_refused_before_connecting(connects: ConnectRecorder, resol
 def test_slow_resolver_bounded_by_the_remaining_time(connects: ConnectRecorder) -> None:
     release = threading.Event()
 
+    hang = 5.0
+
     def hanging(host: str, port: int) -> list[str]:
-        release.wait(5)
+        release.wait(hang)
         return ["93.184.216.34"]
 
     f = fetcher(connects, hanging, "public.example")
     started = time.monotonic()
     assert fetch(f, "http://public.example/", remaining=0.2) == {"error": "timed out after 0.2 s"}
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < hang / 2  # by its own bound, long before the resolver answers
     release.set()
     assert connects.calls == []
 
