@@ -15,8 +15,11 @@ gigabytes in the shared API process. Two guards, one at save and one at each cal
   stay within the budget; a wall-clock deadline stops what neither catches. Operations that walk a
   whole value in C (`==`, `contains`, `to_string`, `join`) are measured before they run.
 
-`serialized_length` and `serialized_prefix` give the size of the result's JSON and its first
-characters without ever writing the whole of it (a shared structure is measured once per object).
+`evaluate` also gives, when it is cheap to know, a bound of the result's JSON length from the
+expression's shape (how many times it may write out the answer) and the weight of what it built:
+within twice the budget, the result may be written out in C as any answer is. Otherwise
+`serialized_length` and `serialized_prefix` give the length of its JSON and its first characters
+without ever writing the whole of it (a shared structure is measured once per object).
 
 Pure: no I/O; the clock is a parameter.
 """
@@ -25,8 +28,10 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
@@ -93,7 +98,7 @@ def shape_problem(parsed: dict[str, Any]) -> str | None:
             stack.append((node, depth, True))
             stack.extend((child, depth + 1, False) for child in children)
             continue
-        factor = _factor(node, [factors[id(c)] for c in children])
+        factor = _factor(node, children, [factors[id(c)] for c in children])
         if factor > MAX_AMPLIFICATION:
             return (f"multiplies its input more than {MAX_AMPLIFICATION} times (chained multi-selects such as "
                     "[@,@].[@,@] double it at each step)")
@@ -101,7 +106,9 @@ def shape_problem(parsed: dict[str, Any]) -> str | None:
     return None
 
 
-def _factor(node: dict[str, Any], children: list[int]) -> int:
+def _factor(node: dict[str, Any], nodes: list[dict[str, Any]], children: list[int]) -> int:
+    """At most how many times its input's JSON the node's result writes out (its own brackets, keys
+    and constants aside): a sound bound, `Found.written_at_most` relies on it."""
     kind = node["type"]
     if kind in ("field", "current", "identity", "index", "slice"):
         return 1
@@ -118,8 +125,23 @@ def _factor(node: dict[str, Any], children: list[int]) -> int:
         return max(children)
     if kind == "function_expression" and node["value"] == "map":
         return children[0] * children[1]
+    if kind in ("multi_select_list", "multi_select_dict") and _disjoint(nodes):
+        return 1  # {id: id, name: name}: parts of the value that do not overlap
     # multi-selects, key-value pairs, flatten, expref and other functions: at most what their parts write
     return max(1, sum(children)) if kind == "function_expression" else sum(children)
+
+
+def _disjoint(parts: list[dict[str, Any]]) -> bool:
+    """Whether a multi-select's parts are paths of fields (and indexes) from the value, each under
+    another of its fields: they write out different parts of it, never one twice."""
+    firsts = []
+    for part in parts:
+        path = part["children"][0] if part["type"] == "key_val_pair" else part
+        steps = path["children"] if path["type"] in ("subexpression", "index_expression") else [path]
+        if not steps or steps[0]["type"] != "field" or any(step["type"] not in ("field", "index") for step in steps):
+            return False
+        firsts.append(steps[0]["value"])
+    return len(set(firsts)) == len(firsts)
 
 
 # Nodes whose result may be something the evaluation built, not only a part of the value they apply to.
@@ -128,14 +150,28 @@ _BUILDING = frozenset({"multi_select_list", "multi_select_dict", "projection", "
 _PASSING = frozenset({"subexpression", "pipe", "index_expression", "or_expression", "and_expression", "key_val_pair"})
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """A parsed expression (held here, so that its nodes' ids stay theirs), the multi-selects that
+    `Bounded` always charges in full (those with a part that may be something built, or the value
+    itself, `@`, which may be a multi-select's result in turn: `[@,@].[@,@]`), and what bounds the
+    length of its result's JSON: its factor, its widest multi-select, and the most characters one
+    slot of a built list or object adds besides what it holds (a key, a constant, punctuation)."""
+
+    tree: dict[str, Any]
+    charged: frozenset[int]
+    factor: int
+    width: int
+    slot_chars: int
+
+
 @functools.lru_cache(maxsize=1_024)
-def _prepared(expression: str) -> tuple[dict[str, Any], frozenset[int]]:
-    """The parsed expression (held here, so that its nodes' ids stay theirs) and the multi-selects
-    that `Bounded` always charges in full: those with a part that may be something built, or the
-    value itself (`@`), which may be a multi-select's result in turn (`[@,@].[@,@]`)."""
+def _prepared(expression: str) -> _Plan:
     tree = jmespath.compile(expression).parsed
     builds: dict[int, bool] = {}  # may be something built or the value the node applies to
+    factors: dict[int, int] = {}
     charged = set()
+    width, key, constant = 0, 0, 0
     stack: list[tuple[dict[str, Any], bool]] = [(tree, False)]
     while stack:
         node, done = stack.pop()
@@ -147,9 +183,19 @@ def _prepared(expression: str) -> tuple[dict[str, Any], frozenset[int]]:
         kind = node["type"]
         builds[id(node)] = (kind in _BUILDING or kind in ("current", "identity")
                             or (kind in _PASSING and any(builds[id(c)] for c in children)))
-        if kind in ("multi_select_list", "multi_select_dict") and any(builds[id(c)] for c in children):
-            charged.add(id(node))
-    return tree, frozenset(charged)
+        factors[id(node)] = _factor(node, children, [factors[id(c)] for c in children])
+        if kind in ("multi_select_list", "multi_select_dict"):
+            width = max(width, len(children))
+            if any(builds[id(c)] for c in children):
+                charged.add(id(node))
+        elif kind == "key_val_pair":
+            key = max(key, len(_ENCODE_STRING(node["value"])))
+        elif kind == "literal":
+            constant = max(constant, len(json.dumps(node["value"], ensure_ascii=False, separators=(",", ":"))))
+    # a slot: its key and colon, its comma, a constant or a number a function made (24 characters
+    # at most: -1.2345678901234567e-300), the brackets of a list or object in it
+    slot_chars = key + 1 + 1 + max(constant, 24) + 2
+    return _Plan(tree, frozenset(charged), factors[id(tree)], width, slot_chars)
 
 
 def _first_line(error: Exception) -> str:
@@ -163,19 +209,48 @@ def budget_for(answer_chars: int, max_output_chars: int) -> int:
     return BUDGET_FACTOR * (answer_chars + max_output_chars)
 
 
+# A JSON answer's parsed value writes out at most this many times its text: whitespace and escapes
+# only shrink, and the worst number grows from 4 characters to 18 (1e15 is 1000000000000000.0).
+_REWRITTEN = 4.5
+
+
+@dataclass(frozen=True)
+class Found:
+    """An evaluation's result, and, when it is known without walking the result, at most how many
+    characters its JSON has (within twice the budget): then writing it out in C is bounded too."""
+
+    value: Any
+    written_at_most: int | None
+
+
 def search(expression: str, data: Any, *, budget: int, seconds: float = DEADLINE_SECONDS,
            clock: Callable[[], float] = time.monotonic) -> Any:
     """jmespath's answer for `expression` on `data`, exactly, or `Stopped` once it builds more than
     `budget` values or runs past `seconds`; `Failed` for what jmespath cannot evaluate."""
+    return evaluate(expression, data, budget=budget, answer_chars=None, seconds=seconds, clock=clock).value
+
+
+def evaluate(expression: str, data: Any, *, budget: int, answer_chars: int | None, seconds: float = DEADLINE_SECONDS,
+             clock: Callable[[], float] = time.monotonic) -> Found:
+    """`search`, with a bound of the result's JSON when `data` was parsed from `answer_chars` of JSON
+    text and the expression's shape and what it built give one cheaply (`_Plan`); else None."""
     try:
-        tree, charged = _prepared(expression)
-        return Bounded(budget, seconds, clock, charged).visit(tree, data)
+        plan = _prepared(expression)
+        interpreter = Bounded(budget, seconds, clock, plan.charged)
+        value = interpreter.visit(plan.tree, data)
     except jmespath.exceptions.JMESPathError as e:
         raise Failed(f"jmespath failed: {_first_line(e)}") from None
     except RecursionError:
         raise Failed("jmespath failed: the expression or the answer is nested too deeply") from None
     except (ValueError, TypeError, OverflowError, ZeroDivisionError) as e:  # a[::0], contains('s', `1`)…
         raise Failed(f"jmespath failed: {_first_line(e)}") from None
+    if answer_chars is None or interpreter.built_text:  # a text built (join, to_string) may be anywhere, many times
+        return Found(value, None)
+    # Parts of the answer written out at most `factor` times, plus every slot of what was built: those
+    # it weighs (each reference counted again), each holding at most one multi-select of `width` slots.
+    slots = (interpreter.weight(value) + 1) * (plan.width + 1)
+    at_most = math.ceil(_REWRITTEN * plan.factor * answer_chars) + slots * plan.slot_chars + 64
+    return Found(value, at_most if at_most <= 2 * budget else None)
 
 
 class Bounded(TreeInterpreter):
@@ -193,6 +268,12 @@ class Bounded(TreeInterpreter):
         self._ticks = 0  # the clock is read at the first charge
         self._weights: dict[int, int] = {}
         self._kept: list[Any] = []
+        self.built_text = False
+
+    def weight(self, value: Any) -> int:
+        """How many values `value` holds, each reference counted again, when it is a container built
+        in full (charged); 0 for anything else."""
+        return self._weights.get(id(value), 0)
 
     # What is built, charged when it is.
 
@@ -203,11 +284,14 @@ class Bounded(TreeInterpreter):
         elif kind is list:
             parts = built
         elif kind is str:
+            self.built_text = True
             self._spend(len(built))
             return built
         else:
             return built
-        weight = len(built) + sum(map(self._weights.get, map(id, parts), repeat(0)))
+        weights = self._weights
+        # (nothing built in full yet: no part can weigh anything)
+        weight = len(built) + sum(map(weights.get, map(id, parts), repeat(0))) if weights else len(built)
         if weight > self._budget:
             raise Stopped(self._over())
         self._weights[id(built)] = weight
@@ -316,6 +400,7 @@ class _Functions(_functions.Functions):
     @_functions.signature({"types": ["string"]}, {"types": ["array-string"]})
     def _func_join(self, separator: str, array: list[str]) -> str:
         # The joined length is known before the join: charged first, so a huge one is never made.
+        self._interpreter.built_text = True
         self._interpreter._spend(len(separator) * max(len(array) - 1, 0) + sum(map(len, array)))
         return separator.join(array)
 

@@ -479,13 +479,17 @@ class ApiToolKind(ToolKind):
         parsed: Any = _json(text)
         expression, module = config["response"]["jmespath"], config["response"]["module"]
         logs: tuple[str, ...] = ()
+        references = False  # a JMESPath result whose JSON is not known to be short: measured, not written out
         if expression is not None:
             if parsed is _NOT_JSON:
                 raise _Failed(ExecutionError("response", "the answer is not JSON, so the jmespath cannot apply"))
             try:
-                output: Any = jmes.search(expression, parsed, budget=jmes.budget_for(len(text), config["response"]["maxOutputChars"]))
+                found = jmes.evaluate(expression, parsed, answer_chars=len(text),
+                                      budget=jmes.budget_for(len(text), config["response"]["maxOutputChars"]))
             except (jmes.Stopped, jmes.Failed) as e:  # past its budget or time, or what jmespath cannot evaluate
                 raise _Failed(ExecutionError("response", str(e))) from None
+            output: Any = found.value
+            references = found.written_at_most is None
         elif module is not None:
             given = {"status": response.status, "headers": dict(response.headers), "body": text if parsed is _NOT_JSON else parsed}
             result = self.deps.execution.post_process(tenant, module, given, context=context)
@@ -495,7 +499,7 @@ class ApiToolKind(ToolKind):
         else:
             output = text if parsed is _NOT_JSON else parsed
         try:
-            return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"], shared=expression is not None), logs=logs)
+            return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"], references=references), logs=logs)
         except RecursionError:  # deeper than the stack; what is merely deeper than 100 levels, `answered` refuses
             raise _Failed(ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep")) from None
 
@@ -598,13 +602,14 @@ def _json(text: str) -> Any:
         return _NOT_JSON
 
 
-def _cut(output: Any, limit: int, shared: bool = False) -> Any:
+def _cut(output: Any, limit: int, references: bool = False) -> Any:
     """The output, or its text cut at `limit` characters with a marker saying so. A JMESPath result
-    (`shared`) holds references, so its JSON may be far longer than what it holds: it is measured
-    once per object and written only as far as the cut (`domain.jmes`), never in full."""
+    holds references, so its JSON may be far longer than what it holds: unless its length is known
+    to be within bounds, it is measured once per object and written only as far as the cut
+    (`references`, `domain.jmes`), never in full."""
     if isinstance(output, str):
         text, total = output, len(output)
-    elif shared:
+    elif references:
         text, total = None, jmes.serialized_length(output)
     else:
         text = json.dumps(output, ensure_ascii=False, separators=(",", ":"))

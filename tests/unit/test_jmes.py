@@ -13,6 +13,7 @@ import tracemalloc
 from typing import Any
 
 import jmespath
+import jmespath.exceptions
 import pytest
 
 from domain import jmes
@@ -155,3 +156,29 @@ def test_a_result_of_references_is_measured_and_cut_without_being_written_out() 
     finally:
         tracemalloc.stop()
     assert peak < 1_048_576, peak
+
+
+NUMBERS = '{"a": [' + ", ".join(["1e15"] * 500) + '], "b": {"c": [1, 2], "d": "x"}}'  # 1e15 writes out as 18 characters
+
+
+@pytest.mark.parametrize("expression", ORDINARY + ["items[*].[@, @]", "{a: @, b: @}.{x: a, y: b}", "a.[b, b].[@, @]", "items[*].[`\"a constant\"`, id]"])
+def test_a_known_bound_of_the_results_json_is_never_below_its_length(expression: str) -> None:
+    for text in (json.dumps(DATA), NUMBERS):
+        data = json.loads(text)
+        try:
+            expected = jmespath.search(expression, data)
+        except jmespath.exceptions.JMESPathError:  # length(items) of the numbers: no items there
+            continue
+        found = jmes.evaluate(expression, data, budget=10**7, answer_chars=len(text))
+        assert found.value == expected
+        if found.written_at_most is not None:
+            assert found.written_at_most >= len(json.dumps(found.value, ensure_ascii=False, separators=(",", ":")))
+
+
+def test_a_result_that_may_be_long_written_out_has_no_known_bound() -> None:
+    text = json.dumps({"b": "x" * 100})
+    # 2**12 times the text when written out: more than twice the budget, so it is measured instead
+    assert jmes.evaluate(hostile(12), json.loads(text), budget=20_000, answer_chars=len(text)).written_at_most is None
+    # a text built may be repeated anywhere
+    assert jmes.evaluate("join(',', [b, b])", json.loads(text), budget=20_000, answer_chars=len(text)).written_at_most is None
+    assert jmes.evaluate("{x: b}", json.loads(text), budget=20_000, answer_chars=len(text)).written_at_most is not None
