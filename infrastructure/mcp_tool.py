@@ -7,19 +7,19 @@ session, all within the tool's timeout. Every request goes through the egress mo
 resolved to when the call began, without proxies. `call` is synchronous: the API calls it from
 worker threads, never from inside an event loop, so each call runs its own loop. The headers carry
 secrets (`Authorization`): they never reach a log, an error message, an output or a `repr` (a
-careless or hostile server that quotes them back gets them masked).
+careless or hostile server that quotes them back, in any encoding, gets them redacted).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 
+from application.redaction import Redactor
 from domain.catalog import DeclaredTool, ToolEntry
 from domain.ports import ExecutionError, ExecutionResult
 
@@ -36,8 +36,10 @@ class McpTool(DeclaredTool):
         self.remote_name = remote_name
         self.timeout_millis = timeout_millis
         self._headers = dict(headers)
-        # The expanded values of environment variables: masked in any text that leaves this class.
+        # The expanded values of environment variables: replaced, in every form they could be quoted
+        # back in (raw, percent-encoded, base64, JSON-escaped), in any text that leaves this class.
         self._secrets = tuple(s for s in secrets if s)
+        self._redactor = Redactor(self._secrets)
         self.host = urlsplit(url).netloc
 
     def __repr__(self) -> str:
@@ -50,13 +52,13 @@ class McpTool(DeclaredTool):
         try:
             answer = anyio.run(self._call, arguments, statuses)
             output, error = _mapped(answer)
+            output = self._redactor.value(output)
         except Exception as e:
             error = ExecutionError("mcp", self._masked(" ".join(self._failure(e, statuses).split())))
             log.warning("MCP tool %s failed: %s", self.entry.name, error.message,
                         extra={"tool": self.entry.name, "host": self.host})
             output = None
         else:
-            output = _masked_strings(output, self._masked) if self._secrets else output
             if error is not None:
                 error = ExecutionError(error.type, self._masked(error.message))
         return ExecutionResult(output=output, error=error, duration_millis=(time.perf_counter() - started) * 1000)
@@ -107,28 +109,7 @@ class McpTool(DeclaredTool):
         return f"{self.host}: {type(cause).__name__}: {cause}"
 
     def _masked(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
-
-
-def _masked_strings(value: Any, mask: Callable[[str], str]) -> Any:
-    """`value` (JSON) with `mask` applied to every string in it, object keys included; walked with
-    a stack, not recursion, so that an answer nested deep cannot exhaust the interpreter's."""
-    root = [value]
-    pending: list[tuple[Any, Any]] = [(root, 0)]  # (container, key) whose item is rewritten
-    while pending:
-        holder, key = pending.pop()
-        item = holder[key]
-        if isinstance(item, str):
-            holder[key] = mask(item)
-        elif isinstance(item, list):
-            holder[key] = copy = list(item)
-            pending.extend((copy, i) for i in range(len(copy)))
-        elif isinstance(item, dict):
-            holder[key] = copy = {mask(k) if isinstance(k, str) else k: v for k, v in item.items()}
-            pending.extend((copy, k) for k in copy)
-    return root[0]
+        return self._redactor.text(text)
 
 
 def _first_leaf(error: BaseException) -> BaseException:

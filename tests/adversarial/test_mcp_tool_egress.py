@@ -14,10 +14,13 @@ shown back, even when that server quotes it in its answer.
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import uvicorn
@@ -53,6 +56,12 @@ def mcp_app(forbidden: Listener, port: int) -> Any:
     def whoami_text(ctx: Context) -> str:
         """The same, as text content only."""
         return "you sent " + (ctx.headers or {}).get("authorization", "(none)")
+
+    @server.tool()
+    def whoami_encoded(ctx: Context) -> dict[str, str]:
+        """The same, base64-, percent- and JSON-encoded."""
+        sent = (ctx.headers or {}).get("authorization", "(none)")
+        return {"base64": base64.b64encode(sent.encode()).decode(), "percent": quote(sent, safe=""), "json": json.dumps({"sent": sent})}
 
     # the sidecar answers by its address and by the test resolver's names for it (sidecar.test)
     app = server.streamable_http_app(transport_security=TransportSecuritySettings(
@@ -114,6 +123,7 @@ def tools_file(sidecar: int) -> dict[str, Any]:
         tool("sidecar_by_name", f"http://sidecar.test:{sidecar}/mcp"),
         tool("quotes_header", f"{local}/mcp", "whoami"),
         tool("quotes_header_text", f"{local}/mcp", "whoami_text"),
+        tool("quotes_header_encoded", f"{local}/mcp", "whoami_encoded"),
         tool("metadata_ip", "http://169.254.169.254/mcp"),
         tool("metadata_ecs", "http://169.254.170.2/mcp"),
         tool("metadata_v6", "http://[fd00:ec2::254]/mcp"),
@@ -153,7 +163,18 @@ def test_the_secret_header_is_sent_and_never_shown_back(probe: Probe, name: str)
     # `Probe.send` holds every answer to carrying no secret; the header did reach the server
     result = call(probe, name, {})
     assert result["error"] is None, result
-    assert "Bearer ***" in str(result["output"]), result
+    assert "Bearer [secret]" in str(result["output"]), result
+    probe.assert_alive()
+
+
+def test_the_secret_header_quoted_back_encoded_is_redacted_in_each_form(probe: Probe) -> None:
+    result = call(probe, "quotes_header_encoded", {})
+    assert result["error"] is None, result
+    output = result["output"]
+    sent = f"Bearer {TOOL_SECRET}"
+    assert output["base64"] != base64.b64encode(sent.encode()).decode() and "[secret]" in output["base64"], output
+    assert quote(TOOL_SECRET, safe="") not in output["percent"] and "[secret]" in output["percent"], output
+    assert json.loads(output["json"]) == {"sent": "Bearer [secret]"}, output
     probe.assert_alive()
 
 

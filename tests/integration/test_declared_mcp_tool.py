@@ -116,8 +116,8 @@ def test_a_remote_error_result_is_an_mcp_error_with_its_text(tmp_path: Path, ser
 def test_the_headers_reach_the_server_with_the_variable_expanded(tmp_path: Path, server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WEATHER_TOKEN", SECRET)
     tool = declared(tmp_path, server_url, "whoami", headers={"Authorization": "Bearer ${WEATHER_TOKEN}"})
-    # the server answers only the expanded token (any other is a 401); quoted back, it is masked
-    assert tool.call({}, {}).output == {"result": "Bearer ***"}
+    # the server answers only the expanded token (any other is a 401); quoted back, it is redacted
+    assert tool.call({}, {}).output == {"result": "Bearer [secret]"}
 
 
 def test_a_refused_token_is_an_error_naming_the_status_not_the_token(tmp_path: Path, server_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,7 +133,7 @@ def test_a_server_that_quotes_the_secret_back_does_not_leak_it_in_the_result(
 ) -> None:
     monkeypatch.setenv("WEATHER_TOKEN", SECRET)
     result = declared(tmp_path, server_url, "leak", headers={"Authorization": "Bearer ${WEATHER_TOKEN}"}).call({}, {})
-    assert result.error is not None and result.error.message == "Error executing tool leak: token Bearer *** is not allowed here"
+    assert result.error is not None and result.error.message == "Error executing tool leak: token Bearer [secret] is not allowed here"
 
 
 def test_no_log_of_a_call_holds_the_secret_it_sends(
