@@ -361,7 +361,7 @@ class Bounded(TreeInterpreter):
         # TreeInterpreter.visit_comparator, with both operands measured when `==` would walk them.
         left = self.visit(node["children"][0], value)
         right = self.visit(node["children"][1], value)
-        if type(left) in _CONTAINERS and type(right) in _CONTAINERS:
+        if type(left) in _CONTAINERS and type(right) in _CONTAINERS and left is not right:  # (itself: at once)
             self.measure(left, right)
         compare = self.COMPARATOR_FUNC[node["value"]]
         if node["value"] in self._EQUALITY_OPS:
