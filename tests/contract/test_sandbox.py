@@ -263,7 +263,11 @@ def test_each_call_is_logged_with_its_caller_and_never_the_secret_or_the_input(s
     finally:
         client.close()
     _post(sandbox_service, secret="wrong-secret-attempt")
-    time.sleep(0.2)  # the log line is written after the answer
+    # the log line is written after the answer: waited for, however busy the machine
+    deadline = time.monotonic() + 30
+    while not any(r.get("outcome") == "refused:wrong-secret" for r in sandbox_service.log_records()):
+        assert time.monotonic() < deadline, sandbox_service.output
+        time.sleep(0.05)
     calls = [r for r in sandbox_service.log_records() if r.get("message") == "sandbox call"]
     mine = [r for r in calls if r.get("caller") == "billing-api"]
     assert {(r["codeModule"], r["mode"], r["outcome"]) for r in mine} >= {("tool", "run", "ok"), ("report", "check", "ok")}

@@ -186,7 +186,7 @@ def test_a_check_with_runs_holds_one_session_and_kills_only_the_workers_it_must(
         answered: list[Any] = []
         visit = threading.Thread(target=lambda: answered.append(sandbox.check_then_run(slow, [{"ms": 300}, {"ms": 300}])))
         visit.start()
-        time.sleep(0.1)
+        _until_busy(sandbox)
         with pytest.raises(SandboxBusy):  # the one session is the visit's, all through its runs
             sandbox.run(slow)
         visit.join()
@@ -203,6 +203,14 @@ def test_a_check_with_runs_holds_one_session_and_kills_only_the_workers_it_must(
 
 
 # -- the service and its client -------------------------------------------------------------------------
+
+
+def _until_busy(sandbox: EmbeddedSandbox) -> None:
+    """Until the sandbox's sessions are all taken (a condition, not a time: issue 28, finding 10)."""
+    deadline = time.monotonic() + 30
+    while not sandbox.busy():
+        assert time.monotonic() < deadline, "the visit never took its session"
+        time.sleep(0.005)
 
 
 def _post(service: SandboxService, body: Any) -> httpx.Response:
