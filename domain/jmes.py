@@ -44,7 +44,8 @@ from jmespath.visitor import Options, TreeInterpreter, _is_comparable  # jmespat
 # level, so a deep expression would break Python's stack during a call.
 MAX_NESTING = 64
 # How many times its input the static shape of an expression may write out: `[@,@]` is 2, each
-# further `.[@,@]` doubles it; `{a: x, b: y}` is 2 and stays 2 over a projection.
+# further `.[@,@]` doubles it; `{a: x, b: x}` is 2 and stays 2 over a projection; `{id: id, name: name}`
+# is 1 (two parts of the value that do not overlap).
 MAX_AMPLIFICATION = 1_024
 
 # One call's budget, in values built (and written out), is this many times the answer's characters
@@ -54,7 +55,7 @@ BUDGET_FACTOR = 4
 DEADLINE_SECONDS = 2.0
 
 _CONTAINERS = (list, dict)
-_TICKS = 64
+_TICKS = 64  # charges between two readings of the clock
 _ENCODE_STRING = json.encoder.encode_basestring  # type: ignore[attr-defined]  # the C function when there is one
 
 
@@ -78,6 +79,8 @@ def expression_problem(expression: str) -> str | None:
         return f"does not compile: {_first_line(e)}"
     except RecursionError:
         return "does not compile: nested too deeply for the parser"
+    except ValueError as e:  # what the lexer's int() or json.loads refuse in a literal
+        return f"does not compile: {_first_line(e)}"
     return shape_problem(parsed)
 
 
