@@ -18,6 +18,7 @@ value alone: the base64 of any text that holds the value holds one of them.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ _SHOWN_BYTES = SHOWN.encode()
 # few characters, too short to tell from any other base64 text.
 MIN_BASE64_FRAGMENT = 8
 _HEX_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+_PLAIN = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but the quote and the backslash: JSON writes it as it is
 
 
 class Redactor:
@@ -50,22 +52,32 @@ class Redactor:
                 forms.update(_base64_forms(text.encode()))
         forms.discard("")
         self.forms = frozenset(forms)
-        # Longest first: at a position where two forms start, the longer one is replaced whole.
-        pattern = "|".join(_pattern(form) for form in sorted(forms, key=lambda f: (-len(f), f)))
-        self._pattern = re.compile(pattern) if pattern else None
-        self._json_pattern = re.compile(pattern.encode()) if pattern else None
-        self._needles = _needles(forms)
+        self._needles = _needles(forms) if forms else ()
         self._json_needles = tuple(needle.encode() for needle in self._needles)
         # Whether a form can be replaced in a value's JSON text: one without a quote or a backslash
         # lies within one string of it (and a cut through an escape leaves `\[`, which no JSON reads).
         self._in_json_text = not any('"' in form or "\\" in form for form in forms)
 
+    @functools.cached_property
+    def _source(self) -> str:
+        """The forms as one pattern, built the first time a text holds a needle (most calls never
+        need it). Longest first: where two forms start at one position, the longer is replaced whole."""
+        return "|".join(_pattern(form) for form in sorted(self.forms, key=lambda f: (-len(f), f)))
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        return re.compile(self._source)
+
+    @functools.cached_property
+    def _json_pattern(self) -> re.Pattern[bytes]:
+        return re.compile(self._source.encode())
+
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return bool(self.forms)
 
     def text(self, text: str) -> str:
         """`text` with every form replaced."""
-        if self._pattern is None or not any(needle in text for needle in self._needles):
+        if not any(needle in text for needle in self._needles):
             return text
         return self._pattern.sub(SHOWN, text)
 
@@ -77,7 +89,7 @@ class Redactor:
         does, since each form's JSON escape (as orjson writes it) is a form too. Then the forms are
         replaced in that text and it is read back, or, when a form could span more than a string
         or the text no longer reads, each string is replaced in a walk."""
-        if self._pattern is None or self._json_pattern is None:
+        if not self.forms:
             return value
         if isinstance(value, str):
             return self.text(value)
@@ -113,12 +125,13 @@ class Redactor:
 
 def _forms(value: str) -> set[str]:
     """Every form of one secret value: raw, JSON-escaped, percent-encoded, base64."""
-    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], _orjson_escaped(value)}
-    for encoded in (quote(value, safe=""), quote(value), quote_plus(value), quote_plus(value, safe="/")):
-        forms.add(encoded)
-    # Each form that holds a JSON escape or a percent escape is also given as it appears within a
-    # JSON text (a module's `log` of the API's answer).
-    forms.update({escaped for form in list(forms) for escaped in (json.dumps(form, ensure_ascii=False)[1:-1], _orjson_escaped(form))})
+    forms = {value, quote(value, safe=""), quote(value), quote_plus(value), quote_plus(value, safe="/")}
+    if _PLAIN.fullmatch(value) is None:
+        # JSON-escaped (ASCII only, as Python writes it by default; as is, as orjson and JavaScript
+        # do), once and twice: a module's `log` of the API's answer holds the escaped form, and
+        # that line within a JSON text the twice-escaped one.
+        once = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], _orjson_escaped(value)}
+        forms |= once | {escaped for form in once for escaped in (json.dumps(form, ensure_ascii=False)[1:-1], _orjson_escaped(form))}
     raw = value.encode()
     forms.update(_base64_forms(raw))
     for offset in (0, 1, 2):
@@ -134,10 +147,11 @@ def _needles(forms: Iterable[str]) -> tuple[str, ...]:
     longest run between percent escapes (the pattern takes their hex in either case), without
     those that hold another. Looking for a few substrings is much faster than the pattern's
     alternation, so a text that holds none (almost every text) is passed at that cost."""
-    found = {max(_HEX_ESCAPE.split(form), key=len) for form in forms}
-    if "" in found:  # a form of percent escapes only: any text may hold it
-        return ("",)
-    return tuple(sorted(n for n in found if not any(other != n and other in n for other in found)))
+    kept: list[str] = []
+    for needle in sorted({max(_HEX_ESCAPE.split(form), key=len) for form in forms}, key=len):
+        if not any(shorter in needle for shorter in kept):  # "" (a form of escapes only) holds every text
+            kept.append(needle)
+    return tuple(kept)
 
 
 def _orjson_escaped(text: str) -> str:

@@ -9,8 +9,9 @@ call is) and `echoed` (every 20th record echoes the API key, so the redaction re
 output and the logs).
 
 The call is timed whole through the app (`POST /api/v1/tools/{name}/call` with FastAPI's test
-client), and in the same calls the redaction pass itself (`_redacted` over the real result, timed
-where `perform` calls it): the ratio is the pass's share of the call. The same calls with the pass
+client), and in the same calls the redaction pass itself (`_redacted`, timed where `perform` calls
+it: the call's `Redactor` built from what it used, then applied to the real result, the trace and
+the module's log lines): the ratio is the pass's share of the call. The same calls with the pass
 replaced by nothing give the call without redaction, each call of a variant in turn with the
 others' (informative: the call's spread on a busy machine is larger than the pass).
 
@@ -95,12 +96,12 @@ class _Timed:
         self.seconds: list[float] = []
         self.off = False
 
-    def __call__(self, result: Any, redactor: Any, *args: Any) -> Any:
+    def __call__(self, result: Any, used: Any, *args: Any) -> Any:
         if self.off:
             return result
         started = time.perf_counter()
         try:
-            return self.redacted(result, redactor, *args)
+            return self.redacted(result, used, *args)
         finally:
             self.seconds.append(time.perf_counter() - started)
 

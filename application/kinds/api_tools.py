@@ -305,7 +305,7 @@ class ApiToolKind(ToolKind):
         except _Failed as failed:
             result = failed.error
         trace.millis = (time.perf_counter() - started) * 1000
-        result = _redacted(result, used.redactor(), trace, config["response"]["module"], tenant, name)
+        result = _redacted(result, used, trace, config["response"]["module"], tenant, name)
         return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
 
     def close(self) -> None:
@@ -620,11 +620,12 @@ def _cut(output: Any, limit: int, references: bool = False) -> Any:
     return shown + CUT_MARKER.format(shown=limit, total=total)
 
 
-def _redacted(result: ExecutionResult | ExecutionError, redactor: Redactor, trace: Trace, module: str | None,
+def _redacted(result: ExecutionResult | ExecutionError, used: _Used, trace: Trace, module: str | None,
               tenant: str, name: str) -> ExecutionResult:
-    """The call's result as it may leave the call: every field through `redactor` (the trace, which
-    the Playground shows, too), and the post-processing module's log lines written to the
-    service's log, redacted, since the sandbox left them out of it."""
+    """The call's result as it may leave the call: every field through the redaction of what it
+    `used` (the trace, which the Playground shows, too), and the post-processing module's log
+    lines written to the service's log, redacted, since the sandbox left them out of it."""
+    redactor = used.redactor()
     trace.url = redactor.text(trace.url)
     trace.headers = {redactor.text(k): redactor.text(v) for k, v in trace.headers.items()}
     trace.body = redactor.value(trace.body)  # the operator's fixed body and the model's values: as deep as V1 lets them be
