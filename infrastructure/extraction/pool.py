@@ -5,10 +5,12 @@ memory by itself (`worker.py`) and in time by the pool, which kills a worker tha
 Workers are started with `subprocess`, never forked (the server is threaded), as `python -I`: no
 environment variable, current directory or user site reaches a process that parses hostile bytes,
 and the server's secrets (its environment) are not passed on. The server never reads a document:
-it sends the worker a path. A worker is started on first need, waited for until it says it is
-ready (so that its start is not counted against a job's time), and replaced after any failure (its
-state after a `MemoryError` or a parser's failure is not worth trusting) and after
-`JOBS_PER_WORKER` jobs.
+it sends the worker a path. The workers are started on first need (all of them, the first one in
+the job's way, the others in the background), waited for until each says it is ready (so that its
+start is not counted against a job's time), and replaced after any failure (its state after a
+`MemoryError` or a parser's failure is not worth trusting) and after `JOBS_PER_WORKER` jobs; a
+replacement starts in the background at once, so that the next document (another tenant's, while
+one floods the pool with hostile ones, each costing its worker) does not wait for a start.
 
 Short documents first (DESIGN §12, fair share, as the sandbox does): an extraction still running
 after `LONG_EXTRACTION_SECONDS` has its worker lowered where it stands (`infrastructure.priority`):
@@ -93,10 +95,14 @@ class ExtractorPool:
         self.timeout_seconds = timeout_seconds
         self.memory_mb = memory_mb
         self.max_chars = max_chars
+        self._size = workers
         self._turns = threading.BoundedSemaphore(workers)
         self._lock = threading.Lock()
+        self._spare = threading.Condition(self._lock)  # a worker went idle, or a start ended
         self._idle: list[_Worker] = []
         self._live: set[_Worker] = set()
+        self._starts = 0  # workers being started, by a job or by `_fill`
+        self._filler: threading.Thread | None = None
         self._closed = False
 
     def extract(self, path: str, media_type: str, *, background: bool = False, deadline: float | None = None,
@@ -132,33 +138,56 @@ class ExtractorPool:
             idle, self._idle = self._idle, []
             busy = self._live.difference(idle)
             self._live.clear()
+            self._spare.notify_all()
+            filler = self._filler
         for worker in idle:
             worker.stop(grace_seconds=1.0)
         for worker in busy:
             worker.kill()
+        if filler is not None:
+            filler.join(START_TIMEOUT_SECONDS)  # a worker it was starting is stopped, not left behind
 
     def _take(self) -> _Worker:
         with self._lock:
-            if self._closed:
-                raise ExtractionFailed(_SHUTTING_DOWN)
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.process.poll() is None:
-                    return worker
-                self._live.discard(worker)  # it died while idle (the kernel's OOM killer?): replaced
-                worker.stop()
-        worker = self._start()
-        with self._lock:
-            if self._closed:
-                worker.stop()
-                raise ExtractionFailed(_SHUTTING_DOWN)
-            self._live.add(worker)
+            while True:
+                if self._closed:
+                    raise ExtractionFailed(_SHUTTING_DOWN)
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.process.poll() is None:
+                        break
+                    self._live.discard(worker)  # it died while idle (the kernel's OOM killer?): replaced
+                    worker.stop()
+                else:
+                    if len(self._live) + self._starts < self._size:
+                        self._starts += 1
+                        worker = None
+                        break
+                    # Every worker there may be is busy or starting: one starting in the background
+                    # (`_fill`) is this job's, as soon as it is ready.
+                    self._spare.wait(START_TIMEOUT_SECONDS)
+                    continue
+                break
+        if worker is None:
+            try:
+                worker = self._start()
+            finally:
+                with self._lock:
+                    self._starts -= 1
+                    self._spare.notify_all()
+            with self._lock:
+                if self._closed:
+                    worker.stop()
+                    raise ExtractionFailed(_SHUTTING_DOWN)
+                self._live.add(worker)
+        self._replenish()
         return worker
 
     def _give_back(self, worker: _Worker) -> None:
         with self._lock:
             if worker.jobs < JOBS_PER_WORKER and not worker.lowered and not self._closed:
                 self._idle.append(worker)
+                self._spare.notify_all()
                 return
         self._retire(worker)
 
@@ -166,6 +195,39 @@ class ExtractorPool:
         with self._lock:
             self._live.discard(worker)
         worker.stop()
+        self._replenish()
+
+    def _replenish(self) -> None:
+        """Starts workers in the background until the pool has all of its `workers`."""
+        with self._lock:
+            if self._closed or self._filler is not None or len(self._live) + self._starts >= self._size:
+                return
+            self._starts += 1
+            self._filler = threading.Thread(target=self._fill, name="toolsmith-extract-start", daemon=True)
+            self._filler.start()
+
+    def _fill(self) -> None:
+        while True:
+            try:
+                worker: _Worker | None = self._start()
+            except ExtractionFailed:  # logged; a job's own start tries again
+                worker = None
+            with self._lock:
+                self._starts -= 1
+                closed = self._closed
+                if worker is not None and not closed:
+                    self._live.add(worker)
+                    self._idle.append(worker)
+                self._spare.notify_all()
+                more = worker is not None and not closed and len(self._live) + self._starts < self._size
+                if more:
+                    self._starts += 1
+                else:
+                    self._filler = None
+            if worker is not None and closed:
+                worker.stop()
+            if not more:
+                return
 
     def _start(self) -> _Worker:
         started = time.monotonic()
