@@ -114,6 +114,7 @@ def test_the_test_resolver_is_what_the_server_resolves_by(probe: Probe, dns: Dns
     output = fetch(probe, f"http://good.test:{forbidden.port}/")
     assert (output.get("status"), output.get("text")) == (200, '{"good": true}'), output
     assert forbidden.connections == []
+    probe.assert_alive()
 
 
 @pytest.mark.parametrize(("name", "why"), HOSTILE, ids=[n for n, _ in HOSTILE])

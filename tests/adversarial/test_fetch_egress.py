@@ -102,6 +102,7 @@ def test_the_published_module_reaches_the_allowed_server(probe: Probe, allowed: 
     # the control: the module fetches, the allowed server answers, through the call path
     output = called(probe, str(allowed.join("/hello")))
     assert (output.get("status"), output.get("text")) == (200, "allowed"), output
+    probe.assert_alive()
 
 
 @pytest.mark.parametrize("case", DIRECT, ids=str)

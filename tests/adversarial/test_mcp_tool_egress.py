@@ -156,6 +156,7 @@ def test_the_declared_sidecar_is_reached(probe: Probe, name: str) -> None:
     # the control: the declared origin answers, by address and by a name of the test resolver
     result = call(probe, name)
     assert result["error"] is None and result["output"] == {"result": 42}, result
+    probe.assert_alive()
 
 
 @pytest.mark.parametrize("name", ["quotes_header", "quotes_header_text"])
@@ -207,6 +208,7 @@ def test_a_redirect_off_the_declared_origin_is_never_followed(probe: Probe, forb
     result = call(probe, name)
     assert result["output"] is None and result["error"] is not None, result
     message = result["error"]["message"]
+    assert "not followed" in message, message  # the SDK's refusal; the transport would refuse it too
     assert "Authorization" not in message and "Bearer" not in message, message
     assert forbidden.connections == [], "the redirect's target was connected to"
     probe.assert_alive()
