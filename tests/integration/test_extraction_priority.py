@@ -2,7 +2,8 @@
 real worker processes: a worker whose extraction runs past `LONG_EXTRACTION_SECONDS` is lowered to
 niceness 19 (to `SCHED_IDLE` for a background job) while it goes on, and retires after that job; a
 short document's worker keeps its priority and serves again; a job's own deadline (its upload's)
-ends it with the reason its caller gave. What is asserted is what the kernel says of the worker,
+ends it with the reason its caller gave; a worker killed at its limit is replaced in the background,
+before the next document asks for one. What is asserted is what the kernel says of the worker,
 never how long anything took."""
 
 from __future__ import annotations
@@ -99,3 +100,33 @@ def test_a_jobs_own_deadline_ends_it_with_its_callers_reason(pool: ExtractorPool
     with pytest.raises(ExtractionFailed) as failed:
         pool.extract(str(hostile), PDF, deadline=time.monotonic() + 600, overdue="its upload took too long")
     assert failed.value.reason.startswith("extraction took longer than 2 s")
+
+
+def test_a_killed_worker_is_replaced_before_the_next_document_asks(tmp_path: Path) -> None:
+    pool = ExtractorPool(workers=2, timeout_seconds=2, memory_mb=512)
+    try:
+        short = tmp_path / "note.txt"
+        short.write_bytes(b"one line about a heron\n")
+        pool.extract(str(short), TEXT)
+        both = until_workers(pool, 2)  # the first use starts them all, the second in the background
+        hostile = tmp_path / "loop.pdf"
+        hostile.write_bytes(looping_pdf())
+        with pytest.raises(ExtractionFailed, match="longer than 2 s"):
+            pool.extract(str(hostile), PDF)
+        # The worker killed at the limit is replaced with no document asking for one.
+        after = until_workers(pool, 2, besides=both)
+        assert len(after & both) == 1 and len(after - both) == 1
+    finally:
+        pool.close()
+
+
+def until_workers(pool: ExtractorPool, count: int, besides: set[int] | None = None) -> set[int]:
+    """The pool's idle workers once there are `count` of them (other than exactly `besides`)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with pool._lock:
+            idle = {worker.pid for worker in pool._idle}
+        if len(idle) == count and idle != besides:
+            return idle
+        assert time.monotonic() < deadline, f"the pool has {len(idle)} idle workers, not {count}"
+        time.sleep(0.02)
