@@ -192,6 +192,10 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         self.fresh = fresh
         self._written: set[str] = set()
         self._known_positions: dict[str, int] = {}
+        # Whether `index` is an alias, once `open` knows: a heartbeat then requires one, so that a
+        # beat after the index was deleted fails instead of making a concrete index of that name
+        # with a dynamic mapping (OpenSearch creates a missing index on a write).
+        self._alias: bool | None = None
 
     # -- the index -----------------------------------------------------------------------------
 
@@ -199,7 +203,9 @@ class OpenSearchModuleReadModel(ModuleReadModel):
         """Creates the first concrete index behind the alias, unless the alias exists. Two
         processes starting at once race on one deterministic name, so only one index is made."""
         try:
-            if self.client.indices.exists_alias(name=self.index) or self.client.indices.exists(index=self.index):
+            alias = bool(self.client.indices.exists_alias(name=self.index))
+            if alias or self.client.indices.exists(index=self.index):
+                self._alias = alias
                 # An index made before documents recorded their store, or before runners beat in
                 # it, gets the fields (a no-op after).
                 self.client.indices.put_mapping(index=self.index, body={"properties": {"store": _KEYWORD, **_HEARTBEAT_FIELDS}})
@@ -210,11 +216,13 @@ class OpenSearchModuleReadModel(ModuleReadModel):
                 index=f"{self.index}-000001",
                 body={"settings": index_settings(self.replicas), "mappings": MAPPINGS, "aliases": {self.index: {}}},
             )
+            self._alias = True
         except TransportConnectionError as error:
             raise ReadModelUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
         except TransportError as error:
             if _error_type(error) != "resource_already_exists_exception":
                 raise ReadModelUnavailable(f"cannot prepare the OpenSearch index {self.index!r}: {_reason(error)}") from None
+            self._alias = True  # another process made it, with its alias
 
     # -- tracking ------------------------------------------------------------------------------
 
@@ -250,11 +258,14 @@ class OpenSearchModuleReadModel(ModuleReadModel):
 
     def beat(self, application_name: str, runner: str, beats: int) -> None:
         """Writes the heartbeat of the runner `runner` following `application_name`'s log: its
-        `beats`th. Not refreshed: a reader gets it by id, which OpenSearch answers in real time."""
+        `beats`th. Not refreshed: a reader gets it by id, which OpenSearch answers in real time.
+        Only into an index `open` prepared (see `_alias`)."""
+        if self._alias is None:
+            raise ReadModelUnavailable(f"the OpenSearch index {self.index!r} is not prepared yet")
         document = {"kind": HEARTBEAT, "application": application_name, "runner": runner, "beats": beats,
                     "beatAt": datetime.now(UTC).isoformat(), **self._stamp}
         self._call(lambda: self.client.index(index=self.index, id=_heartbeat_id(application_name), body=document,
-                                             refresh="false"))
+                                             refresh="false", require_alias="true" if self._alias else "false"))
 
     def heartbeat(self, application_name: str) -> tuple[str, int] | None:
         """The last heartbeat written by a runner of this view's event store: (runner, beats), or

@@ -265,12 +265,13 @@ class PullingProjectionRunner:
 
     def _beat(self) -> None:
         """Beats every `heartbeat_seconds` while the runner follows the log (or catches up before
-        it does); a beat that cannot be written is logged once until one is again."""
+        it does), once the view's storage is prepared (a beat goes where its documents do); a beat
+        that cannot be written is logged once until one is again."""
         assert self._heartbeat is not None
         beats, failing = 0, False
         next_beat = time.monotonic()
         while not self._stopping.is_set():
-            if self._thread is None or self._thread.is_alive():
+            if self._opened and (self._thread is None or self._thread.is_alive()):
                 beats += 1
                 try:
                     self._heartbeat(beats)

@@ -338,3 +338,31 @@ def test_a_runner_whose_index_was_deleted_builds_it_again(sqlite_app: Applicatio
         assert view.summary(TENANT, "after")["description"] == "After the loss"
     finally:
         runner.stop()
+
+
+def test_a_runners_heartbeat_is_read_back_and_never_makes_an_index_of_its_own(opensearch: OpenSearch, opensearch_index: str) -> None:
+    """Issue 28, finding 11: the heartbeat of `toolsmith projections run` is a document of the index
+    (its runner and counter read back by id, by this store's views only); a beat after the index was
+    deleted fails, instead of making a concrete index of the alias's name with a dynamic mapping."""
+    view = _view(opensearch, opensearch_index, store="this-store")
+    with pytest.raises(ReadModelUnavailable, match="not prepared"):
+        view.beat("toolsmith", "runner-1", 1)  # before `open`: nowhere to beat yet
+    view.open()
+    assert view.heartbeat("toolsmith") is None
+    view.beat("toolsmith", "runner-1", 1)
+    view.beat("toolsmith", "runner-1", 2)
+    assert view.heartbeat("toolsmith") == ("runner-1", 2)
+    assert _view(opensearch, opensearch_index, store="another-store").heartbeat("toolsmith") is None
+    assert view.list(TENANT, ListQuery()).total == 0  # no module
+
+    for index in opensearch.indices.get_alias(name=opensearch_index):
+        opensearch.indices.delete(index=index)
+    # As a cluster does by default (the test node refuses it): a write to a missing index makes it,
+    # here for this test's index name only.
+    opensearch.cluster.put_settings(body={"transient": {"action.auto_create_index": f"+{opensearch_index},-*"}})
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - whichever way OpenSearch refuses it
+            view.beat("toolsmith", "runner-1", 3)
+    finally:
+        opensearch.cluster.put_settings(body={"transient": {"action.auto_create_index": None}})
+    assert not opensearch.indices.exists(index=opensearch_index)
