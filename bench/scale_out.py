@@ -101,7 +101,10 @@ def _topology(progress: Progress) -> Iterator[tuple[Server, Server, subprocess.P
         admin.execute(f'CREATE SCHEMA "{schema}"')
     env = {"PERSISTENCE_MODULE": "eventsourcing.postgres", "POSTGRES_SCHEMA": schema, "TOOLSMITH_OPENSEARCH_INDEX": index,
            "TOOLSMITH_OPENSEARCH_REPLICAS": "0", "TOOLSMITH_PROJECTION_RUNNER": "external", "TOOLSMITH_ADMIN_TOKEN": TOKEN,
-           "TOOLSMITH_READ_YOUR_WRITES_SECONDS": "30", "TOOLSMITH_LOG_LEVEL": "WARNING"}
+           "TOOLSMITH_READ_YOUR_WRITES_SECONDS": "30", "TOOLSMITH_LOG_LEVEL": "WARNING",
+           # The runner paused (SIGSTOP) for as long as the writes wait is not yet counted dead (two
+           # silent heartbeats), so they wait their bound while the pages are read.
+           "TOOLSMITH_PROJECTION_HEARTBEAT_SECONDS": "30"}
     with tempfile.TemporaryDirectory(prefix="bench-scale-out-") as tmp:
         root = Path(tmp)
         progress(f"starting two APIs and the runner on schema {schema}, index {index}")
