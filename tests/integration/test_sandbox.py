@@ -142,7 +142,7 @@ def test_the_timeout_is_clamped_to_the_sandbox_cap() -> None:
     result = run(capped, tool("exports.run = function () { while (true) {} };"), timeout_millis=10_000)
     capped.close()
     assert error_type(result) == "timeout"
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < 10 / 2  # at the cap's 200 ms, long before the 10 s asked
 
 
 def test_a_memory_bomb_is_a_memory_error(sandbox: EmbeddedSandbox) -> None:
