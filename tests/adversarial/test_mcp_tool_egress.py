@@ -65,7 +65,7 @@ def mcp_app(forbidden: Listener, port: int) -> Any:
 
     # the sidecar answers by its address and by the test resolver's names for it (sidecar.test)
     app = server.streamable_http_app(transport_security=TransportSecuritySettings(
-        allowed_hosts=[f"127.0.0.1:{port}", f"sidecar.test:{port}", f"flip.test:{port}"]))
+        allowed_hosts=[f"127.0.0.1:{port}", f"sidecar.test:{port}", f"flip.test:{port}", f"secure.test:{port}"]))
     bounces = {
         "loopback": f"http://127.0.0.1:{forbidden.port}/mcp",
         "localhost": f"http://localhost:{forbidden.port}/mcp",
@@ -89,20 +89,27 @@ def forbidden() -> Iterator[Listener]:
     running.close()
 
 
-@pytest.fixture(scope="module")
-def sidecar(forbidden: Listener) -> Iterator[int]:
-    """The MCP server's port, on 127.0.0.1."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(mcp_app(forbidden, port), host="127.0.0.1", port=port, log_level="warning"))
+def serving(app: Any, port: int, **config: Any) -> Iterator[int]:
+    """A fixture's body: `app` served by uvicorn on 127.0.0.1:`port` (`config`: uvicorn's, TLS)."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
-        assert time.monotonic() < deadline, "the MCP sidecar did not start within 10 s"
+        assert time.monotonic() < deadline and thread.is_alive(), "the MCP sidecar did not start within 10 s"
         time.sleep(0.05)
-    yield port
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def sidecar(forbidden: Listener) -> Iterator[int]:
+    """The MCP server's port, on 127.0.0.1."""
+    port = free_port()
+    yield from serving(mcp_app(forbidden, port), port)
 
 
 @pytest.fixture(scope="module")

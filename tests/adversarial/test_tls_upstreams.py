@@ -7,8 +7,9 @@ CA nobody trusts, for another name, or expired is refused with an error that say
 certificate. A redirect from https to plain http follows the documented rule: for an API URL
 tool every `http` hop needs a `TOOLSMITH_EGRESS_ALLOW` entry (so a downgrade to a public host, or
 to a local port without one, is refused); for `http.fetch` every hop needs an allow-list entry for
-its host and port. A redirect to loopback is refused by both. A recording listener stands for
-every target that must not be reached: it must never see a connection.
+its host and port. A redirect to loopback is refused by both. External MCP tools over https
+reach an MCP server whose certificate the CA issued, and refuse each bad certificate alike. A
+recording listener stands for every target that must not be reached: it must never see a connection.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -23,7 +25,9 @@ import trustme
 
 from tests.adversarial.conftest import Listener, Probe, start_probe
 from tests.adversarial.egress import REFUSALS, api_refusal, api_tool_call, fetch
+from tests.adversarial.test_mcp_tool_egress import mcp_app, serving
 from tests.dns_server import DnsServer
+from tests.helpers import free_port
 from tests.ssrf_cases import PUBLIC
 from tests.tls import expired, https_upstream, trusted_bundle
 from tests.upstream import Upstream, running
@@ -73,15 +77,42 @@ def dns() -> Iterator[DnsServer]:
     server.close()
 
 
+def mcp_sidecar(ca: trustme.CA, forbidden: Listener, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """An MCP server over https (trusted CA, for secure.test and 127.0.0.1): its port."""
+    folder = tmp_path_factory.mktemp("mcp-tls")
+    certificate = ca.issue_cert("secure.test", "127.0.0.1")
+    certificate.cert_chain_pems[0].write_to_path(str(folder / "cert.pem"))
+    certificate.private_key_pem.write_to_path(str(folder / "key.pem"))
+    port = free_port()
+    yield from serving(mcp_app(forbidden, port), port, ssl_certfile=str(folder / "cert.pem"), ssl_keyfile=str(folder / "key.pem"))
+
+
+def mcp_tools(sidecar: int, upstreams: Upstreams) -> dict[str, Any]:
+    """External MCP tools over https: the sidecar by name and by address, and each bad certificate."""
+    def tool(name: str, url: str) -> dict[str, Any]:
+        return {"name": name, "description": f"an MCP tool at {url}", "url": url, "remoteName": "add", "inputSchema": {"type": "object"},
+                "headers": {"Authorization": "Bearer ${ADVERSARIAL_TOOL_TOKEN}"}, "timeoutMillis": 5000}
+
+    return {"mcp": [
+        tool("mcp_by_name", f"https://secure.test:{sidecar}/mcp"), tool("mcp_by_address", f"https://127.0.0.1:{sidecar}/mcp"),
+        tool("mcp_untrusted", f"{upstreams.untrusted.url}/mcp"), tool("mcp_wrong_name", f"{upstreams.wrong_name.url}/mcp"),
+        tool("mcp_expired", f"{upstreams.expired.url}/mcp"),
+    ]}
+
+
 @pytest.fixture(scope="module")
-def probe(tmp_path_factory: pytest.TempPathFactory, ca: trustme.CA, upstreams: Upstreams, plain: Upstream, dns: DnsServer) -> Iterator[Probe]:
+def probe(tmp_path_factory: pytest.TempPathFactory, ca: trustme.CA, upstreams: Upstreams, plain: Upstream, dns: DnsServer,
+          forbidden: Listener) -> Iterator[Probe]:
     folder = tmp_path_factory.mktemp("tls")
     ports = [u.port for u in (upstreams.good, upstreams.untrusted, upstreams.wrong_name, upstreams.expired)]
     exact = [f"127.0.0.1:{port}" for port in ports] + [f"secure.test:{upstreams.good.port}"]
-    running = start_probe(folder / "data", SSL_CERT_FILE=str(trusted_bundle(ca, folder)), TOOLSMITH_EGRESS_NAMESERVER=dns.address,
-                          TOOLSMITH_EGRESS_ALLOW=", ".join([*exact, plain.allow]), CODESANDBOX_ALLOWED_DOMAINS=", ".join([*exact, "public.test", "evil.test"]))
+    sidecar = mcp_sidecar(ca, forbidden, tmp_path_factory)
+    running = start_probe(folder / "data", mcp_tools(next(sidecar), upstreams), SSL_CERT_FILE=str(trusted_bundle(ca, folder)),
+                          TOOLSMITH_EGRESS_NAMESERVER=dns.address, TOOLSMITH_EGRESS_ALLOW=", ".join([*exact, plain.allow]),
+                          CODESANDBOX_ALLOWED_DOMAINS=", ".join([*exact, "public.test", "evil.test"]))
     yield running
     running.close()
+    sidecar.close()
 
 
 def redirect(upstream: Upstream, to: str) -> str:
@@ -116,6 +147,26 @@ def test_a_bad_certificate_is_refused_with_a_clear_error(probe: Probe, upstreams
     assert "CERTIFICATE_VERIFY_FAILED" in error["message"] and reason in error["message"], error
     output = fetch(probe, f"{upstream.url}/v1/weather/Oslo")
     assert "refused" in output and "CERTIFICATE_VERIFY_FAILED" in output["refused"] and reason in output["refused"], output
+    assert len(upstream.seen) == seen, "a request was sent over a connection whose certificate was refused"
+    probe.assert_alive()
+
+
+@pytest.mark.parametrize("name", ["mcp_by_name", "mcp_by_address"])
+def test_an_external_mcp_tool_over_https_works(probe: Probe, name: str) -> None:
+    answer = probe.send("POST", f"/api/v1/tools/{name}/call", json={"a": 40, "b": 2}, deadline=15)
+    assert answer.status_code == 200 and answer.json()["error"] is None and answer.json()["output"] == {"result": 42}, answer.text
+    probe.assert_alive()
+
+
+@pytest.mark.parametrize("name", ["mcp_untrusted", "mcp_wrong_name", "mcp_expired"])
+def test_an_external_mcp_tool_with_a_bad_certificate_is_refused_with_a_clear_error(probe: Probe, upstreams: Upstreams, name: str) -> None:
+    upstream: Upstream = getattr(upstreams, name.removeprefix("mcp_"))
+    reason = next(reason for attribute, reason in CERTIFICATES.values() if attribute == name.removeprefix("mcp_"))
+    seen = len(upstream.seen)
+    answer = probe.send("POST", f"/api/v1/tools/{name}/call", json={"a": 1, "b": 2}, deadline=15)
+    assert answer.status_code == 200, answer.text
+    error = answer.json()["error"]
+    assert error is not None and "CERTIFICATE_VERIFY_FAILED" in error["message"] and reason in error["message"], error
     assert len(upstream.seen) == seen, "a request was sent over a connection whose certificate was refused"
     probe.assert_alive()
 
