@@ -59,6 +59,8 @@ SLUG = {"pattern": json_pattern(callers._SLUG), "minLength": 1, "maxLength": rul
 # R3: required, some visible character, at most 2,000 characters.
 DESCRIPTION = {"minLength": 1, "maxLength": rules.MAX_DESCRIPTION, "pattern": r"\S"}
 TAGS = {"maxItems": rules.MAX_TAGS, "items": {"type": "string", "minLength": 1, "maxLength": rules.MAX_TAG_LENGTH, "pattern": r"\S"}}
+# A plan's, an agent's or a profile's tags (domain.callers): 1 to 64 characters, blank ones too.
+CALLER_TAGS = {"maxItems": rules.MAX_TAGS, "items": {"type": "string", "minLength": 1, "maxLength": rules.MAX_TAG_LENGTH}}
 TOOL_NAMES = {"maxItems": callers.MAX_NAMED_TOOLS, "uniqueItems": True, "items": {"type": "string", **IDENTIFIER}}
 
 
@@ -347,7 +349,7 @@ class PlanFields(_Request):
                                 **documents(minItems=1, maxItems=callers.MAX_NODES))
     exposeAsTool: bool = Field(False, description="listed in the catalog and callable as a tool under the plan's id")
     exposeInChat: bool = False
-    tags: list[str] = Field([], **documents(**TAGS))
+    tags: list[str] = Field([], **documents(**CALLER_TAGS))
 
 
 class PlanIn(PlanFields):
@@ -357,7 +359,7 @@ class PlanIn(PlanFields):
 class AgentFields(_Request):
     description: str = Field(**documents(**DESCRIPTION))
     allowedTools: list[str] = Field([], **documents(**TOOL_NAMES))
-    allowedTags: list[str] = Field([], **documents(**TAGS))
+    allowedTags: list[str] = Field([], **documents(**CALLER_TAGS))
 
 
 class AgentIn(AgentFields):
@@ -376,7 +378,7 @@ class McpServerIn(McpServerFields):
 class UsageProfileFields(_Request):
     description: str = Field("", max_length=2_000)
     allowedTools: list[str] = Field([], **documents(**TOOL_NAMES))
-    allowedTags: list[str] = Field([], **documents(**TAGS))
+    allowedTags: list[str] = Field([], **documents(**CALLER_TAGS))
 
 
 class UsageProfileIn(UsageProfileFields):
