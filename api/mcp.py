@@ -9,7 +9,10 @@ for change notifications) next to the handshake era (initialize, session id, GET
 A POST is answered with one JSON body (the SDK's JSON response mode): no SSE stream per request.
 What needs a stream still gets one: a session's GET stream (its `tools/list_changed`) and a
 `subscriptions/listen` call. A session's `tools/call` is answered in its own request's task
-(`api.mcp_direct`), without the session loop's hop.
+(`api.mcp_direct`), without the session loop's hop. A JSON-RPC batch is served message by message
+where the session's version has batches (2025-03-26) and refused where it does not
+(`api.mcp_batch`). Streams are not resumed: a GET with `Last-Event-ID` is refused (400), since no
+event carries an id to resume from.
 
 In front of the SDK, an HTTP gate refuses, as problem details: a Host or Origin the settings do
 not allow (DNS rebinding), a missing or unknown bearer token (401), a role that may not call tools
@@ -27,7 +30,7 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import anyio
@@ -46,7 +49,8 @@ from starlette.types import Receive, Scope, Send
 
 from api import problems
 from api.admission import Refusal, client_address
-from api.mcp_direct import DirectCalls
+from api import mcp_batch
+from api.mcp_direct import DirectCalls, read_body, replay_body
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
 from domain.errors import UnknownRecord
@@ -58,6 +62,15 @@ ROLES = (ADMIN, CALLER)
 # How often the sessions of suspended tenants are looked for (a suspension made in this process
 # is seen at the next sweep; one made by another replica within the tenants' cache, a second, too).
 SWEEP_SECONDS = 0.5
+# A GET that asks to resume a stream (SSE `Last-Event-ID`) is refused: this server gives its events
+# no ids (no event store: a POST is answered with one JSON body, and the GET stream carries only
+# `tools/list_changed`, which says "list again", so nothing is lost by a fresh stream), and an id it
+# never gave cannot be resumed from. The SDK, without a store, answered such a GET with nothing (500).
+LAST_EVENT_ID = b"last-event-id"
+RESUMPTION_NOT_OFFERED = (
+    "this server does not resume streams (its events carry no ids, so no Last-Event-ID is one it gave): "
+    "open a new GET stream without Last-Event-ID, then call tools/list for the current tools"
+)
 
 log = logging.getLogger("toolsmith.mcp")
 
@@ -209,6 +222,21 @@ class McpEndpoint:
         if manager is None:
             await problems.problem(503, "starting", "the MCP endpoint is not running")(scope, receive, send)
             return
+        if scope["method"] == "GET" and _header(scope, LAST_EVENT_ID) is not None:
+            await problems.problem(400, "resumption-not-offered", RESUMPTION_NOT_OFFERED)(scope, receive, send)
+            return
+        if scope["method"] == "POST":
+            body, ending = await read_body(receive)
+            if ending is None and mcp_batch.is_batch(body):
+                version = mcp_batch.version_of(scope, self.direct.negotiated_version(scope))
+                await mcp_batch.answer(body, version, scope, receive, send, partial(self._serve_one, manager))
+                return
+            receive = replay_body(body, ending, receive)
+        await self._serve_one(manager, scope, receive, send)
+
+    async def _serve_one(self, manager: StreamableHTTPSessionManager, scope: Scope, receive: Receive, send: Send) -> None:
+        """One request of one JSON-RPC message (or a GET, a DELETE): a session's tool call in the
+        request's own task, anything else through the session manager."""
         found = self.direct.serves(manager, scope)
         if found is not None:
             rest = await self.direct.answer(found, scope, receive, send)
@@ -244,6 +272,10 @@ class McpEndpoint:
         scope.setdefault("state", {})[OFFER_STATE] = offer
         scope["user"] = _session_owner(principal, server_id)
         return None
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    return next((value for key, value in scope.get("headers") or [] if key == name), None)
 
 
 def _bearer(request: Request) -> str | None:

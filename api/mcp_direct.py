@@ -108,6 +108,16 @@ class DirectCalls:
                 connection.exit_stack.callback(self._sessions.pop, session_id, None)
         return await call_next(ctx)
 
+    def negotiated_version(self, scope: Scope) -> str | None:
+        """The protocol version the session a request names negotiated, if it is known here and
+        the request comes from the session's owner."""
+        session_id = Request(scope).headers.get(MCP_SESSION_ID_HEADER)
+        session = self._sessions.get(session_id) if session_id is not None else None
+        user = scope.get("user")
+        if session is None or not isinstance(user, AuthenticatedUser) or user.access_token != session.owner:
+            return None
+        return getattr(session.connection, "protocol_version", None)
+
     def serves(self, manager: StreamableHTTPSessionManager, scope: Scope) -> tuple[_Session, Any] | None:
         """The session and transport a POST names, if its calls can be answered here."""
         if scope["method"] != "POST":
@@ -136,10 +146,10 @@ class DirectCalls:
         """Answers the POST if it is one `tools/call`; else the receive to hand the SDK (the body,
         read here, replayed)."""
         session, transport = found
-        body, ending = await _read_body(receive)
+        body, ending = await read_body(receive)
         request = _tools_call(body) if ending is None else None
         if request is None:
-            return _replay(body, ending, receive)
+            return replay_body(body, ending, receive)
         async with _in_flight(transport):
             answer = await self._call(session, request, scope)
         headers = [(b"content-type", b"application/json"), (MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode())]
@@ -181,7 +191,7 @@ def _tools_call(body: bytes) -> JSONRPCRequest | None:
         return None
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:
+async def read_body(receive: Receive) -> tuple[bytes, Message | None]:
     """The request's body, and the message that ended it early (a disconnect), if one did."""
     chunks: list[bytes] = []
     while True:
@@ -193,7 +203,7 @@ async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:
             return b"".join(chunks), None
 
 
-def _replay(body: bytes, ending: Message | None, receive: Receive) -> Receive:
+def replay_body(body: bytes, ending: Message | None, receive: Receive) -> Receive:
     pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}] if ending is None else [ending]
 
     async def replay() -> Message:

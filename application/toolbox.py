@@ -36,8 +36,9 @@ from application.kinds.base import OPAQUE, K, Ranked, ToolKind, ToolKinds, Tools
 from application.store import Store
 from domain import callers
 from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry, ranked
-from domain.errors import ToolNotCallable, UnknownRecord
+from domain.errors import InvalidInput, ToolNotCallable, UnknownRecord
 from domain.ports import ExecutionError, ExecutionResult
+from domain.rules import undeclared_violations
 from domain.values import TOO_DEEP_RESULT, has_lone_surrogate, too_deep, well_formed
 
 ADMIN = "admin"
@@ -489,6 +490,11 @@ class Toolbox(Tools):
             raise ToolNotCallable(name, "no such tool" if permissions.everything or entry is None else "not allowed for this caller (R14)")
         if not permissions.everything:
             self.kind_of(entry).check_permissions(tenant, entry, permissions, self)
+        # A caller's arguments meet the schema it was shown: a tool without parameters takes none.
+        # (Only the caller's: a plan's later node takes the output of the one before it as given.)
+        undeclared = undeclared_violations(entry.input_schema, arguments)
+        if undeclared:
+            raise InvalidInput(undeclared)
         return self.call_entry(tenant, entry, arguments, context, depth=0)
 
     def call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], depth: int) -> ExecutionResult:

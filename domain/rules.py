@@ -364,7 +364,8 @@ def validate_input(parameters: list[dict[str, Any]], value: Any, *, omitted_as_n
     values. A date is passed on as `toISOString` writes it, for the sandbox to make a `Date` of.
     With `omitted_as_null` (script style, where each parameter is a variable) an omitted optional
     value without a default is null, so that its variable exists. A tool that declares no
-    parameters receives its input as given.
+    parameters receives its input as given (a plan's later node, the output of the one before;
+    a caller's own arguments are held to the tool's closed schema first, `undeclared_violations`).
     """
     if not parameters:
         return value
@@ -405,6 +406,15 @@ def validate_input(parameters: list[dict[str, Any]], value: Any, *, omitted_as_n
 _REFUSED: Any = object()
 
 
+def undeclared_violations(schema: dict[str, Any], arguments: Any) -> list[Violation]:
+    """V1 for a caller's arguments to a tool whose advertised schema is closed and declares no
+    property (`input_schema([])`): each argument is unknown. (Where a closed schema declares
+    properties, the tool's own check names each unknown argument with every other fault.)"""
+    if not isinstance(arguments, dict) or schema.get("additionalProperties") is not False or schema.get("properties") != {}:
+        return []
+    return [Violation(f"input.{name}", "V1", f"unknown parameter {name!r}; the tool takes no parameters") for name in arguments]
+
+
 def _as_argument(value: Any, type_: str) -> Any:
     """The value the sandbox receives for a parameter, or `_REFUSED`."""
     if type_ == "integer" and isinstance(value, float) and value.is_integer():
@@ -442,11 +452,12 @@ def input_schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
 
     It accepts what `validate_input` accepts, except that an optional value may not be null (a
     client that follows the schema is never refused), and for dates of the years 0000 and 10000 in
-    UTC, which Python's `datetime` cannot hold. A tool without parameters takes any object (its
-    input reaches the code as given).
+    UTC, which Python's `datetime` cannot hold. A tool without parameters takes no argument: an
+    empty object, closed (MCP 2025-11-25's advice; strict clients such as OpenAI's take only a
+    closed schema as strict), which a caller's call enforces (`undeclared_violations`).
     """
     if not parameters:
-        return {"type": "object"}
+        return {"type": "object", "properties": {}, "additionalProperties": False}
     properties: dict[str, Any] = {}
     for param in parameters:
         schema = copy.deepcopy(_SCHEMA_OF_TYPE.get(param["type"], {}))

@@ -132,8 +132,8 @@ def exchange(probe: Probe, method: str, path: str, body: bytes, content_type: st
 def test_a_malformed_body_is_a_4xx_problem_and_the_connection_stays_open(probe: Probe, records: None, method: str, path: str, malformation: str) -> None:
     make, content_type, allowed = MALFORMED[malformation]
     if path == "/api/v1/tools/{name}/call" and malformation in ("empty", "nul-key"):
-        # the tool declares no parameters, so it takes its input as given (domain.rules.validate_input):
-        # no body is no arguments, and a key with a NUL is a valid JSON object's key
+        # the tool declares no parameters (domain.rules.validate_input, closed): no body is no
+        # arguments, and a key with a NUL, a valid JSON object's key, is an unknown parameter (400)
         allowed = allowed | {200}
     if path == "/api/v1/admin/api-tools/{id}/test" and malformation == "empty":
         allowed = allowed | {200}  # the Playground's body is optional: none is a call without arguments

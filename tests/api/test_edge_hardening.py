@@ -170,7 +170,10 @@ def test_a_tool_call_takes_a_json_object_of_arguments_even_when_the_tool_declare
     for body in ('"a string"', "[1, 2]", "3", "true"):
         problem = assert_problem(post_raw(client, f"/api/v1/tools/{name}/call", body), 400, "invalid-input")
         assert "must be a JSON object" in problem["detail"]
-    assert client.post(f"/api/v1/tools/{name}/call", json={"a": 1}).json()["output"] == {"a": 1}
+    # the tool declares no parameters: its schema is closed, so an argument is an unknown one
+    problem = assert_problem(client.post(f"/api/v1/tools/{name}/call", json={"a": 1}), 400, "invalid-input")
+    assert [e["field"] for e in problem["errors"]] == ["input.a"]
+    assert client.post(f"/api/v1/tools/{name}/call", json={}).json()["output"] == {}
     assert client.post(f"/api/v1/tools/{name}/call").json()["output"] is None  # no body: no arguments
 
 

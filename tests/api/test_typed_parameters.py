@@ -108,9 +108,9 @@ def test_a_tool_shows_the_json_schema_of_its_seven_typed_parameters(client: Test
     assert client.get(f"{BASE}/{created['id']}").json()["inputSchema"] == SEVEN_TYPES_SCHEMA
 
 
-def test_a_tool_without_parameters_takes_any_object(client: TestClient) -> None:
+def test_a_tool_without_parameters_takes_no_argument(client: TestClient) -> None:
     created = create(client, source="exports.run = (i) => i;", tool={})
-    assert client.get(f"{BASE}/{created['id']}").json()["inputSchema"] == {"type": "object"}
+    assert client.get(f"{BASE}/{created['id']}").json()["inputSchema"] == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def test_a_library_has_no_input_schema(client: TestClient) -> None:

@@ -625,8 +625,8 @@ def test_the_input_schema_is_a_valid_draft_2020_12_schema() -> None:
     assert jsonschema_rs.meta.is_valid(input_schema([]))
 
 
-def test_a_tool_without_parameters_takes_any_object() -> None:
-    assert input_schema([]) == {"type": "object"}
+def test_a_tool_without_parameters_takes_no_argument() -> None:
+    assert input_schema([]) == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def test_input_schemas_do_not_share_their_parts() -> None:
