@@ -4,7 +4,7 @@ One real `toolsmith serve` (its default extraction: 2 workers, half of them a te
 holds two tenants, made through the operator's API. Tenant B uploads a one-page PDF and waits
 until it is `READY` (the upload's POST to the first GET that says so, polled every 10 ms). Tenant A
 floods extraction with `--uploads` uploads of `--files` hostile HTML pages each (deeply nested
-`<div>`s: seconds of layout each). Phases alternate in the same run, B alone then B while A's flood
+`<div>`s: seconds of parsing each). Phases alternate in the same run, B alone then B while A's flood
 is extracting (B's upload starts `--settle-ms` after A's last upload, when A's first extraction has
 run long enough to be lowered), `--rounds` times; A's flood ends before each B-alone phase (its
 uploads end at TOOLSMITH_UPLOAD_MAX_SECONDS, set low here), so that the machine's other load falls
@@ -41,7 +41,7 @@ TOOLS = "/api/v1/admin/search-tools"
 
 
 def nested_html(depth: int) -> bytes:
-    """A page of `depth` unclosed nested <div>s: 50,000 of them keep the HTML layout busy for seconds."""
+    """A page of `depth` unclosed nested <div>s: 50,000 of them keep the HTML parser busy for seconds."""
     return b"<html><body>" + b"<div>" * depth + b"deep</body></html>"
 
 

@@ -165,7 +165,7 @@ def looping_pdf(pages: int = 200, depth: int = 12, fan_out: int = 4) -> bytes:
 
 def nested_html(depth: int = 50_000, word: str = "deep") -> bytes:
     """A page of `depth` unclosed nested <div>s around one word: about 5 bytes a level, and the
-    HTML layout's work grows faster than the bytes (50,000 levels, 250 KB: seconds of extraction)."""
+    HTML parser's work grows with the square of the depth (50,000 levels, 250 KB: seconds of parsing)."""
     return b"<html><body>" + b"<div>" * depth + word.encode() + b"</body></html>"
 
 

@@ -384,14 +384,17 @@ class SearchToolKind(ToolKind):
 
     def _queue(self, tenant: str, name: str, document: Document, path: Path, deadline: float) -> None:
         files = self.files
+        with self._idle:
+            self._pending += 1
         with self._extractions_lock:
+            if self._closed:  # the service is stopping: the document stays PROCESSING, extracted at the next start
+                self._done(path)
+                return
             if self._extractions is None:
                 per_tenant = files.tenant_workers or max(1, files.workers // 2)
                 self._extractions = FairQueue(self._extract, self._overdue, workers=files.workers,
                                               per_tenant=min(per_tenant, files.workers), name="toolsmith-extract")
             extractions = self._extractions
-        with self._idle:
-            self._pending += 1
         job = _Extraction(tenant, name, dict(document), path, deadline)
         try:
             extractions.put(tenant, job, size=int(document["size"]), deadline=deadline)
