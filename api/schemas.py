@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from application.modules import MAX_CHANGESET
 from application.tokens import MAX_NAME as MAX_TOKEN_NAME
 from application.tokens import ROLES
 from domain import callers, rules, search_tools, tenants
@@ -192,7 +193,8 @@ class PublishRequest(_Request):
 
 
 class ChangesetRequest(_Request):
-    ids: list[str] = Field(description="the modules whose drafts are published together (1 to 100)")
+    ids: list[str] = Field(description="the modules whose drafts are published together (1 to 100)",
+                           **documents(minItems=1, maxItems=MAX_CHANGESET, uniqueItems=True, items={"type": "string", **IDENTIFIER}))
     message: str | None = Field(None, max_length=2_000)
     ifMatch: dict[str, str] = Field({}, description="a module's ETag as read, by id (B7): 412 when it moved since")
 
@@ -542,16 +544,22 @@ class PublishPreview(BaseModel):
 # -- secrets (DESIGN §10) -----------------------------------------------------------------------
 
 
+# At most 8 KiB of UTF-8: never more characters than that (JSON Schema counts characters, not bytes).
+SECRET_VALUE = {"minLength": 1, "maxLength": domain_secrets.MAX_VALUE_BYTES}
+
+
 class SecretIn(_Request):
     id: str = Field(**documents(pattern=json_pattern(domain_secrets._ID)))
     # A SecretStr: shown as stars wherever a model is printed or logged.
-    value: SecretStr = Field(description="the value; never answered, recorded in an event, logged or exported")
-    description: str = ""
+    value: SecretStr = Field(description="the value; never answered, recorded in an event, logged or exported",
+                             **documents(**SECRET_VALUE))
+    description: str = Field("", **documents(maxLength=domain_secrets.MAX_DESCRIPTION))
 
 
 class SecretFields(_Request):
-    value: SecretStr | None = Field(None, description="a new value (a rotation): tools use it from their next call")
-    description: str | None = None
+    value: SecretStr | None = Field(None, description="a new value (a rotation): tools use it from their next call",
+                                    **documents(**SECRET_VALUE))
+    description: str | None = Field(None, **documents(maxLength=domain_secrets.MAX_DESCRIPTION))
 
 
 class SecretPublic(BaseModel):

@@ -15,8 +15,9 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
+from application.modules import MAX_CHANGESET
 from application.tokens import ROLES
-from domain import api_tools, callers, rules, search_tools
+from domain import api_tools, callers, rules, search_tools, secrets
 from tests.helpers import unique_id
 
 PROBLEM = "application/problem+json"
@@ -126,6 +127,8 @@ def test_the_schemas_carry_the_domains_own_rules(document: dict[str, Any]) -> No
     assert _property(document, "ModuleUpdate", "description")["maxLength"] == rules.MAX_DESCRIPTION
     assert _property(document, "ModuleCreate", "draftImports")["maxItems"] == rules.MAX_IMPORTS
     assert _property(document, "AgentIn", "id")["pattern"] == "^" + callers._SLUG.pattern.removesuffix(r"\Z") + "$"
+    assert _property(document, "ChangesetRequest", "ids")["maxItems"] == MAX_CHANGESET
+    assert _property(document, "SecretIn", "description")["maxLength"] == secrets.MAX_DESCRIPTION
     # the kinds' own bodies: an API URL tool's, a File Search tool's
     assert "description" in document["components"]["schemas"]["ApiToolBody"]["required"]
     assert _property(document, "ApiToolBody", "tags")["items"]["maxLength"] == rules.MAX_TAG_LENGTH
