@@ -154,7 +154,9 @@ class Pulse:
     """A heartbeat as a reader sees it, on the reader's own clock: `observe(mark)` is given what
     the heartbeat reads now (any value that changes at each beat, or None when there is none),
     and the beater counts as silent once the mark has not changed for two intervals. The first
-    observation starts the count, so a runner that never beat is dead two intervals after."""
+    observation starts the count (a reader started after the beater died knows so two intervals
+    later). No heartbeat at all (None) is no beater to judge: a runner starting for the first time
+    has not beaten yet, and what the lag says is the answer then, as for a runner that beats none."""
 
     BEATS_MISSED = 2
 
@@ -176,6 +178,9 @@ class Pulse:
             return 0.0 if self._changed_at is None else max(self._clock() - self._changed_at, 0.0)
 
     def alive(self) -> bool:
+        with self._lock:
+            if self._mark is None:
+                return True
         return self.silent_for() <= self.BEATS_MISSED * self.interval
 
 
@@ -454,8 +459,8 @@ class TrackingWatcher:
         """`max_lag_seconds`: past this age of the oldest event not applied, the runner counts as
         dead. `listen(heard, on_connect)` starts listening to the runner's announced positions.
         `heartbeat()` reads the runner's heartbeat (a value that changes at each beat, None when
-        there is none), which it writes every `heartbeat_seconds`; without one, only the lag
-        tells of a dead runner."""
+        none was ever written), which it writes every `heartbeat_seconds`; without one, only the
+        lag tells of a dead runner."""
         self.app = app
         self.view = view
         self.poll_seconds = poll_seconds

@@ -90,13 +90,28 @@ def test_health_reports_a_runner_whose_heartbeat_stopped_dead_with_nothing_writt
     assert "has not beaten for" in answer["readModel"]["problems"][0]
 
 
-def test_a_runner_that_never_beat_is_dead_two_intervals_after_the_api_first_looked() -> None:
+def test_a_runner_dead_before_the_api_started_is_dead_two_intervals_after_the_api_first_looked() -> None:
     clock, view, recorder = Clock(), View(), Recorder()
+    view.beat = ("runner-a", 41)  # its last beat, long ago: the API cannot tell how long ago
     watcher = _watcher(clock, view, recorder)
     watcher.listen_to_heart()
     assert watcher.alive()
     clock.now += 2 * INTERVAL + 0.1
     assert not watcher.alive()
+
+
+def test_with_no_heartbeat_ever_written_the_lag_decides_as_before() -> None:
+    # A first runner still starting has not beaten yet: a write waits for it (the lag, not the
+    # heartbeat, tells once it is evidently not coming), and its first beat is heard.
+    clock, view, recorder = Clock(), View(), Recorder()
+    watcher = _watcher(clock, view, recorder)
+    watcher.listen_to_heart()
+    clock.now += 10 * INTERVAL
+    assert watcher.alive() and watcher.beating()
+    view.beat = ("runner-a", 1)
+    assert watcher.alive()
+    clock.now += 2 * INTERVAL + 0.1
+    assert not watcher.alive()  # it beat once, then no more
 
 
 def test_a_write_stops_waiting_once_the_runner_is_known_dead() -> None:
