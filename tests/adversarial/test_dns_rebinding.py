@@ -31,8 +31,9 @@ NAMES = {
     "mapped.test": [["::ffff:127.0.0.1"]],
     "private.test": [["10.0.0.7"]],
     "public-and-loopback.test": [[PUBLIC, "127.0.0.1"]],
-    # DNS rebinding: first a public answer, then loopback, in turn
-    "rebind.test": [[PUBLIC], ["127.0.0.1"]],
+    # DNS rebinding, in turn: loopback, then metadata (no answer may be a public address, which a
+    # fetch would really reach: these machines send nothing beyond loopback)
+    "rebind.test": [["127.0.0.1"], ["169.254.169.254"]],
     "flip.test": [[GOOD], ["127.0.0.1"]],
     "good.test": [[GOOD]],
 }
@@ -136,19 +137,19 @@ def test_an_api_url_tool_refuses_a_name_resolving_to_a_forbidden_address(probe: 
     probe.assert_alive()
 
 
-def test_http_fetch_looks_a_rebinding_name_up_once_and_refuses_its_loopback_answer(probe: Probe, dns: DnsServer) -> None:
-    outcomes = []
+def test_http_fetch_looks_a_rebinding_name_up_once_and_judges_the_answer_it_connects_to(probe: Probe, dns: DnsServer, forbidden: Listener) -> None:
+    refusals = []
     for _ in range(4):
         before = dns.lookups("rebind.test")
         output = fetch(probe, "http://rebind.test/", timeout_millis=2000)
         assert dns.lookups("rebind.test") == before + 1, "one fetch, one lookup: the socket goes where the check looked"
-        outcomes.append(output)
-    # every second lookup answers loopback: that fetch is refused by the address rule; the others
-    # went to the public address (whatever it answered here), never to this machine
-    loopback = [o for o in outcomes if "refused" in o and "rebind.test resolves to 127.0.0.1" in o["refused"]]
-    assert len(loopback) == 2, outcomes
-    for output in outcomes:
-        assert "address not allowed" not in output.get("refused", "") or output in loopback, output
+        assert "refused" in output and refused_by_a_check(output["refused"]), output
+        refusals.append(output["refused"])
+    # each refusal names the answer of its own lookup: loopback and metadata, in turn
+    loopback = [r for r in refusals if "rebind.test resolves to 127.0.0.1" in r]
+    metadata = [r for r in refusals if "metadata address refused: rebind.test resolves to 169.254.169.254" in r]
+    assert (len(loopback), len(metadata)) == (2, 2), refusals
+    assert forbidden.connections == []
     probe.assert_alive()
 
 
