@@ -17,7 +17,7 @@ so the strict parse that follows never goes deeper than that. Nothing here recur
 
 A request whose method its path does not answer goes on to the router untouched, whatever its
 body: the answer is 405, whose `Allow` lists every method of every route of that path
-(`allowed_methods`), not a complaint about a body no route would read.
+(`api.methods`), not a complaint about a body no route would read.
 
 `HeadAsGet` answers `HEAD` on every route that answers `GET`: the same status and headers, no body.
 """
@@ -29,12 +29,11 @@ import math
 import re
 from urllib.parse import unquote_to_bytes
 
-from fastapi.routing import iter_route_contexts
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import problems
+from api.methods import allowed_methods
 from domain.values import MAX_DEPTH, lone_surrogate_at
 
 CONSOLE_PREFIX = "/console/"
@@ -198,50 +197,6 @@ def _upload_problem(scope: Scope) -> Response | None:
     shown = content_type.decode("latin-1")[:80] or "a body without a Content-Type"
     return problems.problem(415, "unsupported-media-type",
                             f"an upload is multipart/form-data with its files in the field `files`, not {shown}")
-
-
-# The order `Allow` lists methods in (RFC 9110 lists them so too).
-_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-
-
-class _MethodsByPath:
-    """Each route's path pattern and the methods it answers: `None` for a route that takes any
-    method (a mount, the MCP endpoint), which is then the route's own business."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.routes: list[tuple[re.Pattern[str], frozenset[str] | None]] = []
-        for route in iter_route_contexts(getattr(app, "routes", [])):
-            path = route.path
-            if path is None:
-                continue
-            mounted = isinstance(route.original_route, Mount)
-            pattern = compile_path(path.rstrip("/") + "/{path:path}" if mounted else path)[0]
-            methods = None if mounted or route.methods is None else frozenset(route.methods)
-            if methods is not None and "GET" in methods:
-                methods |= {"HEAD"}  # HeadAsGet answers it
-            self.routes.append((pattern, methods))
-
-    def allowed(self, path: str) -> frozenset[str] | None:
-        found: set[str] = set()
-        for pattern, methods in self.routes:
-            if pattern.match(path):
-                if methods is None:
-                    return None
-                found |= methods
-        return frozenset(found) if found else None
-
-
-def allowed_methods(app: ASGIApp, path: str) -> list[str] | None:
-    """The methods the routes of `path` answer, in the usual order; None when no route of `app`
-    matches it, or one that takes any method does."""
-    table = getattr(app, "_toolsmith_methods_by_path", None)
-    if table is None:
-        table = _MethodsByPath(app)  # once: the routes are all there before the first request
-        setattr(app, "_toolsmith_methods_by_path", table)
-    allowed = table.allowed(path)
-    if allowed is None:
-        return None
-    return sorted(allowed, key=lambda m: (_METHOD_ORDER.index(m) if m in _METHOD_ORDER else len(_METHOD_ORDER), m))
 
 
 def _method_not_answered(scope: Scope) -> bool:

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.admission import Refusal
+from api.methods import allowed_methods
 from domain import errors
 from domain.values import well_formed
 from projections.interface import ReadModelUnavailable
@@ -236,10 +237,6 @@ def install(app: FastAPI) -> None:
         detail = error.detail if isinstance(error.detail, str) else _TITLES.get(error.status_code, "error")
         headers = getattr(error, "headers", None)
         if error.status_code == 405:
-            from api.edge import allowed_methods  # api.edge answers with problems: imported when used
-
-            # The router names the methods of the first route of the path only; a path is often
-            # several routes (GET and POST of a collection), and every one of its methods is allowed.
             allowed = allowed_methods(request.app, request.scope["path"])
             if allowed:
                 headers = {**(headers or {}), "Allow": ", ".join(allowed)}
