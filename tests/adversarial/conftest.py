@@ -186,9 +186,10 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def start_probe(data_dir: Path, **env: str) -> Probe:
+def start_probe(data_dir: Path, tools_file: dict[str, Any] | None = None, **env: str) -> Probe:
+    """A server on `data_dir` with the suite's secrets, `env`, and `tools_file` (else TOOLS_FILE)."""
     tools = data_dir.parent / "tools.json"
-    tools.write_text(json.dumps(TOOLS_FILE))
+    tools.write_text(json.dumps(TOOLS_FILE if tools_file is None else tools_file))
     server = Server(data_dir=data_dir, env={**SECRET_ENV, "TOOLSMITH_TOOLS_FILE": str(tools), **env})
     server.token = ADMIN_TOKEN
     return Probe(server.start())
