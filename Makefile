@@ -38,8 +38,10 @@ test: install
 test-browser: install
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
+# The benchmarks that measure a scale-out (rate limits across replicas, the runner's heartbeat) use
+# the same engines as the tests, started here unless the environment names them.
 bench: install
-	@$(WITH_WRK); $(BIN)/python -m bench
+	@$(WITH_WRK); $(WITH_POSTGRES); $(WITH_OPENSEARCH); $(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info console/node_modules console/static/dist

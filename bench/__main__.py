@@ -11,13 +11,14 @@ from bench import (
     workers,
 )
 from bench import tenant_filter, tenants
+from bench import asset_cache, extraction_fairness, jmespath_bound, rate_replicas, redaction, runner_heartbeat
 from bench._common import format_table, machine_line
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -69,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "tenants"):
         rows, info = tenants.run(common)
         tables.append(format_table(tenants.TITLE, rows) + f"\n{tenants.NOTES}\n(load average {info['load']})")
+    # issue 28: the hardening's costs and guarantees
+    for bench_module, name in ((redaction, "redaction"), (jmespath_bound, "jmespath_bound"), (extraction_fairness, "extraction_fairness"),
+                               (rate_replicas, "rate_replicas"), (runner_heartbeat, "runner_heartbeat"), (asset_cache, "asset_cache")):
+        if args.only in (None, name):
+            rows, info = bench_module.run(common)
+            notes = getattr(bench_module, "NOTES", None)
+            tables.append(format_table(bench_module.TITLE, rows) + (f"\n{notes}" if notes else "")
+                          + (f"\n(load average {info['load']})" if "load" in info else ""))
     if args.only in (None, "scale"):
         # bench.publish and bench.mcp_call ran above; alone, scale runs them with its own sizes.
         rows, info = scale.run(common + ([] if args.only == "scale" else ["--skip-others"]))
