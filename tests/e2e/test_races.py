@@ -48,7 +48,8 @@ def test_many_clients_creating_and_publishing_at_once_all_succeed(server: Server
         source = "exports.run = (i) => " + ("shared.one + i.n;" if imports else "i.n;")
         with server.client() as own:
             return [
-                own.post(BASE, json={"id": f"c{i}", "description": f"client {i}", "draftContent": source, "draftImports": imports, "tool": {}}).status_code,
+                own.post(BASE, json={"id": f"c{i}", "description": f"client {i}", "draftContent": source, "draftImports": imports,
+                                     "tool": {"inputParameters": [{"name": "n", "description": "a number", "type": "integer"}]}}).status_code,
                 own.post(f"{BASE}/c{i}/publish").status_code,
                 own.post(f"/api/v1/tools/c{i}/call", json={"n": i}).status_code,
             ]

@@ -53,7 +53,11 @@ def test_seed_verification_steps(server: Server) -> None:
         assert saved.json()["state"] == "DRAFT"
         assert http.post("/api/v1/tools/echo/call", json={"hello": "world"}).status_code == 404  # not published as a tool yet
         assert http.post(f"{BASE}/echo/publish").json()["published"]["tool"]["exposeInChat"] is True
-        assert http.post("/api/v1/tools/echo/call", json={"hello": "world"}).json()["output"] == {"hello": "world"}
+        assert http.post("/api/v1/tools/echo/call", json={}).json()["output"] == {}
+        # a tool that declares no parameters takes none (its inputSchema is closed): an argument it
+        # never declared is refused, naming it
+        refused = http.post("/api/v1/tools/echo/call", json={"hello": "world"})
+        assert refused.status_code == 400 and "input.hello" in refused.text, refused.text
 
 
 def _module(http: httpx.Client, module_id: str, source: str, imports: list[str] = (), tool: bool = False) -> None:
@@ -144,7 +148,8 @@ def test_log_reaches_the_call_trace_and_the_service_log(server: Server) -> None:
         "};"
     )
     with server.client() as http:
-        expect(http.post(BASE, json={"id": "countLines", "description": "Counts lines", "draftContent": source, "tool": {}}), 201)
+        tool = {"inputParameters": [{"name": "text", "description": "The text to count", "required": True}]}
+        expect(http.post(BASE, json={"id": "countLines", "description": "Counts lines", "draftContent": source, "tool": tool}), 201)
         expect(http.post(f"{BASE}/countLines/publish"), 200)
         result = http.post("/api/v1/tools/countLines/call", json={"text": "a\nb"}).json()
     assert result["output"] == "2 lines" and result["logs"] == ["counting the lines of 3 characters"]
