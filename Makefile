@@ -6,7 +6,7 @@ DATA_DIR ?= .data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-browser bench clean
+.PHONY: install run test test-quick test-browser bench clean
 
 $(BIN)/toolsmith: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is needed (set PYTHON=...)"; exit 1; }
@@ -34,6 +34,10 @@ test: install
 	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); \
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
+
+# The inner loop: unit, contract and embedded API tests, no engine, no browser; stops at the first failure.
+test-quick: install
+	$(BIN)/python -m pytest -x -q -k "not opensearch and not postgres" tests/unit tests/contract tests/kinds tests/api $(PYTEST_ARGS)
 
 test-browser: install
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
