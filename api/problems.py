@@ -52,7 +52,8 @@ _DESCRIPTIONS = {
     413: "The request body is too large",
     415: "The body is not of the media type the route takes (JSON; multipart/form-data for a document upload)",
     422: "Publishing would break a module (`failingModule`) or close an import cycle (`cycle`)",
-    429: "Every sandbox session (or the tenant's share of them) is busy, or the token's request rate is spent; retry after `Retry-After` seconds",
+    429: "Every sandbox session (or the tenant's share of them) is busy, the token's or its organization's request rate is spent, "
+         "or the address sent too many tokens that are not valid; retry after `Retry-After` seconds",
     503: "The code sandbox is not configured, or the read model is unavailable",
 }
 
