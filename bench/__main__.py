@@ -15,6 +15,11 @@ from bench import asset_cache, extraction_fairness, jmespath_bound, rate_replica
 from bench._common import format_table, machine_line
 
 
+def _load(load: object) -> str:
+    """A load average as the benchmarks give it: a line already, or the three figures."""
+    return load if isinstance(load, str) else " ".join(f"{figure:.1f}" for figure in load)  # type: ignore[union-attr]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
@@ -77,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             rows, info = bench_module.run(common)
             notes = getattr(bench_module, "NOTES", None)
             tables.append(format_table(bench_module.TITLE, rows) + (f"\n{notes}" if notes else "")
-                          + (f"\n(load average {info['load']})" if "load" in info else ""))
+                          + (f"\n(load average {_load(info['load'])})" if "load" in info else ""))
     if args.only in (None, "scale"):
         # bench.publish and bench.mcp_call ran above; alone, scale runs them with its own sizes.
         rows, info = scale.run(common + ([] if args.only == "scale" else ["--skip-others"]))
