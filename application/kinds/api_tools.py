@@ -305,7 +305,8 @@ class ApiToolKind(ToolKind):
         except _Failed as failed:
             result = failed.error
         trace.millis = (time.perf_counter() - started) * 1000
-        result = _redacted(result, used, trace, config["response"]["module"], tenant, name)
+        result = _redacted(result, used, trace)
+        _log_module_lines(result, config["response"]["module"], tenant, name)
         return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
 
     def close(self) -> None:
@@ -620,11 +621,9 @@ def _cut(output: Any, limit: int, references: bool = False) -> Any:
     return shown + CUT_MARKER.format(shown=limit, total=total)
 
 
-def _redacted(result: ExecutionResult | ExecutionError, used: _Used, trace: Trace, module: str | None,
-              tenant: str, name: str) -> ExecutionResult:
+def _redacted(result: ExecutionResult | ExecutionError, used: _Used, trace: Trace) -> ExecutionResult:
     """The call's result as it may leave the call: every field through the redaction of what it
-    `used` (the trace, which the Playground shows, too), and the post-processing module's log
-    lines written to the service's log, redacted, since the sandbox left them out of it."""
+    `used` (the trace, which the Playground shows, too)."""
     redactor = used.redactor()
     trace.url = redactor.text(trace.url)
     trace.headers = {redactor.text(k): redactor.text(v) for k, v in trace.headers.items()}
@@ -632,9 +631,13 @@ def _redacted(result: ExecutionResult | ExecutionError, used: _Used, trace: Trac
     if isinstance(result, ExecutionError):
         return ExecutionResult(error=ExecutionError(result.type, redactor.text(result.message)))
     try:
-        redacted = ExecutionResult(output=redactor.value(result.output), logs=redactor.lines(result.logs))
+        return ExecutionResult(output=redactor.value(result.output), logs=redactor.lines(result.logs))
     except RecursionError:
         return ExecutionResult(error=ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep"))
-    for line in redacted.logs:
+
+
+def _log_module_lines(result: ExecutionResult, module: str | None, tenant: str, name: str) -> None:
+    """The post-processing module's log lines, already redacted, to the service's log: the sandbox
+    left them out of it, since it saw them before the redaction."""
+    for line in result.logs:
         log.info("module log", extra={"codeModule": module, "apiTool": name, "tenant": tenant, "logLine": line})
-    return redacted
