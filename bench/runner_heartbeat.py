@@ -74,6 +74,8 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
                     progress(f"round {n + 1}/{args.rounds}: killed, nothing written")
                     killed_at = _kill(_alive_runner(server, env, root, progress), args.heartbeat)
                     while _health(server)["readModel"]["runner"]["alive"]:
+                        if time.monotonic() - killed_at > WAIT_SECONDS:
+                            raise SystemExit(f"bench.runner_heartbeat: /healthz still says the runner is alive {WAIT_SECONDS} s after it was killed")
                         time.sleep(0.02)
                     dead_after.append(time.monotonic() - killed_at)
                 for n in range(args.rounds):

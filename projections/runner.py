@@ -215,6 +215,7 @@ class PullingProjectionRunner:
         self._heartbeat = heartbeat
         self.heartbeat_seconds = heartbeat_seconds
         self._beating: threading.Thread | None = None
+        self._beat_now = threading.Event()  # the view was just opened (or the runner stops): beat at once
         self._listening: Listening | None = None
         self._opened = False
         self._poked = threading.Event()
@@ -257,6 +258,7 @@ class PullingProjectionRunner:
     def stop(self) -> None:
         self._stopping.set()
         self._poked.set()
+        self._beat_now.set()
         if self._listening is not None:
             self._listening.stop()
         if self._thread is not None:
@@ -288,7 +290,11 @@ class PullingProjectionRunner:
                 else:
                     failing = False
             next_beat = max(next_beat + self.heartbeat_seconds, time.monotonic())
-            self._stopping.wait(next_beat - time.monotonic())
+            # The first beat goes as soon as the view is open, not an interval later: a runner that
+            # dies right after it started has beaten once, and so is seen dead two intervals on.
+            if self._beat_now.wait(next_beat - time.monotonic()):
+                self._beat_now.clear()
+                next_beat = time.monotonic()
 
     def position(self) -> int:
         """The last notification id the view has applied, as this runner knows it."""
@@ -327,6 +333,7 @@ class PullingProjectionRunner:
         if not self._opened:
             self.view.open()
             self._opened = True
+            self._beat_now.set()
         position = self._tracked_position()
         self._advance(position)
         head = (self.app.recorder.max_notification_id() or 0) if progress else 0

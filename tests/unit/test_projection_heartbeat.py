@@ -156,3 +156,16 @@ def test_the_runner_of_its_own_process_beats_with_a_counter_that_changes_at_each
     stopped = len(beats)
     assert not runner._beating.is_alive()  # type: ignore[union-attr]
     assert len(beats) == stopped  # a stopped runner beats no more
+
+
+def test_the_runner_beats_as_soon_as_its_view_is_open_not_an_interval_later() -> None:
+    # a runner killed a moment after it started has beaten once, so the API sees it die
+    first = threading.Event()
+    store = Store({"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    runner = PullingProjectionRunner(store, ModuleSummaries(view=InMemoryModuleReadModel()),
+                                     heartbeat=lambda count: first.set(), heartbeat_seconds=3600)
+    runner.start()
+    try:
+        assert first.wait(30), "no beat until an hour-long interval had passed"
+    finally:
+        runner.stop()
