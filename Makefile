@@ -35,9 +35,10 @@ test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 
-# The inner loop: unit, contract and embedded API tests, no engine, no browser; stops at the first failure.
+# The inner loop (about a minute): unit, contract and kind tests on the embedded engines, no
+# PostgreSQL, OpenSearch or browser; stops at the first failure. `make test` runs everything.
 test-quick: install
-	$(BIN)/python -m pytest -x -q -k "not opensearch and not postgres" tests/unit tests/contract tests/kinds tests/api $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -x -q -k "not opensearch and not postgres" tests/unit tests/contract tests/kinds $(PYTEST_ARGS)
 
 test-browser: install
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
