@@ -232,6 +232,23 @@ def listener() -> Iterator[Listener]:
     running.close()
 
 
+@pytest.fixture(scope="module")
+def forbidden(listener: Listener) -> Listener:
+    """The listener no request of an egress probe may reach: a connection to it shows."""
+    return listener
+
+
+@pytest.fixture(scope="module")
+def dns(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A test DNS server (tests/dns_server.py) answering the module's `NAMES`, for the probes whose
+    server resolves by it (`TOOLSMITH_EGRESS_NAMESERVER`)."""
+    from tests.dns_server import DnsServer
+
+    server = DnsServer(request.module.NAMES)
+    yield server
+    server.close()
+
+
 def nested(depth: int, leaf: Any = 1) -> Any:
     """`depth` arrays nested in one another around `leaf` (built without recursion)."""
     value = leaf

@@ -69,20 +69,6 @@ class Good(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def dns() -> Iterator[DnsServer]:
-    server = DnsServer(NAMES)
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def forbidden() -> Iterator[Listener]:
-    running = Listener()
-    yield running
-    running.close()
-
-
-@pytest.fixture(scope="module")
 def good(forbidden: Listener) -> Iterator[ThreadingHTTPServer]:
     """The good server, on `GOOD` at the forbidden listener's port."""
     server = ThreadingHTTPServer((GOOD, forbidden.port), Good)

@@ -47,13 +47,8 @@ def _bare_entry(case: SsrfCase) -> str | None:
     return entry
 
 
-@pytest.fixture(scope="module")
-def dns() -> Iterator[DnsServer]:
-    names = {name: [answers] for case in CASES for name, answers in case.answers.items()}
-    server = DnsServer(names)
-    yield server
-    server.close()
-
+# What the test DNS server answers (the `dns` fixture of conftest.py): each case's names.
+NAMES = {name: [answers] for case in CASES for name, answers in case.answers.items()}
 
 @pytest.fixture(scope="module")
 def allowed() -> Iterator[httpx.URL]:

@@ -82,13 +82,6 @@ def mcp_app(forbidden: Listener, port: int) -> Any:
     return routed
 
 
-@pytest.fixture(scope="module")
-def forbidden() -> Iterator[Listener]:
-    running = Listener()
-    yield running
-    running.close()
-
-
 def serving(app: Any, port: int, **config: Any) -> Iterator[int]:
     """A fixture's body: `app` served by uvicorn on 127.0.0.1:`port` (`config`: uvicorn's, TLS)."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
@@ -110,13 +103,6 @@ def sidecar(forbidden: Listener) -> Iterator[int]:
     """The MCP server's port, on 127.0.0.1."""
     port = free_port()
     yield from serving(mcp_app(forbidden, port), port)
-
-
-@pytest.fixture(scope="module")
-def dns() -> Iterator[DnsServer]:
-    server = DnsServer(NAMES)
-    yield server
-    server.close()
 
 
 def tools_file(sidecar: int) -> dict[str, Any]:

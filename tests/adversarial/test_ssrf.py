@@ -50,13 +50,6 @@ class Redirector(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def forbidden() -> Iterator[Listener]:
-    running = Listener()
-    yield running
-    running.close()
-
-
-@pytest.fixture(scope="module")
 def allowed() -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Redirector)
     server.daemon_threads = True

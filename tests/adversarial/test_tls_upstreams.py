@@ -63,20 +63,6 @@ def plain() -> Iterator[Upstream]:
     yield from running()
 
 
-@pytest.fixture(scope="module")
-def forbidden() -> Iterator[Listener]:
-    running = Listener()
-    yield running
-    running.close()
-
-
-@pytest.fixture(scope="module")
-def dns() -> Iterator[DnsServer]:
-    server = DnsServer(NAMES)
-    yield server
-    server.close()
-
-
 def mcp_sidecar(ca: trustme.CA, forbidden: Listener, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """An MCP server over https (trusted CA, for secure.test and 127.0.0.1): its port."""
     folder = tmp_path_factory.mktemp("mcp-tls")
