@@ -278,7 +278,7 @@ class PullingProjectionRunner:
         beats, failing = 0, False
         next_beat = time.monotonic()
         while not self._stopping.is_set():
-            if self._opened and (self._thread is None or self._thread.is_alive()):
+            if self._opened and self._following():
                 beats += 1
                 try:
                     self._heartbeat(beats)
@@ -295,6 +295,12 @@ class PullingProjectionRunner:
             if self._beat_now.wait(next_beat - time.monotonic()):
                 self._beat_now.clear()
                 next_beat = time.monotonic()
+
+    def _following(self) -> bool:
+        """Whether the runner follows the log, or is about to: its thread is not made yet, or made
+        and not yet started (`start` makes it after the catch-up), or alive."""
+        thread = self._thread
+        return thread is None or thread.ident is None or thread.is_alive()
 
     def position(self) -> int:
         """The last notification id the view has applied, as this runner knows it."""

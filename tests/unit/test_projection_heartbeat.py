@@ -169,3 +169,18 @@ def test_the_runner_beats_as_soon_as_its_view_is_open_not_an_interval_later() ->
         assert first.wait(30), "no beat until an hour-long interval had passed"
     finally:
         runner.stop()
+
+
+def test_a_follower_made_but_not_yet_started_counts_as_following() -> None:
+    # `start` makes the follower thread after the catch-up and starts it a moment later; a beat
+    # that falls in between must not be skipped (it was, and the next one came an interval later)
+    store = Store({"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    runner = PullingProjectionRunner(store, ModuleSummaries(view=InMemoryModuleReadModel()),
+                                     heartbeat=lambda count: None, heartbeat_seconds=3600)
+    assert runner._following()  # no follower made yet
+    made = threading.Thread(target=lambda: None)
+    runner._thread = made
+    assert runner._following()  # made, not started
+    made.start()
+    made.join()
+    assert not runner._following()  # started and ended: the runner is dead, it beats no more
