@@ -1,4 +1,4 @@
-"""Who may make a request (DESIGN §8, §12): the bearer token, its tenant's state, its rate, and
+"""Who may make a request (docs/security.md, docs/tenants.md): the bearer token, its tenant's state, its rate, and
 how many tokens that are not one its client address sent.
 
 Every way in asks here first: the REST routes (`api/deps.py`), the MCP endpoint (`api/mcp.py`),

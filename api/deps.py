@@ -12,7 +12,7 @@ from infrastructure.auth import ADMIN, AUDITOR, CALLER, OPERATOR, Principal
 from api.admission import Refusal, client_address
 from api.services import Services
 
-_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (DESIGN §8)")
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <token> (docs/security.md)")
 
 
 # The dependencies are `async` although they do no I/O: FastAPI runs a plain `def` dependency in
@@ -50,7 +50,7 @@ def _role(*roles: str):  # noqa: ANN202 - a dependency factory
 Admin = Annotated[Principal, Depends(_role(ADMIN))]
 Reader = Annotated[Principal, Depends(_role(ADMIN, AUDITOR))]
 ToolCaller = Annotated[Principal, Depends(_role(ADMIN, CALLER))]
-# Manages tenants and nothing inside them (DESIGN §12): no other route takes its token.
+# Manages tenants and nothing inside them (docs/tenants.md): no other route takes its token.
 Operator = Annotated[Principal, Depends(_role(OPERATOR))]
 
 

@@ -181,7 +181,7 @@ def _authorization_problem(scope: Scope) -> Response | None:
     return None
 
 
-# Document uploads (DESIGN §10.2), over REST and from the console: multipart, streamed to the route
+# Document uploads (docs/kinds/file-search-tools.md), over REST and from the console: multipart, streamed to the route
 # (never held whole here: a 25 MB upload must not cost the API process 25 MB), with their own cap.
 UPLOADS = re.compile(r"/(api/v1/admin|console)/search-tools/[^/]+/documents\Z")
 

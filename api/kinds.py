@@ -2,7 +2,7 @@
 REST routes and its console routes, which the application layer may not hold (FastAPI is the API's).
 
 The web app includes every kind's routers (`entrypoints/web.py`); the registry of kinds is
-`entrypoints/kinds.py`. Console routes are the kind's pages in the admin console (DESIGN §11), which
+`entrypoints/kinds.py`. Console routes are the kind's pages in the admin console (docs/console.md), which
 `console.web.mount` includes after the pages every kind shares.
 """
 

@@ -1,4 +1,4 @@
-"""MCP for AI clients over streamable HTTP (DESIGN §4, §8), with the official `mcp` SDK.
+"""MCP for AI clients over streamable HTTP (docs/mcp.md, docs/security.md), with the official `mcp` SDK.
 
 `/mcp` is the default server (every chat-exposed tool the caller may use) and `/mcp/{serverId}`
 one per MCP server record. Both are served by ONE low-level `Server` (tools are dynamic: each
@@ -178,7 +178,7 @@ class McpEndpoint:
                 tasks.cancel_scope.cancel()
 
     async def _end_stopped_tenants(self) -> None:
-        """DESIGN §12: the open sessions and listen streams of a suspended (or deleted) tenant end,
+        """docs/tenants.md: the open sessions and listen streams of a suspended (or deleted) tenant end,
         whichever replica suspended it; its tokens are refused by the gate meanwhile."""
         while True:
             await anyio.sleep(SWEEP_SECONDS)

@@ -10,7 +10,7 @@ same request (the same gate's offer, the same session, the SDK's own checks and 
 after another, and the answers come back as one JSON array in the batch's order; a batch of
 notifications and responses only is answered 202 with no body, as one such message is. A message
 of the batch that is not a JSON-RPC message gets an Invalid Request error in its place (JSON-RPC
-2.0 §6). When the first message is refused before it is dispatched (no session, an expired one, a
+2.0 docs/sandbox.md). When the first message is refused before it is dispatched (no session, an expired one, a
 version the SDK does not take) that refusal answers the whole batch: nothing of it ran.
 
 The version is the session's negotiated one (its initialize), else the `MCP-Protocol-Version`

@@ -1,4 +1,4 @@
-"""MCP's `tools/list` and `tools/call` (DESIGN §4): the toolbox's offer and calls, as MCP types.
+"""MCP's `tools/list` and `tools/call` (docs/mcp.md): the toolbox's offer and calls, as MCP types.
 
 Every refusal of a call (an argument missing or of the wrong type, a tool this server does not
 offer to this caller, a tool whose kind has no capacity left, an absent sandbox) and every failure of the code itself is a tool

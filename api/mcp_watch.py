@@ -1,4 +1,4 @@
-"""What each MCP caller is offered, and telling every live session when that changes (DESIGN §4).
+"""What each MCP caller is offered, and telling every live session when that changes (docs/mcp.md).
 
 An `Offer` is what one caller (a principal, on one server) is offered: its permissions and the
 server's attached tools, read from the catalog when asked, a tool by name or a page of tools by

@@ -1,4 +1,4 @@
-"""Request and response bodies of the admin API (camelCase, as DESIGN §3 names them).
+"""Request and response bodies of the admin API (camelCase, as docs/rest-api.md names them).
 
 Requests are strict (no coercion of `"3000"` into 3000) and refuse unknown fields. Only the shape is
 checked here; the rules (R1–R9) are the domain's, so that every refusal names its rule. What of a
@@ -87,7 +87,7 @@ class ToolSectionIn(_Request):
     exposeInChat: bool = False
     enabled: bool = True
     tags: list[str] = Field([], **documents(**TAGS))
-    style: str = Field("module", description="module (exports.run) or script (seed 000)", **documents(enum=list(rules.STYLES)))
+    style: str = Field("module", description="module (exports.run) or script (docs/kinds/code-modules.md)", **documents(enum=list(rules.STYLES)))
     examples: list[dict[str, Any]] = Field([], description="B4, at most 20: each {name, input, and an expected output "
                                            "(compared as JSON) or an expected error type}; run by /test and by every "
                                            "publish of this module or of a module it imports",
@@ -312,13 +312,13 @@ class Problem(BaseModel):
     usedBy: Usage | list[str] | None = Field(None, description="R12's users of a module, or the tools that use a secret")
     failingModule: str | None = None
     error: ExecutionErrorOut | None = None
-    quota: str | None = Field(None, description="the tenant's quota a change would exceed (DESIGN §12)")
+    quota: str | None = Field(None, description="the tenant's quota a change would exceed (docs/tenants.md)")
     limit: int | None = None
     used: int | None = None
     holds: list[str] | None = Field(None, description="what a tenant still holds, refusing its deletion")
 
 
-# -- the tool catalog and its callers (DESIGN §3, §4; seeds 003 and 004) ------------------------
+# -- the tool catalog and its callers (docs/rest-api.md, docs/mcp.md; docs/kinds/index.md and docs/kinds/code-modules.md) ------------------------
 
 
 class ToolOut(BaseModel):
@@ -422,7 +422,7 @@ class RunRequest(_Request):
 
 class TokenIn(_Request):
     name: str = Field(**documents(minLength=1, maxLength=MAX_TOKEN_NAME))
-    role: str = Field(description="admin, auditor or caller (DESIGN §8)", **documents(enum=list(ROLES)))
+    role: str = Field(description="admin, auditor or caller (docs/security.md)", **documents(enum=list(ROLES)))
     usageProfile: str | None = Field(None, description="a caller token's usage profile (R14)")
 
 
@@ -439,7 +439,7 @@ class TokenIssued(TokenPublic):
     token: str = Field(description="the bearer token; shown once, only its hash is kept")
 
 
-# -- organizations (DESIGN §12) ----------------------------------------------------------------
+# -- organizations (docs/tenants.md) ----------------------------------------------------------------
 
 
 class TenantIn(_Request):
@@ -489,7 +489,7 @@ class TenantCreated(BaseModel):
     adminTokenId: str
 
 
-# -- history (DESIGN §7 B1, B2, B3) ------------------------------------------------------------
+# -- history (docs/rules.md B1, B2, B3) ------------------------------------------------------------
 
 
 class HistoryEvent(BaseModel):
@@ -541,7 +541,7 @@ class PublishPreview(BaseModel):
     checks: list[CheckOut] = Field(description="the module first, then each module that imports it, transitively")
 
 
-# -- secrets (DESIGN §10) -----------------------------------------------------------------------
+# -- secrets (docs/kinds/index.md) -----------------------------------------------------------------------
 
 
 # At most 8 KiB of UTF-8: never more characters than that (JSON Schema counts characters, not bytes).

@@ -45,7 +45,7 @@ class Services:
     secrets: Secrets
     tenants: Tenants
     usage: Usage
-    # Every request's token, its tenant's state and its rate (DESIGN §8, §12).
+    # Every request's token, its tenant's state and its rate (docs/security.md, docs/tenants.md).
     admission: Admission
     # The admin and operator tokens when this start generated them; shown once, then forgotten.
     new_admin_token: str | None = field(default=None, repr=False)

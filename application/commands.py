@@ -1,5 +1,5 @@
 """The one path every command takes: load → change → save, retried on a conflict that is not the
-client's (DESIGN §2, R10, B7).
+client's (docs/rules.md, R10, B7).
 
 Publishes, and saves that change an import or a tool name, are serialized per tenant by a
 `GraphLock` (a thread lock with SQLite, an advisory lock across processes with PostgreSQL), and

@@ -1,7 +1,7 @@
-"""Running code (DESIGN §2 R6, R10; §6): a draft as the editor holds it, a published tool, and the
+"""Running code (docs/rules.md R6, R10; docs/sandbox.md): a draft as the editor holds it, a published tool, and the
 checks a publish makes of a module and of every module that imports it. Each run is one bundle
 (`Execution`): the target and its published dependencies, in import order, for the sandbox. Every
-run and check is one of its tenant's sandbox sessions (`application.fair_share`, DESIGN §12)."""
+run and check is one of its tenant's sandbox sessions (`application.fair_share`, docs/tenants.md)."""
 
 from __future__ import annotations
 

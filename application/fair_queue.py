@@ -1,4 +1,4 @@
-"""Fair share of a pool of background workers between tenants (DESIGN §12), for work that queues
+"""Fair share of a pool of background workers between tenants (docs/tenants.md), for work that queues
 rather than being refused: document extraction (`application.kinds.search_tools`).
 
 Each tenant has a queue of its own. A free worker takes the next job from the tenant that runs the

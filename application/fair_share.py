@@ -1,4 +1,4 @@
-"""Fair share of the code sandbox between tenants (DESIGN §12): each tenant holds at most `limit`
+"""Fair share of the code sandbox between tenants (docs/tenants.md): each tenant holds at most `limit`
 sandbox sessions at once (`TOOLSMITH_TENANT_MAX_SESSIONS`), whichever sandbox runs them (the
 embedded pool or the remote service), and its sessions beyond its first `foreground` ones are
 marked background (`Execution.background`): the sandbox lets them yield the CPU entirely once they

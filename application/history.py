@@ -1,4 +1,4 @@
-"""A module's past (DESIGN §7 B1, B2): every event through all its lives, its published versions,
+"""A module's past (docs/rules.md B1, B2): every event through all its lives, its published versions,
 and the tenant's import graph as it changed; read from the event store, never from a cache."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The commands on code modules (DESIGN §2–§3, §7 B1, B7), each run by the `CommandRunner`.
+"""The commands on code modules (docs/rules.md–docs/rest-api.md, docs/rules.md B1, B7), each run by the `CommandRunner`.
 
 Each command reads: load → command → save, and returns the module as it now stands plus the
 position of what it recorded, so the API can wait for the read model to catch up (read-your-writes).
@@ -117,7 +117,7 @@ class Modules:
             return Change(module, save=(module, graph))
 
         # A module nobody can import yet needs no graph node until it imports something or is published;
-        # the tenant's lock is held all the same while a quota counts its modules (DESIGN §12).
+        # the tenant's lock is held all the same while a quota counts its modules (docs/tenants.md).
         lock = tenant if imports or quotas is not None else None
         return Written(*self._commands.run(attempt, name=module_id, lock=lock))
 
@@ -166,7 +166,7 @@ class Modules:
             graph = self._store.graph(tenant, for_update=True) if imports_changed else None
             if graph is not None:
                 check_draft_imports(self._store, graph, module_id, definition["imports"])
-            # `enabled` is live (seed 003): it switches the published tool at once, draft or not.
+            # `enabled` is live (docs/kinds/index.md): it switches the published tool at once, draft or not.
             enabled_changed = definition["tool"] is not None and module.set_enabled(definition["tool"]["enabled"], by)
             if reverting_to is not None:
                 changed = module.revert(reverting_to, definition, by)

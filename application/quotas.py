@@ -1,4 +1,4 @@
-"""The tenants' quotas (DESIGN §12), checked in one place: a change that would take a tenant past a
+"""The tenants' quotas (docs/tenants.md), checked in one place: a change that would take a tenant past a
 quota the operator set is refused with `QuotaExceeded` (409, or 413 for stored bytes) before
 anything is recorded.
 

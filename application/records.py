@@ -1,4 +1,4 @@
-"""Commands on plans, agents, MCP servers and usage profiles (seed 003, seed 004, DESIGN §8).
+"""Commands on plans, agents, MCP servers and usage profiles (docs/kinds/index.md, docs/kinds/code-modules.md, docs/security.md).
 
 Every change is an event on the tenant's `CallerRegistry`, run by the `CommandRunner`. Changes
 that name tools hold the tenant's graph lock, like a module's delete, so that a plan cannot start
@@ -79,7 +79,7 @@ class CallerRecords:
         return position
 
     def attach(self, tenant: str, server_id: str, tool: str, *, by: str) -> tuple[Record, int | None]:
-        """Attaches a tool to an MCP server (seed 003); attaching it twice changes nothing."""
+        """Attaches a tool to an MCP server (docs/kinds/index.md); attaching it twice changes nothing."""
         return self._attachment(tenant, server_id, tool, by, attach=True)
 
     def detach(self, tenant: str, server_id: str, tool: str, *, by: str) -> tuple[Record, int | None]:

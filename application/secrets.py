@@ -1,4 +1,4 @@
-"""The tenants' secrets (DESIGN §10): created, listed, rotated, described, deleted, and read by id
+"""The tenants' secrets (docs/kinds/index.md): created, listed, rotated, described, deleted, and read by id
 during a tool call.
 
 Each secret is a `Secret` aggregate (its id, description and value's fingerprint, with who and

@@ -237,7 +237,7 @@ class Store(Application):
             return TokenRegistry()
 
     def tenants(self, *, for_update: bool = False) -> TenantRegistry:
-        """Every tenant the operator created or changed (DESIGN §12)."""
+        """Every tenant the operator created or changed (docs/tenants.md)."""
         try:
             return self.repository.get(TENANTS_ID, deepcopy_from_cache=for_update)
         except AggregateNotFoundError:

@@ -1,4 +1,4 @@
-"""Organizations (DESIGN §12): the operator's tenants, and what every request asks of them.
+"""Organizations (docs/tenants.md): the operator's tenants, and what every request asks of them.
 
 The operator creates a tenant (answering its first admin token, once), renames it, suspends or
 resumes it, sets its quotas, and deletes it once it holds nothing; each is one event of the
@@ -150,7 +150,7 @@ class Tenants:
         if "name" in body:
             found += name_violations(body["name"])
         if "suspended" in body and not isinstance(body["suspended"], bool):
-            found.append(Violation("suspended", "DESIGN §12", "true or false"))
+            found.append(Violation("suspended", "docs/tenants.md", "true or false"))
         if "quotas" in body:
             found += quota_violations(body["quotas"])
         if found:

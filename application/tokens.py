@@ -1,4 +1,4 @@
-"""Bearer tokens (DESIGN §8): issued, listed, revoked, and found by their secret.
+"""Bearer tokens (docs/security.md): issued, listed, revoked, and found by their secret.
 
 Every token of every tenant is an entry of the one `TokenRegistry`, changed by the
 `CommandRunner`; only a token's SHA-256 is ever recorded, and its secret is answered once.
@@ -36,9 +36,9 @@ class Tokens:
         """A new bearer token: answered once with its secret; only its SHA-256 is recorded."""
         found = []
         if role not in ROLES:
-            found.append(Violation("role", "DESIGN §8", f"must be one of {', '.join(ROLES)}"))
+            found.append(Violation("role", "docs/security.md", f"must be one of {', '.join(ROLES)}"))
         if not name or len(name) > MAX_NAME:
-            found.append(Violation("name", "DESIGN §8", f"a token has a name of 1 to {MAX_NAME} characters"))
+            found.append(Violation("name", "docs/security.md", f"a token has a name of 1 to {MAX_NAME} characters"))
         if usage_profile is not None:
             if role != "caller":
                 found.append(Violation("usageProfile", "R14", "only caller tokens have a usage profile"))

@@ -1,4 +1,4 @@
-"""The tool catalog and every way a tool is called (DESIGN §2 R2, R14–R16; §3 catalog; §4 MCP).
+"""The tool catalog and every way a tool is called (docs/rules.md R2, R14–R16; docs/rest-api.md catalog; docs/mcp.md MCP).
 
 The catalog of a tenant is every installed kind's entries (`application/kinds/`), resolved by R15
 in the kinds' order, kept by name in a sorted map so that a page costs its size. It keeps itself
@@ -428,7 +428,7 @@ class Toolbox(Tools):
         return frozenset(self.expanded(tenant, server["tools"]))
 
     def offers(self, entry: ToolEntry, permissions: Permissions, attached: frozenset[str] | None) -> bool:
-        """MCP registration (DESIGN §4) of one tool: chat-exposed, enabled, configured, of a kind
+        """MCP registration (docs/mcp.md) of one tool: chat-exposed, enabled, configured, of a kind
         that can run (code needs a sandbox), one the caller may use, on the server if it is
         attached there (`attached` None: the default server)."""
         return (

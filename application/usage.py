@@ -1,4 +1,4 @@
-"""What a tenant holds (DESIGN §12): its modules, its tools of the other kinds (API URL and File
+"""What a tenant holds (docs/tenants.md): its modules, its tools of the other kinds (API URL and File
 Search tools), its documents and their bytes, its plans, agents, MCP servers, usage profiles and
 secrets.
 

@@ -1,4 +1,4 @@
-"""Benchmarks for Toolsmith (DESIGN §1 and §5): run all with `python -m bench`.
+"""Benchmarks for Toolsmith (docs/architecture.md and docs/javascript.md): run all with `python -m bench`.
 
 - `python -m bench.tool_call`: an in-process tool call against a bare QuickJS fresh context + eval.
 - `python -m bench.publish`: publishing a library with 1,000 transitive importers, checked on two

@@ -107,7 +107,7 @@ class Server:
         else:
             env = {k: v for k, v in os.environ.items() if not k.startswith(SETTING_PREFIXES) and k != "SQLITE_DBNAME"}
         # A benchmark's one client token measures what the service can do, not a token's (or its
-        # tenant's) request rate, nor its address's failed authentications (DESIGN §12): unlimited,
+        # tenant's) request rate, nor its address's failed authentications (docs/tenants.md): unlimited,
         # unless the benchmark sets a rate of its own.
         return {"TOOLSMITH_RATE_PER_SECOND": "0", "TOOLSMITH_TENANT_RATE_PER_SECOND": "0",
                 "TOOLSMITH_AUTH_FAILURES_PER_MINUTE": "0"} | env | self.env

@@ -1,4 +1,4 @@
-"""Benchmark: fair share of document extraction between tenants (issue 28, finding 5; DESIGN §12).
+"""Benchmark: fair share of document extraction between tenants (issue 28, finding 5; docs/tenants.md).
 
 One real `toolsmith serve` (its default extraction: 2 workers, half of them a tenant's share)
 holds two tenants, made through the operator's API. Tenant B uploads a one-page PDF and waits

@@ -1,4 +1,4 @@
-"""Benchmark: the File Search chunk index (DESIGN §10.2) on SQLite FTS5 and on OpenSearch.
+"""Benchmark: the File Search chunk index (docs/kinds/file-search-tools.md) on SQLite FTS5 and on OpenSearch.
 
 Two figures per engine, each against the engine's own floor:
 

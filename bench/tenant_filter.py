@@ -1,4 +1,4 @@
-"""Benchmark: the cost of the tenant filter on the faceted list (issue 19, DESIGN §12).
+"""Benchmark: the cost of the tenant filter on the faceted list (issue 19, docs/tenants.md).
 
 Every read-model query carries its tenant's filter, and every tenant's modules share one index.
 This measures what that costs the faceted list (`ModuleReadModel.list`, the query of

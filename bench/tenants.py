@@ -1,4 +1,4 @@
-"""Benchmark: fair share of the sandbox between tenants (issue 19; DESIGN §12).
+"""Benchmark: fair share of the sandbox between tenants (issue 19; docs/tenants.md).
 
 One real `toolsmith serve` (embedded sandbox, its default session caps: 16 in all, 8 per tenant)
 holds two tenants, made through the operator's API. Tenant B calls a small tool (bench.tool_call's

@@ -1,6 +1,6 @@
 """Benchmark 1: an in-process tool call against a bare QuickJS fresh context + eval.
 
-The goal (DESIGN §5, "What the Python binding allows"): a tool call of a small module (bundle +
+The goal (docs/javascript.md, "What the Python binding allows"): a tool call of a small module (bundle +
 fresh context + run) keeps at least 0.8 of the speed of a bare `_quickjs.Context()` + `eval` of the
 same code, measured in the same run.
 

@@ -32,7 +32,7 @@ NAVIGATION = (
     ("/console/secrets", "Secrets"),
     ("/console/audit", "Audit"),
 )
-# The operator's (DESIGN §12): it manages the organizations and nothing inside them.
+# The operator's (docs/tenants.md): it manages the organizations and nothing inside them.
 OPERATOR_NAVIGATION = (
     ("/console/operator/tenants", "Organizations"),
 )

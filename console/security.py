@@ -1,6 +1,6 @@
 """What every console response and request goes through: the Content-Security-Policy and other
 headers on every response of the service, who may keep a copy of it (`Cache-Control`), the session behind each page (admitted as every request
-of the API is: `api.admission`, DESIGN §12), who may open which pages (a tenant's admins and
+of the API is: `api.admission`, docs/tenants.md), who may open which pages (a tenant's admins and
 auditors its pages, the operator the organizations' pages and nothing inside a tenant), and the
 cross-site checks (the `Origin` and a CSRF token) on every request that changes state."""
 
@@ -181,7 +181,7 @@ async def current_visitor(visitor: Annotated[Visitor, Depends(signed_in)]) -> Vi
 
 
 async def current_operator(visitor: Annotated[Visitor, Depends(signed_in)]) -> Visitor:
-    """The service's operator (DESIGN §12): the organizations' pages, which no tenant's token opens."""
+    """The service's operator (docs/tenants.md): the organizations' pages, which no tenant's token opens."""
     if visitor.principal.role != OPERATOR:
         raise Refused(403, "Only the service's operator token opens the organizations' pages; "
                            f"your token ({visitor.principal.role}) belongs to one organization.")

@@ -1,4 +1,4 @@
-"""API URL tools (seed 003, DESIGN §10.1): a tool that calls an external HTTP API on the model's behalf.
+"""API URL tools (docs/kinds/index.md, docs/kinds/api-url-tools.md): a tool that calls an external HTTP API on the model's behalf.
 
 An API URL tool is live, not versioned: it has no draft, and every change takes effect at once on
 every MCP server it is attached to. Each change is still an event of the tool's own aggregate, with
@@ -190,7 +190,7 @@ def secret_ids(config: Config) -> list[str]:
 
 
 def violations(config: Config) -> list[Violation]:
-    """Every rule of DESIGN §10.1 the (normalised) configuration breaks, each naming its field.
+    """Every rule of docs/kinds/api-url-tools.md the (normalised) configuration breaks, each naming its field.
     Secrets and post-processing modules are the kind's to look up (`secret_ids`, `response.module`)."""
     found = description_violations(config["description"])
     found += _tag_violations(config["tags"])

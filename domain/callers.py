@@ -1,4 +1,4 @@
-"""The callers of tools (seed 004, seed 003, DESIGN §2 R12–R14): plans, agents, MCP servers and
+"""The callers of tools (docs/kinds/code-modules.md, docs/kinds/index.md, docs/rules.md R12–R14): plans, agents, MCP servers and
 usage profiles of one tenant, and the tokens of every tenant.
 
 Each tenant's records live in one `CallerRegistry` aggregate. They are few (tens, not thousands),

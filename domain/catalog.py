@@ -1,4 +1,4 @@
-"""The tool catalog's vocabulary (DESIGN §2 R2, R14, R15; §3 catalog; §4 registration).
+"""The tool catalog's vocabulary (docs/rules.md R2, R14, R15; docs/rest-api.md catalog; docs/mcp.md registration).
 
 Every kind of tool (`application/kinds/`) shares one name space. A `ToolEntry` describes a tool of
 any kind the same way for the catalog, MCP's `tools/list`, plans and agents; its `call_type` names
@@ -31,7 +31,7 @@ class ToolEntry:
     tags: tuple[str, ...] = ()
     expose_in_chat: bool = False
     enabled: bool = True
-    # False for what MCP registration skips silently: an empty source (seeds 000, 003).
+    # False for what MCP registration skips silently: an empty source (docs/kinds/code-modules.md, 003).
     configured: bool = True
     # The call type that wins R15 over this entry, when another tool holds the same name.
     shadowed_by: str | None = None
@@ -45,7 +45,7 @@ class ToolEntry:
 
     @property
     def offered_in_chat(self) -> bool:
-        """Registration rules (DESIGN §4): enabled, configured, callable in chat, not shadowed."""
+        """Registration rules (docs/mcp.md): enabled, configured, callable in chat, not shadowed."""
         return self.enabled and self.configured and self.expose_in_chat and self.shadowed_by is None
 
 

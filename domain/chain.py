@@ -1,4 +1,4 @@
-"""Tamper evidence (DESIGN §7 B5): each event carries the hash of the event before it in its aggregate.
+"""Tamper evidence (docs/rules.md B5): each event carries the hash of the event before it in its aggregate.
 
 `Chained` aggregates give every event a `previous_hash`: the SHA-256 of the previous event of the
 same aggregate (empty for the first). An event's hash covers its type, its aggregate, its version,

@@ -1,4 +1,4 @@
-"""A document's text split into chunks for the index (DESIGN §10.2): about `CHUNK_CHARS` characters
+"""A document's text split into chunks for the index (docs/kinds/file-search-tools.md): about `CHUNK_CHARS` characters
 each, never more, the next starting `CHUNK_OVERLAP` characters before the last ended, so that a
 passage cut in two is still whole in one of them. A chunk cut at a heading cuts no passage: the
 next starts at the heading, and a section begins a chunk of its own.

@@ -1,4 +1,4 @@
-"""The documents of File Search tools (seed 003, DESIGN §10.2): what the application, the
+"""The documents of File Search tools (docs/kinds/index.md, docs/kinds/file-search-tools.md): what the application, the
 extraction process, the blob store and the chunk index say to each other.
 
 A document's original bytes live in a content-addressed blob store (`BlobStore`, SHA-256), and so
@@ -28,7 +28,7 @@ MAX_QUERY_TERMS = 32
 # Where a snippet marks the words that matched (the console splits on these exact markers).
 MARK_START, MARK_END = "<mark>", "</mark>"
 
-# Media types a document may have (taken from its bytes, DESIGN §10.2).
+# Media types a document may have (taken from its bytes, docs/kinds/file-search-tools.md).
 TEXT, MARKDOWN, JSON, CSV, CODE = "text/plain", "text/markdown", "application/json", "text/csv", "text/x-source"
 HTML = "text/html"
 PDF = "application/pdf"

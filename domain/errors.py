@@ -228,7 +228,7 @@ class UnknownVersion(ModuleError):
 
 
 class SecretInUse(ModuleError):
-    """A secret is referenced by tools (by id): it cannot be deleted until none does (DESIGN §10)."""
+    """A secret is referenced by tools (by id): it cannot be deleted until none does (docs/kinds/index.md)."""
 
     code = "secret-in-use"
 
@@ -250,7 +250,7 @@ class SecretUnreadable(ModuleError):
 
 
 class UploadTooLarge(ModuleError):
-    """An uploaded file is over the service's cap (`TOOLSMITH_MAX_UPLOAD_MB`, DESIGN §10.2)."""
+    """An uploaded file is over the service's cap (`TOOLSMITH_MAX_UPLOAD_MB`, docs/kinds/file-search-tools.md)."""
 
     code = "upload-too-large"
 
@@ -273,7 +273,7 @@ class ChangesetRefused(ModuleError):
 
 
 class QuotaExceeded(ModuleError):
-    """DESIGN §12: the change would take the tenant past a quota the operator set (409; 413 for
+    """docs/tenants.md: the change would take the tenant past a quota the operator set (409; 413 for
     stored bytes). Nothing is recorded."""
 
     code = "quota-exceeded"
@@ -286,7 +286,7 @@ class QuotaExceeded(ModuleError):
 
 
 class TenantBusy(ModuleError):
-    """DESIGN §12: every sandbox session of the caller's tenant is taken (its fair share); retry shortly."""
+    """docs/tenants.md: every sandbox session of the caller's tenant is taken (its fair share); retry shortly."""
 
     code = "tenant-busy"
 
@@ -296,7 +296,7 @@ class TenantBusy(ModuleError):
 
 
 class TenantNotEmpty(ModuleError):
-    """DESIGN §12: a tenant is deleted only once it holds nothing."""
+    """docs/tenants.md: a tenant is deleted only once it holds nothing."""
 
     code = "tenant-not-empty"
 

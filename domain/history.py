@@ -1,4 +1,4 @@
-"""A module's history as an auditor reads it (DESIGN §7 B1, B2): every event, every published
+"""A module's history as an auditor reads it (docs/rules.md B1, B2): every event, every published
 version, and the module as it stood at any instant, all from the event store.
 
 `as_of` replays the module's own events up to an instant: the same events, applied the same way,

@@ -139,7 +139,7 @@ class CodeModule(Chained):
 
     def set_enabled(self, enabled: bool, by: str) -> bool:
         """Switches the tool on or off at once, in the published version and the draft alike: a
-        disabled tool leaves MCP and chat without a publish (seed 003). False when nothing changes."""
+        disabled tool leaves MCP and chat without a publish (docs/kinds/index.md). False when nothing changes."""
         self._check_exists()
         sections = [d["tool"] for d in (self.published, self.draft) if d is not None and d["tool"] is not None]
         if not sections or all(section["enabled"] == enabled for section in sections):

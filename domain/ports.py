@@ -35,7 +35,7 @@ class Execution:
     context: dict[str, Any] = field(default_factory=dict)
     # Parameters declared with V1's `date` type: their values become `Date` objects.
     date_parameters: tuple[str, ...] = ()
-    # A tenant's session beyond its first few at once (DESIGN §12, fair share): once it runs long,
+    # A tenant's session beyond its first few at once (docs/tenants.md, fair share): once it runs long,
     # the sandbox gives it the CPU only when nothing else wants it. Never changes its result.
     background: bool = False
     # Whether the sandbox writes the module's log lines to the service's log too. An API URL tool's
@@ -141,7 +141,7 @@ class GraphLock(ABC):
 
 
 class SecretValues(ABC):
-    """The tenant's secrets as a tool call reads them (DESIGN §10): by id, decrypted only for the
+    """The tenant's secrets as a tool call reads them (docs/kinds/index.md): by id, decrypted only for the
     request that needs the value, never kept, logged or answered."""
 
     @abstractmethod
@@ -155,7 +155,7 @@ class SecretValues(ABC):
 
 @dataclass(frozen=True)
 class OutboundRequest:
-    """One request a tool makes on the model's behalf (DESIGN §10.1), as the egress path sends it.
+    """One request a tool makes on the model's behalf (docs/kinds/api-url-tools.md), as the egress path sends it.
     `sensitive` names the (lower-case) headers whose values are secrets: dropped when a redirect
     leaves the origin, and never shown back."""
 
@@ -186,7 +186,7 @@ class OutboundError(Exception):
 
 
 class Outbound(ABC):
-    """The one egress path for API URL tools and their token requests (DESIGN §10.1)."""
+    """The one egress path for API URL tools and their token requests (docs/kinds/api-url-tools.md)."""
 
     @abstractmethod
     def send(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
@@ -198,7 +198,7 @@ class Outbound(ABC):
 
 
 class SecretVault(ABC):
-    """Where secret values are kept, encrypted, beside the event store (DESIGN §10): one row per
+    """Where secret values are kept, encrypted, beside the event store (docs/kinds/index.md): one row per
     secret of a tenant, never in an event. Holds the value a secret's record names (by the
     fingerprint its newest event recorded) and, while a change is under way, the one before it,
     so that a reader between the new value's write and its event still gets the recorded one."""

@@ -1,4 +1,4 @@
-"""Naming and limit rules of DESIGN §2 (R1, R3, R4, R9, V1), checked on every save, and a tool's input.
+"""Naming and limit rules of docs/rules.md (R1, R3, R4, R9, V1), checked on every save, and a tool's input.
 
 Each check returns `Violation`s rather than raising at the first one, so that a client learns every
 problem of a request at once. `validate_definition` raises `InvalidDefinition` with all of them;
@@ -448,7 +448,7 @@ _SCHEMA_OF_TYPE: dict[str, dict[str, Any]] = {
 
 
 def input_schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a tool's arguments, as MCP's `inputSchema` (DESIGN §4).
+    """The JSON Schema (draft 2020-12) of a tool's arguments, as MCP's `inputSchema` (docs/mcp.md).
 
     It accepts what `validate_input` accepts, except that an optional value may not be null (a
     client that follows the schema is never refused), and for dates of the years 0000 and 10000 in

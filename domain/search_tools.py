@@ -1,4 +1,4 @@
-"""File Search tools (seed 003, DESIGN §10.2): documents uploaded to the server, searched by the model.
+"""File Search tools (docs/kinds/index.md, docs/kinds/file-search-tools.md): documents uploaded to the server, searched by the model.
 
 A File Search tool is live, not versioned, like an API URL tool: every change of its configuration
 and of its documents is an event of the tool's own aggregate (history, `asOf`, hash chain, export),
@@ -30,7 +30,7 @@ FILE_SEARCH = "FILE_SEARCH"
 MAX_NAME = 40
 DOCUMENT_ID_CHARS = 20
 
-# Each capability: whether it is on by default, and its limit's name, default and cap (DESIGN §10.2).
+# Each capability: whether it is on by default, and its limit's name, default and cap (docs/kinds/file-search-tools.md).
 CAPABILITIES: dict[str, tuple[bool, str, int, int]] = {
     "search": (True, "maxResults", 10, 50),
     "fetch": (True, "maxChars", 20_000, 50_000),
@@ -244,7 +244,7 @@ def given_violations(given: dict[str, Any]) -> list[Violation]:
 
 
 def violations(config: Config) -> list[Violation]:
-    """Every rule of DESIGN §10.2 the (normalised) configuration breaks, each naming its field."""
+    """Every rule of docs/kinds/file-search-tools.md the (normalised) configuration breaks, each naming its field."""
     found = description_violations(config["description"])
     tags = config["tags"]
     if len(tags) > MAX_TAGS:

@@ -1,4 +1,4 @@
-"""A tenant's secrets (DESIGN §10): one `Secret` aggregate per (tenant, id), whose events say who
+"""A tenant's secrets (docs/kinds/index.md): one `Secret` aggregate per (tenant, id), whose events say who
 created, rotated, described and deleted it, and when.
 
 An event records the secret's id, its description and a fingerprint of its value, never the value:
@@ -118,28 +118,28 @@ class Secret(Chained):
 
 def secret_id_violations(value: Any, field: str = "id") -> list[Violation]:
     if not isinstance(value, str) or not _ID.match(value):
-        return [Violation(field, "DESIGN §10", "must be 1–64 letters, digits, '_' or '-', starting with a letter or digit")]
+        return [Violation(field, "docs/kinds/index.md", "must be 1–64 letters, digits, '_' or '-', starting with a letter or digit")]
     return []
 
 
 def value_violations(value: Any, field: str = "value") -> list[Violation]:
     """A secret's value: a non-empty string of at most 8 KiB (UTF-8). The message never quotes it."""
     if not isinstance(value, str):
-        return [Violation(field, "DESIGN §10", "must be a string")]
+        return [Violation(field, "docs/kinds/index.md", "must be a string")]
     if not value:
-        return [Violation(field, "DESIGN §10", "must not be empty")]
+        return [Violation(field, "docs/kinds/index.md", "must not be empty")]
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
-        return [Violation(field, "DESIGN §10", "must be Unicode text (it holds a lone surrogate)")]
+        return [Violation(field, "docs/kinds/index.md", "must be Unicode text (it holds a lone surrogate)")]
     if size > MAX_VALUE_BYTES:
-        return [Violation(field, "DESIGN §10", f"must be at most {MAX_VALUE_BYTES} bytes (UTF-8), got {size}")]
+        return [Violation(field, "docs/kinds/index.md", f"must be at most {MAX_VALUE_BYTES} bytes (UTF-8), got {size}")]
     return []
 
 
 def secret_description_violations(value: Any, field: str = "description") -> list[Violation]:
     if not isinstance(value, str):
-        return [Violation(field, "DESIGN §10", "must be a string")]
+        return [Violation(field, "docs/kinds/index.md", "must be a string")]
     if len(value) > MAX_DESCRIPTION:
-        return [Violation(field, "DESIGN §10", f"must be at most {MAX_DESCRIPTION} characters, got {len(value)}")]
+        return [Violation(field, "docs/kinds/index.md", f"must be at most {MAX_DESCRIPTION} characters, got {len(value)}")]
     return []

@@ -1,4 +1,4 @@
-"""Organizations (DESIGN §12): the tenants one service hosts, as the operator manages them.
+"""Organizations (docs/tenants.md): the tenants one service hosts, as the operator manages them.
 
 Every tenant of the store is an entry of the one `TenantRegistry` aggregate, changed only by the
 operator: created (with a name and quotas), renamed, suspended or resumed, its quotas set, and
@@ -35,7 +35,7 @@ TENANTS_ID = uuid5(_NAMESPACE, "tenants")
 TENANT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}\Z")
 MAX_NAME = 200
 
-# What a tenant may hold (DESIGN §12): modules, tools of the other kinds (API URL and File Search
+# What a tenant may hold (docs/tenants.md): modules, tools of the other kinds (API URL and File Search
 # tools), documents, and the bytes of its documents. None is no limit.
 MODULES = "modules"
 TOOLS = "tools"
@@ -53,25 +53,25 @@ def no_quotas() -> Quotas:
 
 def tenant_id_violations(tenant_id: object, field: str = "id") -> list[Violation]:
     if not isinstance(tenant_id, str) or not TENANT_ID.match(tenant_id):
-        return [Violation(field, "DESIGN §12", "a tenant id is 1–63 lower-case letters, digits or '-', starting with a letter or digit")]
+        return [Violation(field, "docs/tenants.md", "a tenant id is 1–63 lower-case letters, digits or '-', starting with a letter or digit")]
     return []
 
 
 def name_violations(name: object, field: str = "name") -> list[Violation]:
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
-        return [Violation(field, "DESIGN §12", f"a tenant's name has 1 to {MAX_NAME} characters")]
+        return [Violation(field, "docs/tenants.md", f"a tenant's name has 1 to {MAX_NAME} characters")]
     return []
 
 
 def quota_violations(quotas: object, field: str = "quotas") -> list[Violation]:
     if not isinstance(quotas, Mapping):
-        return [Violation(field, "DESIGN §12", f"an object of {', '.join(QUOTAS)}")]
+        return [Violation(field, "docs/tenants.md", f"an object of {', '.join(QUOTAS)}")]
     found = []
     for key, value in quotas.items():
         if key not in QUOTAS:
-            found.append(Violation(f"{field}.{key}", "DESIGN §12", f"no such quota; the quotas are {', '.join(QUOTAS)}"))
+            found.append(Violation(f"{field}.{key}", "docs/tenants.md", f"no such quota; the quotas are {', '.join(QUOTAS)}"))
         elif value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_QUOTA):
-            found.append(Violation(f"{field}.{key}", "DESIGN §12", f"a whole number from 0 to {MAX_QUOTA}, or null for no limit"))
+            found.append(Violation(f"{field}.{key}", "docs/tenants.md", f"a whole number from 0 to {MAX_QUOTA}, or null for no limit"))
     return found
 
 

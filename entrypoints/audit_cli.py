@@ -1,4 +1,4 @@
-"""`toolsmith audit verify|export|import` (DESIGN §7 B5, §9): the command-line side of
+"""`toolsmith audit verify|export|import` (docs/rules.md B5, docs/cli.md): the command-line side of
 `infrastructure/audit.py`.
 
 Each opens the event store alone, with `serve`'s settings (SQLite in the data dir, or PostgreSQL

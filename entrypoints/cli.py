@@ -1,4 +1,4 @@
-"""The `toolsmith` command (DESIGN §9)."""
+"""The `toolsmith` command (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _sandbox(args: argparse.Namespace) -> int:
-    """The sandbox service (DESIGN §6, §9). It refuses to start on a configuration it cannot honour,
+    """The sandbox service (docs/sandbox.md, docs/cli.md). It refuses to start on a configuration it cannot honour,
     with one line saying which setting to fix, rather than fail on the first call."""
     import uvicorn
     from pydantic import ValidationError
@@ -178,7 +178,7 @@ def _sandbox(args: argparse.Namespace) -> int:
 
 
 def _projections(args: argparse.Namespace) -> int:
-    """`projections run` and `projections rebuild` (DESIGN §9); both need OPENSEARCH_URL, since
+    """`projections run` and `projections rebuild` (docs/cli.md); both need OPENSEARCH_URL, since
     the in-memory read model lives inside each API process and is rebuilt at its start."""
     import signal
     import threading

@@ -62,7 +62,7 @@ def sandbox_pool(settings: Settings) -> Sandbox:
 
 
 def build_sandbox(settings: Settings) -> Sandbox | None:
-    """DESIGN §6: empty switches code execution off, `embedded` runs it in process, and an
+    """docs/sandbox.md: empty switches code execution off, `embedded` runs it in process, and an
     http(s) URL (the only other value the settings accept) names a `toolsmith sandbox` service."""
     if settings.sandbox_url == "":
         return None
@@ -91,7 +91,7 @@ def opensearch_client(settings: Settings) -> OpenSearch:
 
 
 def build_read_model(settings: Settings, store: str | None = None) -> ModuleReadModel:
-    """DESIGN §1: OpenSearch when `OPENSEARCH_URL` is set, else in memory (rebuilt at start).
+    """docs/architecture.md: OpenSearch when `OPENSEARCH_URL` is set, else in memory (rebuilt at start).
     `store` is the identity of the event store it follows (`projections/store_identity.py`)."""
     if settings.opensearch_url is None:
         return InMemoryModuleReadModel()
@@ -251,14 +251,14 @@ def build_kinds(store: Store, execution: Execution | None = None, names: ToolKin
 
 
 def api_outbound(settings: Settings) -> Outbound:
-    """The egress path of API URL tools (DESIGN §10.1), under `TOOLSMITH_EGRESS_ALLOW`."""
+    """The egress path of API URL tools (docs/kinds/api-url-tools.md), under `TOOLSMITH_EGRESS_ALLOW`."""
     from infrastructure.egress.outbound import ApiOutbound  # httpcore: loaded by a service that sends
 
     return ApiOutbound(settings.api_policy())
 
 
 def build_files(settings: Settings, store: Store) -> Files:
-    """What File Search tools keep documents with (DESIGN §10.2): the blob store beside the event
+    """What File Search tools keep documents with (docs/kinds/file-search-tools.md): the blob store beside the event
     store (a folder in the data dir, or a table of the PostgreSQL store), the chunk index (an
     SQLite FTS5 file in the data dir, or OpenSearch when `OPENSEARCH_URL` is set), and the pool of
     extraction processes, started on first use."""

@@ -1,4 +1,4 @@
-"""THE registry of the kinds of tool (DESIGN §10; issue 13): one line per kind, in R15's order
+"""THE registry of the kinds of tool (docs/kinds/index.md; issue 13): one line per kind, in R15's order
 (when two tools share a name, the kind listed first is the one called). Nothing else names them: the
 catalog, R2, MCP registration, admission, plans and the audit export ask the kinds listed here, and
 the web app mounts their routes. A new kind is its own files plus one line here.

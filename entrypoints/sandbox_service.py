@@ -1,4 +1,4 @@
-"""The sandbox as its own HTTP service (`toolsmith sandbox`, DESIGN §6 and §9).
+"""The sandbox as its own HTTP service (`toolsmith sandbox`, docs/sandbox.md and docs/cli.md).
 
 It owns the service's HTTP surface around any `Sandbox`: the shared-secret check, the capability
 profile a call asks for, the session cap answered at once with 429, the body cap, and one
@@ -14,7 +14,7 @@ carries the error: only the service's refusals are HTTP errors.
         X-Sandbox-Caller: <name>           recorded in the log (default "unknown")
         X-Sandbox-Profile: <profile>       capabilities to grant (default: the configured profile)
         X-Sandbox-Priority: background     a background execution (a tenant's sessions beyond its
-                                           first few, DESIGN §12: it yields the CPU entirely once
+                                           first few, docs/tenants.md: it yields the CPU entirely once
                                            it runs long); anything else: normal
         X-Sandbox-Service-Log: off         the module's log lines are not written to this service's
                                            log (its caller writes them, redacted: an API URL tool's

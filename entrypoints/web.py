@@ -115,7 +115,7 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(audit.router)
     app.include_router(operator.router)
     mcp_endpoint = mcp.mount(app, services)
-    # The admin console (DESIGN §11), with each kind's own pages.
+    # The admin console (docs/console.md), with each kind's own pages.
     console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console))
 
     @app.get("/healthz", tags=["health"])

@@ -1,4 +1,4 @@
-"""The audit of the event store (DESIGN §7 B5, §9): verify every hash chain, export every stored
+"""The audit of the event store (docs/rules.md B5, docs/cli.md): verify every hash chain, export every stored
 event as JSON lines, and import such an export into an empty store.
 
 **Verify** reads the log in order, decodes each event as the application would, and checks, per

@@ -1,4 +1,4 @@
-"""Bearer tokens (DESIGN §8): who is calling, with which role, in which tenant.
+"""Bearer tokens (docs/security.md): who is calling, with which role, in which tenant.
 
 Only hashes are kept. The first admin token comes from `TOOLSMITH_ADMIN_TOKEN`, or is generated on
 the first start, its SHA-256 written to the data dir, and shown once to whoever started the service.
@@ -18,7 +18,7 @@ from typing import Any
 ADMIN = "admin"
 AUDITOR = "auditor"
 CALLER = "caller"
-# Manages tenants and nothing inside them (DESIGN §12); belongs to no tenant.
+# Manages tenants and nothing inside them (docs/tenants.md); belongs to no tenant.
 OPERATOR = "operator"
 
 TOKEN_FILE = "admin-token.sha256"
@@ -80,7 +80,7 @@ def admin_token_digest(data_dir: Path, configured: str | None) -> tuple[str, str
 
 
 def operator_token_digest(data_dir: Path, configured: str | None) -> tuple[str, str | None]:
-    """The operator token's digest (DESIGN §12), and the token when it was generated just now."""
+    """The operator token's digest (docs/tenants.md), and the token when it was generated just now."""
     return _first_token_digest(data_dir / OPERATOR_TOKEN_FILE, configured, "tso_")
 
 

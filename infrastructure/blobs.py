@@ -1,4 +1,4 @@
-"""The blob store of File Search tools (DESIGN §10.2): a document's original bytes, and the text
+"""The blob store of File Search tools (docs/kinds/file-search-tools.md): a document's original bytes, and the text
 extracted from them, by their SHA-256, per tenant.
 
 **A folder** (`FolderBlobStore`, the default: `blobs/` in the data dir) holds each blob in

@@ -1,4 +1,4 @@
-"""The tenant's graph lock across processes: a PostgreSQL advisory lock (DESIGN §2, R10).
+"""The tenant's graph lock across processes: a PostgreSQL advisory lock (docs/rules.md, R10).
 
 API processes that share one PostgreSQL event store serialize their publishes (and the saves that
 change an import) with a session-level advisory lock, keyed by the store (database and schema) and the tenant.

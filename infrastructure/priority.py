@@ -1,4 +1,4 @@
-"""Short work first (DESIGN §12, fair share): lowering the CPU priority of a child process whose job
+"""Short work first (docs/tenants.md, fair share): lowering the CPU priority of a child process whose job
 has run long, so that ordinary short jobs of any tenant go before it while it goes on.
 
 Shared by the pools that run other people's work in processes of their own: the embedded sandbox

@@ -1,4 +1,4 @@
-"""Token buckets per key (DESIGN §12): a token's, a tenant's request rate, a client address's failed
+"""Token buckets per key (docs/tenants.md): a token's, a tenant's request rate, a client address's failed
 authentications.
 
 A bucket holds up to `burst` requests and refills at `rate` a second; a request takes one, and a

@@ -1,4 +1,4 @@
-"""Secret values at rest (DESIGN §10): encrypted with Fernet, in a table beside the events.
+"""Secret values at rest (docs/kinds/index.md): encrypted with Fernet, in a table beside the events.
 
 **The key.** `TOOLSMITH_SECRET_KEY` holds one Fernet key, or several separated by commas: the first
 encrypts, every one decrypts (to change keys, put the new one first and keep the old one until

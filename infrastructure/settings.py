@@ -1,4 +1,4 @@
-"""Every setting of the service, read once from the environment (DESIGN §1, §6, §8).
+"""Every setting of the service, read once from the environment (docs/architecture.md, docs/sandbox.md, docs/security.md).
 
 Names follow the design's environment variables (`CODESANDBOX_URL`, `TOOLSMITH_ADMIN_TOKEN`, …);
 `eventsourcing`'s own variables (`PERSISTENCE_MODULE`, `SQLITE_DBNAME`, `POSTGRES_*`) pass through
@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"))
     # The deployment's own tenant (the first admin token's); any name a single-tenant release took.
     tenant: str = Field("default", min_length=1, validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
-    # Organizations (DESIGN §12): the operator's token (unset: generated on the first start, its
+    # Organizations (docs/tenants.md): the operator's token (unset: generated on the first start, its
     # SHA-256 kept in the data dir, the token printed once), and each token's request rate: a token
     # bucket refilled at `rate_per_second` up to `rate_burst` requests (0: no limit).
     operator_token: SecretStr | None = Field(None, validation_alias=_env("operator_token", "TOOLSMITH_OPERATOR_TOKEN"))
@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     # The console's session cookies are signed with this key: set it to the same value on every
     # replica; unset, one is generated into the data dir (mode 0600) on the first start.
     session_key: SecretStr | None = Field(None, validation_alias=_env("session_key", "TOOLSMITH_SESSION_KEY"))
-    # Secret values are encrypted with this Fernet key (DESIGN §10); several, comma-separated: the
+    # Secret values are encrypted with this Fernet key (docs/kinds/index.md); several, comma-separated: the
     # first encrypts, all decrypt. Unset, one is generated into the data dir (mode 0600) on the first
     # start: set it to the same value on every replica of a PostgreSQL store.
     secret_key: SecretStr | None = Field(None, validation_alias=_env("secret_key", "TOOLSMITH_SECRET_KEY"))
@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     persistence_module: str = Field("eventsourcing.sqlite", validation_alias=_env("persistence_module", "PERSISTENCE_MODULE"))
     aggregate_cache_size: int = Field(10_000, validation_alias=_env("aggregate_cache_size", "TOOLSMITH_AGGREGATE_CACHE_SIZE"))
 
-    # The read models (DESIGN §1): OpenSearch when a URL is set, else in memory, rebuilt at start.
+    # The read models (docs/architecture.md): OpenSearch when a URL is set, else in memory, rebuilt at start.
     opensearch_url: SecretStr | None = Field(None, validation_alias=_env("opensearch_url", "OPENSEARCH_URL"))
     opensearch_index: str = Field("toolsmith-modules", pattern=r"^[a-z0-9][a-z0-9_.-]{0,200}$",
                                   validation_alias=_env("opensearch_index", "TOOLSMITH_OPENSEARCH_INDEX"))
@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     projection_heartbeat_seconds: float = Field(2.0, gt=0, le=300, validation_alias=_env(
         "projection_heartbeat_seconds", "TOOLSMITH_PROJECTION_HEARTBEAT_SECONDS"))
 
-    # The code sandbox (DESIGN §6).
+    # The code sandbox (docs/sandbox.md).
     sandbox_url: str = Field("embedded", validation_alias=_env("sandbox_url", "CODESANDBOX_URL"))
     sandbox_secret: SecretStr | None = Field(None, validation_alias=_env("sandbox_secret", "CODESANDBOX_SECRET"))
     sandbox_caller_name: str = Field("toolsmith", validation_alias=_env("sandbox_caller_name", "CODESANDBOX_CALLER_NAME"))
@@ -113,7 +113,7 @@ class Settings(BaseSettings):
             capability_profile=self.sandbox_capability_profile,
         )
 
-    # DESIGN §12, fair share: the most sandbox sessions one tenant holds at once; unset, half of
+    # docs/tenants.md, fair share: the most sandbox sessions one tenant holds at once; unset, half of
     # CODESANDBOX_MAX_ACTIVE_SESSIONS (at least one).
     tenant_max_sessions: int | None = Field(None, ge=1, validation_alias=_env("tenant_max_sessions", "TOOLSMITH_TENANT_MAX_SESSIONS"))
 
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
         """`tenant_max_sessions`, or its default from the sandbox's session cap."""
         return self.tenant_max_sessions or max(1, self.sandbox_max_active_sessions // 2)
 
-    # What API URL tools may reach beyond public https hosts (DESIGN §10.1): comma-separated
+    # What API URL tools may reach beyond public https hosts (docs/kinds/api-url-tools.md): comma-separated
     # `host:port` entries (`[::1]:8080`) and CIDRs (`10.0.0.0/8`); `http` and any address that is
     # not public need one. Metadata addresses never. A bad entry stops the start, named.
     egress_allow: str = Field("", validation_alias=_env("egress_allow", "TOOLSMITH_EGRESS_ALLOW"))
@@ -136,14 +136,14 @@ class Settings(BaseSettings):
 
         return ApiPolicy(EgressAllow.parse(self.egress_allow))
 
-    # File Search tools (DESIGN §10.2): an upload's cap (refused with 413 before the body is read
+    # File Search tools (docs/kinds/file-search-tools.md): an upload's cap (refused with 413 before the body is read
     # past it), and the extraction processes: how many run at once, and each one's time and memory.
     max_upload_mb: int = Field(25, ge=1, le=2_048, validation_alias=_env("max_upload_mb", "TOOLSMITH_MAX_UPLOAD_MB"))
     extract_workers: int = Field(2, ge=1, le=64, validation_alias=_env("extract_workers", "TOOLSMITH_EXTRACT_WORKERS"))
     extract_timeout_seconds: float = Field(60.0, gt=0, le=3_600, validation_alias=_env(
         "extract_timeout_seconds", "TOOLSMITH_EXTRACT_TIMEOUT_SECONDS"))
     extract_memory_mb: int = Field(512, ge=64, le=65_536, validation_alias=_env("extract_memory_mb", "TOOLSMITH_EXTRACT_MEMORY_MB"))
-    # DESIGN §12, fair share of extraction: the most extractions one tenant runs at once (unset: half
+    # docs/tenants.md, fair share of extraction: the most extractions one tenant runs at once (unset: half
     # of TOOLSMITH_EXTRACT_WORKERS, at least one), and the longest one upload's documents may take in all.
     tenant_max_extractions: int | None = Field(None, ge=1, le=64, validation_alias=_env(
         "tenant_max_extractions", "TOOLSMITH_TENANT_MAX_EXTRACTIONS"))
@@ -162,7 +162,7 @@ class Settings(BaseSettings):
     read_model_max_lag_seconds: float = Field(30.0, gt=0, validation_alias=_env("read_model_max_lag_seconds", "TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS"))
     log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"))
 
-    # MCP (DESIGN §4, §8): the Host and Origin headers an MCP request may carry, comma-separated;
+    # MCP (docs/mcp.md, docs/security.md): the Host and Origin headers an MCP request may carry, comma-separated;
     # `name:*` allows any port. Anything else is refused, so that a web page cannot reach a local
     # server through DNS rebinding. Add the public name here when serving behind a proxy.
     mcp_allowed_hosts: str = Field("127.0.0.1:*,localhost:*,[::1]:*",

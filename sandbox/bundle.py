@@ -10,7 +10,7 @@ rest, so a program carries only what its call needs:
   with the engine's JSON.stringify under the call's limits, and types whatever escapes;
 - a publish check of module-style code is the same program up to `run`, which it does not call:
   it looks for the links instead (`_LINKS`), so module code sees exactly what a call shows it;
-- script style (seed 000) uses the `$script` helper, compiled with its program, which ends with a
+- script style (docs/kinds/code-modules.md) uses the `$script` helper, compiled with its program, which ends with a
   JSON string `[1, value]` or `[0, type, message]` (a check only loads the libraries);
 - what the environment injects (V2: `log`, `ai.context()`, `Intl` and the locale methods,
   `http.fetch`) and the depth cap on proxy chains are set up only when the bundle's source names

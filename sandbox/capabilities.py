@@ -1,4 +1,4 @@
-"""Capability profiles: what a call's JavaScript is given besides the language (DESIGN §5 V2, §6).
+"""Capability profiles: what a call's JavaScript is given besides the language (docs/javascript.md V2, docs/sandbox.md).
 
 The API names a profile (`CODESANDBOX_CAPABILITY_PROFILE`); the sandbox grants what the profile
 lists. The HTTP allow-list is the sandbox's own configuration (`CODESANDBOX_ALLOWED_DOMAINS`),

@@ -1,4 +1,4 @@
-"""The sandbox's own configuration (DESIGN §6), whichever process runs it: the API's embedded
+"""The sandbox's own configuration (docs/sandbox.md), whichever process runs it: the API's embedded
 runner or the `toolsmith sandbox` service."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each call takes an idle worker (or starts one, up to the session cap), sends it 
 waits for the answer until the call's wall-clock deadline. A worker that is still running then is
 killed (SIGKILL) and replaced; one that dies (an engine crash) costs its call an error result and
 nothing else. So a call's timeout is wall-clock time whatever else runs, and no JavaScript can
-take the API process down (DESIGN §5 V4).
+take the API process down (docs/javascript.md V4).
 
 A check with runs (`check_then_run`, a publish's check of a module with its examples) is one
 visit: one request to one worker, which answers each program as it ends, each under its own
@@ -15,7 +15,7 @@ At most `max_active_sessions` calls run at once; one more fails at once with `Sa
 nothing queues. Workers are forked from a zygote (`sandbox.worker`) in a few milliseconds;
 `workers` of them are kept while idle, more start on demand and retire after a minute unused.
 
-Short calls first (DESIGN §12, fair share): a program still running after `LONG_CALL_SECONDS` has
+Short calls first (docs/tenants.md, fair share): a program still running after `LONG_CALL_SECONDS` has
 its worker lowered where it stands: to niceness 19, so that it yields the CPU to ordinary calls
 and yet goes on; or, in a background execution (`Execution.background`: a tenant's sessions
 beyond its first few), to `SCHED_IDLE`, so that it gets the CPU only when nothing else wants it.

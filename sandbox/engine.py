@@ -1,4 +1,4 @@
-"""One QuickJS evaluation, inside a worker process (DESIGN §5, "What the Python binding allows").
+"""One QuickJS evaluation, inside a worker process (docs/javascript.md, "What the Python binding allows").
 
 Design (b) of the hardening issue: no engine time limit, so the context may call into Python —
 `Intl` formats with Babel, `http.fetch` performs its request in Python, `log` and `ai.context()`

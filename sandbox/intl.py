@@ -1,4 +1,4 @@
-"""`Intl` for the sandbox: ECMA-402's NumberFormat and DateTimeFormat over Babel (DESIGN §5 V2).
+"""`Intl` for the sandbox: ECMA-402's NumberFormat and DateTimeFormat over Babel (docs/javascript.md V2).
 
 QuickJS has no `Intl`, so the sandbox gives scripts a small JavaScript shim (`INTL_JS`) that
 coerces every argument and option in JavaScript — getters, Proxies and throwing `toString` stay

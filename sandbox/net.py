@@ -1,4 +1,4 @@
-"""`http.fetch` for sandboxed JavaScript (DESIGN §5, §6): the shapes of its request and answer.
+"""`http.fetch` for sandboxed JavaScript (docs/javascript.md, docs/sandbox.md): the shapes of its request and answer.
 
 JavaScript hands one JSON string to a host function and gets one JSON string back (`FETCH_JS` is
 the JS side). `Fetcher.fetch` never raises. What may be reached and how is the egress module's

@@ -1,4 +1,4 @@
-"""The `Sandbox` port over HTTP: the API's client of a `toolsmith sandbox` service (DESIGN §6).
+"""The `Sandbox` port over HTTP: the API's client of a `toolsmith sandbox` service (docs/sandbox.md).
 
 One `httpx.Client` per process keeps connections to the service open between calls. Every call
 presents the shared secret, the caller's name and the capability profile (the headers are

@@ -18,7 +18,7 @@ runs what it is given (a draft under test is named `(draft)`); the API enforces 
 In an execution only `units` is required; the other fields default as `Execution` does. Two
 headers travel with every call besides the bearer secret: the caller's name and the capability
 profile to grant; a third, `X-Sandbox-Priority: background`, with a background execution
-(`Execution.background`, DESIGN §12). The priority is a header, not a field of the body, so that
+(`Execution.background`, docs/tenants.md). The priority is a header, not a field of the body, so that
 a service from before it (whose body reader refuses unknown fields) runs the call all the same.
 So is `X-Sandbox-Service-Log: off`, with an execution whose module's log lines the service must not
 write to its own log (`Execution.service_log`: an API URL tool's post-processing, whose caller

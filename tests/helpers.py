@@ -12,7 +12,7 @@ from bench._server import free_port
 __all__ = ["ADMIN_TOKEN", "environment_without_settings", "expect", "free_port", "unique_id"]
 
 ADMIN_TOKEN = "tsa_test-admin-token"
-# The operator's (DESIGN §12): manages tenants and nothing inside them.
+# The operator's (docs/tenants.md): manages tenants and nothing inside them.
 OPERATOR_TOKEN = "test-operator-token-0123456789"
 _counter = itertools.count()
 

@@ -1,4 +1,4 @@
-"""Named SSRF cases (DESIGN §10.1, "One egress path"), for any test of an egress policy.
+"""Named SSRF cases (docs/kinds/api-url-tools.md, "One egress path"), for any test of an egress policy.
 
 Every case must be refused, and refused before any connection is attempted. A case is a URL (for a
 redirect case, where an allowed server's redirect points) and, where it has a name, what the

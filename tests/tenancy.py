@@ -1,4 +1,4 @@
-"""Two tenants holding the same ids, and the proof that a read model keeps them apart (DESIGN §12).
+"""Two tenants holding the same ids, and the proof that a read model keeps them apart (docs/tenants.md).
 
 Each tenant's modules (and File Search documents) use the very same ids as the other's, with data
 that differ in everything a query looks at: descriptions, states, roles, tags, imports, which ids

@@ -1,4 +1,4 @@
-"""Two organizations served by one process, holding things of the same names (DESIGN §12), for the
+"""Two organizations served by one process, holding things of the same names (docs/tenants.md), for the
 cross-tenant acceptance suite (tests/api/test_cross_tenant.py).
 
 `alpha` and `beta` are made through the operator's API, each with its first admin token, then

@@ -1,4 +1,4 @@
-"""Admin REST API of API URL tools (DESIGN §10.1): `/api/v1/admin/api-tools`.
+"""Admin REST API of API URL tools (docs/kinds/api-url-tools.md): `/api/v1/admin/api-tools`.
 
 Every change is live (no draft) and an event of the tool's own aggregate: `GET /{id}/history` shows
 them and `GET /{id}?asOf=` the tool as it stood. `POST /{id}/test` is the Playground: one call

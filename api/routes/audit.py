@@ -1,4 +1,4 @@
-"""The audit export over HTTP (DESIGN §7 B5, §8): the caller's tenant's events as JSON lines, for
+"""The audit export over HTTP (docs/rules.md B5, docs/security.md): the caller's tenant's events as JSON lines, for
 admins and auditors."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _EXPORT = {
 @router.get("/export", response_class=StreamingResponse, responses={**_EXPORT, **documented()})
 def audit_export(services: ServicesDep, principal: Reader) -> StreamingResponse:
     """Every stored event of the caller's tenant, as JSON lines that `toolsmith audit import` restores."""
-    # A tenant sees only its own (DESIGN §8): what its kinds of tool say is its (modules, …), its
+    # A tenant sees only its own (docs/security.md): what its kinds of tool say is its (modules, …), its
     # import graph and caller registry. The chunks come from a plain generator, which Starlette
     # iterates in its thread pool: reading the store never blocks the event loop.
     chunks = export_chunks(services.store, tenant=principal.tenant, kinds=services.toolbox.kinds)

@@ -1,4 +1,4 @@
-"""Plans, agents, MCP servers and usage profiles (DESIGN §3, §4; seeds 003 and 004): records that
+"""Plans, agents, MCP servers and usage profiles (docs/rest-api.md, docs/mcp.md; docs/kinds/index.md and docs/kinds/code-modules.md): records that
 name tools. One router per kind, all built alike: list, get, create, replace, delete."""
 
 

@@ -1,4 +1,4 @@
-"""The tool catalog (DESIGN §3): every kind of tool in one list, with R15's resolution shown."""
+"""The tool catalog (docs/rest-api.md): every kind of tool in one list, with R15's resolution shown."""
 
 # No `from __future__ import annotations`: the route's `callType` annotation names this call's
 # `call_types`, which FastAPI could not resolve from a string.

@@ -1,4 +1,4 @@
-"""Changesets (DESIGN §7 B6): what each published, who, when, and the publisher's message.
+"""Changesets (docs/rules.md B6): what each published, who, when, and the publisher's message.
 
 A changeset is recorded as the `Published` events of its modules, each naming it; these routes read
 them from the event store (the audit's source), not from a read model.

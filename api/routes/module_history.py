@@ -1,4 +1,4 @@
-"""A module's history, published versions and past states (DESIGN §7 B2), for admins and auditors."""
+"""A module's history, published versions and past states (docs/rules.md B2), for admins and auditors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Admin REST API of code modules (DESIGN §3): HTTP in, an application command, JSON out."""
+"""Admin REST API of code modules (docs/rest-api.md): HTTP in, an application command, JSON out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The operator's tenants (DESIGN §12): create, list, read, rename, suspend or resume, set quotas,
+"""The operator's tenants (docs/tenants.md): create, list, read, rename, suspend or resume, set quotas,
 delete when empty. The operator's token opens these routes and no other; a tenant's tokens never
 open these."""
 

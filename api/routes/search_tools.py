@@ -1,4 +1,4 @@
-"""Admin REST API of File Search tools (DESIGN §10.2): `/api/v1/admin/search-tools`.
+"""Admin REST API of File Search tools (docs/kinds/file-search-tools.md): `/api/v1/admin/search-tools`.
 
 The tool's configuration is live (no draft) and every change is an event of its own aggregate, as
 an API URL tool's. Documents: `POST /{id}/documents` takes one or many files in the multipart

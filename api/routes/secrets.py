@@ -1,4 +1,4 @@
-"""Secrets (DESIGN §10): admins create, rotate, describe and delete them; admins and auditors list
+"""Secrets (docs/kinds/index.md): admins create, rotate, describe and delete them; admins and auditors list
 them and read their history. No answer ever holds a value."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bearer tokens (DESIGN §8): admins issue them (the secret is shown once) and revoke them."""
+"""Bearer tokens (docs/security.md): admins issue them (the secret is shown once) and revoke them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Calling published tools directly: the DIRECT_TOOL path of plans (DESIGN §3)."""
+"""Calling published tools directly: the DIRECT_TOOL path of plans (docs/rest-api.md)."""
 
 from __future__ import annotations
 

@@ -1,2 +1,2 @@
-"""Kinds of tool as plug-ins (DESIGN §10): the interface in `base.py`, one module per kind. The one
+"""Kinds of tool as plug-ins (docs/kinds/index.md): the interface in `base.py`, one module per kind. The one
 registry that lists the kinds of a service is `entrypoints/kinds.py`."""

@@ -1,4 +1,4 @@
-"""API URL tools as a kind of tool (callType API_URL; seed 003, DESIGN §10.1).
+"""API URL tools as a kind of tool (callType API_URL; docs/kinds/index.md, docs/kinds/api-url-tools.md).
 
 A call goes: V1 on the arguments, then the call's own checks (`domain.api_tools.call_violations`),
 then the request is built — the URL from the template (each path value one encoded segment), the
@@ -174,7 +174,7 @@ class ApiToolKind(ToolKind):
                 holder = self.deps.names.holder_of(tenant, name, besides=self.label)  # R2 across every kind
                 if holder is not None:
                     raise IdTaken(name, holder)
-                if self.deps.quotas is not None:  # under the tenant's lock, as DESIGN §12 asks
+                if self.deps.quotas is not None:  # under the tenant's lock, as docs/tenants.md asks
                     self.deps.quotas.check(tenant, TOOLS)
                 if existing is None:
                     tool = ApiTool(tenant=tenant, tool_id=name, config=config, by=by)

@@ -1,4 +1,4 @@
-"""One interface for a kind of tool (DESIGN §10; issue 13): what the catalog, R2, R14, R15, MCP
+"""One interface for a kind of tool (docs/kinds/index.md; issue 13): what the catalog, R2, R14, R15, MCP
 registration, admission, calls and the audit ask of every kind, so that none of them names one.
 
 A kind says:
@@ -102,7 +102,7 @@ class KindDeps:
     declared: Sequence[DeclaredTool] = ()  # the tools file's native and external MCP tools
     sandbox: Sandbox | None = None  # None: code execution is switched off
     secrets: SecretValues | None = None  # the tenants' secrets, read by id during a call
-    outbound: Outbound | None = None  # the one egress path for a kind's outbound requests (DESIGN §10.1)
+    outbound: Outbound | None = None  # the one egress path for a kind's outbound requests (docs/kinds/api-url-tools.md)
     files: Any = None  # a File Search tool's blobs, chunk index and extraction (`application.kinds.search_tools.Files`)
     quotas: Any = None  # the tenants' quotas, checked by a kind's creates (`application.quotas.Quotas`; None: none are)
 

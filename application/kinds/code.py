@@ -1,4 +1,4 @@
-"""Code modules as tools (callType CODE; DESIGN §2–§5): published tool modules, run in the sandbox.
+"""Code modules as tools (callType CODE; docs/rules.md–docs/javascript.md): published tool modules, run in the sandbox.
 
 The event store keeps the modules and the execution service runs them; this kind shows their
 published tools to the catalog and calls them, each call into either made in one place here.

@@ -1,4 +1,4 @@
-"""File Search tools as a kind of tool (callType FILE_SEARCH; seed 003, DESIGN §10.2).
+"""File Search tools as a kind of tool (callType FILE_SEARCH; docs/kinds/index.md, docs/kinds/file-search-tools.md).
 
 One File Search tool registers one MCP tool per enabled capability, `<toolName>_<capability>`,
 all read-only: `search` (ranked chunks with the matching words marked), `fetch` (a document's text
@@ -15,7 +15,7 @@ is extracted never reaches the index (its chunks are taken out again if they got
 
 A document left `PROCESSING` by a process that stopped is extracted again when the service starts.
 
-Extraction is shared fairly between tenants (DESIGN §12, `application.fair_queue`): each tenant's
+Extraction is shared fairly between tenants (docs/tenants.md, `application.fair_queue`): each tenant's
 documents queue apart, a free extraction goes to the tenant running the fewest (round robin among
 equals), a tenant runs at most `Files.tenant_workers` at once (`TOOLSMITH_TENANT_MAX_EXTRACTIONS`),
 and its smallest file first; a long extraction is lowered in priority by the pool. One upload's
@@ -201,7 +201,7 @@ class SearchToolKind(ToolKind):
                     holder = self.deps.names.holder_of(tenant, held, besides=self.label)
                     if holder is not None:
                         raise IdTaken(held, holder)
-                if self.deps.quotas is not None:  # under the tenant's lock, as DESIGN §12 asks
+                if self.deps.quotas is not None:  # under the tenant's lock, as docs/tenants.md asks
                     self.deps.quotas.check(tenant, TOOLS)
                 if existing is None:
                     tool = SearchTool(tenant=tenant, tool_id=name, config=config, by=by)
@@ -876,7 +876,7 @@ def _sha256(path: Path) -> str:
 
 
 def _adding(tool: SearchTool, uploaded: Sequence[tuple[str, int]]) -> dict[str, int]:
-    """What (sha256, size) files would add to the tool's documents and their bytes (DESIGN §12):
+    """What (sha256, size) files would add to the tool's documents and their bytes (docs/tenants.md):
     the bytes it has already, or has twice in the upload, are one document."""
     new: dict[str, int] = {}
     for sha256, size in uploaded:

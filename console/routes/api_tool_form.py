@@ -1,4 +1,4 @@
-"""The API URL tool editor's form (DESIGN §10.1, §11) in both directions: a tool's configuration as
+"""The API URL tool editor's form (docs/kinds/api-url-tools.md, docs/console.md) in both directions: a tool's configuration as
 the form's values, the submitted form as the REST API's request body, and each rule a save breaks
 as a message tied to the form field it names. No rule is checked here: the kind's `save` checks them
 all, as it does for REST; this module only reads what a person typed (a number, JSON) and says where

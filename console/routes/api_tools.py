@@ -1,4 +1,4 @@
-"""API URL tools in the console (DESIGN §10.1, §11; issue 16): the list, the editor (create and
+"""API URL tools in the console (docs/kinds/api-url-tools.md, docs/console.md; issue 16): the list, the editor (create and
 edit, every field of the configuration), enable and disable, delete (refused while a plan or an
 agent names the tool), the tool's Playground (one call through the path MCP uses, showing the
 request as sent with its secrets replaced, the status, the bytes, the time and the output) and its
@@ -119,7 +119,7 @@ def _refused(error: Exception, values: forms.Values) -> tuple[dict[str, list[str
         return forms.messages_of(error.violations, values), "Some fields need a change."
     if isinstance(error, (errors.IdTaken, errors.RecordTaken)):
         return {"id": [f"Id: {error.detail}"]}, "That id is taken."
-    if isinstance(error, errors.QuotaExceeded):  # DESIGN §12
+    if isinstance(error, errors.QuotaExceeded):  # docs/tenants.md
         return {"form": [f"Not created: {error.detail}. Your organization's operator sets its quotas."]}, "A quota is reached."
     if isinstance(error, errors.PreconditionFailed):
         return ({"form": ["Someone saved this tool after you opened it. Open it again to see their change; "

@@ -1,4 +1,4 @@
-"""The audit export (DESIGN §7 B5, §8) from the console: a page that says what it holds, and a
+"""The audit export (docs/rules.md B5, docs/security.md) from the console: a page that says what it holds, and a
 download that streams exactly what GET /api/v1/admin/audit/export answers (its own function), as an
 attachment. Admins and auditors."""
 

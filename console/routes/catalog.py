@@ -1,4 +1,4 @@
-"""The tool catalog (DESIGN §3; seed 004): every tool of every kind, as GET /api/v1/admin/tools
+"""The tool catalog (docs/rest-api.md; docs/kinds/code-modules.md): every tool of every kind, as GET /api/v1/admin/tools
 lists them, filtered by call type, tag and a search, all server side and in the URL, a page of
 `PAGE_SIZE` at a time (the next page's cursor in the URL too). R15 is shown:
 where two tools share a name, the one a call reaches and the ones it shadows."""

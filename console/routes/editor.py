@@ -1,5 +1,5 @@
 """Create a module, the module page's editor, its Test window and the save with optimistic
-concurrency (seed 004). Each handler turns a form into the same application command the REST
+concurrency (docs/kinds/code-modules.md). Each handler turns a form into the same application command the REST
 routes (`api/routes/modules.py`) make, and the answer into a page or an htmx fragment."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ async def create_module(request: Request, visitor: Writer) -> Response:
             errors.setdefault(field, f"{_sentence(violation.message)} ({violation.rule})")
     except IdTaken as taken:
         errors["id"] = f"Already used by a {taken.taken_by} (R2)."
-    except QuotaExceeded as quota:  # DESIGN §12: the form again, as typed, with the quota named
+    except QuotaExceeded as quota:  # docs/tenants.md: the form again, as typed, with the quota named
         errors["general"] = f"Not created: {quota.detail}. Your organization's operator sets its quotas."
     else:
         await _wait(request, written)

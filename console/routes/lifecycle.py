@@ -1,4 +1,4 @@
-"""A module's lifecycle in the console (seed 004, DESIGN §7 B1–B3, B6): publish with a review (the
+"""A module's lifecycle in the console (docs/kinds/code-modules.md, docs/rules.md B1–B3, B6): publish with a review (the
 dry run of every dependent, a diff of the draft against the published version, a message), the `…`
 menu (discard the draft, duplicate, delete with the used-by list), and the history: a timeline of
 every event (a publish with its changeset and message), a diff of any published version against

@@ -1,4 +1,4 @@
-"""The code modules list (seed 004): search, state, role and used-by filters with facet counts,
+"""The code modules list (docs/kinds/code-modules.md): search, state, role and used-by filters with facet counts,
 ordering and paging, all server side; the filters live in the URL, so a link reproduces the view.
 Each row shows what the module does, its state, its role and how many modules use it.
 

@@ -1,4 +1,4 @@
-"""The organizations (DESIGN §12), for the service's operator only: the list (id, name, state,
+"""The organizations (docs/tenants.md), for the service's operator only: the list (id, name, state,
 quotas, when created), creating one (its first admin token shown once, on the answer to the form,
 never in a page a reload or the history brings back), and an organization's page: what it holds
 against its quotas, setting them, renaming, suspending or resuming it (after a confirmation), and

@@ -1,4 +1,4 @@
-"""The Playground (DESIGN §11; issue 14): pick a tool, fill a form generated from its `inputSchema`
+"""The Playground (docs/console.md; issue 14): pick a tool, fill a form generated from its `inputSchema`
 (or write the arguments as raw JSON), and run it exactly as an MCP `tools/call` does
 (`api.mcp_tools.call_as`, with the signed-in admin's permissions): the result, whether it is an
 error, the logs and the time. Output is shown up to 128 KB (V5). The last inputs per tool are kept

@@ -1,4 +1,4 @@
-"""File Search tools in the console (DESIGN §10.2, §11): the list, the tool's page (its documents
+"""File Search tools in the console (docs/kinds/file-search-tools.md, docs/console.md): the list, the tool's page (its documents
 with their upload and its progress, a search box running the `search` capability, and the editor
 of its configuration: the fields every kind shares and each capability's switch and two limits),
 enable and disable, delete (refused while a plan or an agent names the tool), and its history.
@@ -220,7 +220,7 @@ def _refused(error: Exception) -> tuple[dict[str, list[str]], str] | None:
         return messages_of(error.violations), "Some fields need a change."
     if isinstance(error, (errors.IdTaken, errors.RecordTaken)):
         return {"id": [f"Id: {error.detail}"]}, "That id is taken."
-    if isinstance(error, errors.QuotaExceeded):  # DESIGN §12
+    if isinstance(error, errors.QuotaExceeded):  # docs/tenants.md
         return {"form": [f"Not created: {error.detail}. Your organization's operator sets its quotas."]}, "A quota is reached."
     if isinstance(error, errors.PreconditionFailed):
         return ({"form": ["Someone saved this tool after you opened it. Open it again to see their change; "

@@ -1,4 +1,4 @@
-"""Secrets (DESIGN §10, §11): the list (id, description, fingerprint, the tools that use each, when
+"""Secrets (docs/kinds/index.md, docs/console.md): the list (id, description, fingerprint, the tools that use each, when
 it changed), and for admins the forms to create, rotate and delete one. A value is typed into a
 password field and never sent back: not in a page, not in a form answered again after an error.
 Every change goes through the REST routes' functions (api/routes/secrets.py)."""

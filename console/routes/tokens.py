@@ -1,4 +1,4 @@
-"""Bearer tokens (DESIGN §8): the list, issuing one (its secret shown once, on the answer to the
+"""Bearer tokens (docs/security.md): the list, issuing one (its secret shown once, on the answer to the
 form, never stored in a page that a reload or the history brings back), and revoking one. Admins
 only, as the REST routes are (api/routes/tokens.py, whose functions these call)."""
 

@@ -1,4 +1,4 @@
-"""The one way out (DESIGN §10.1, "One egress path"): every outbound request of the product goes
+"""The one way out (docs/kinds/api-url-tools.md, "One egress path"): every outbound request of the product goes
 through this package, and `tests/unit/test_egress_only.py` fails when another module opens one.
 
 - `policy`: what may be reached (the allow-list and the blocked address ranges of `http.fetch`, the

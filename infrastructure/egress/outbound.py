@@ -1,6 +1,6 @@
 """The `Outbound` port of the application layer (API URL tools and their OAuth token requests) over
 this package's `Egress`, with `ApiPolicy`: public `https` hosts, and `http` or private addresses
-only through `TOOLSMITH_EGRESS_ALLOW`; metadata never (DESIGN §10.1)."""
+only through `TOOLSMITH_EGRESS_ALLOW`; metadata never (docs/kinds/api-url-tools.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What an outbound request may reach (DESIGN §10.1, "One egress path"): hosts, ports and addresses.
+"""What an outbound request may reach (docs/kinds/api-url-tools.md, "One egress path"): hosts, ports and addresses.
 
 Three policies. `AllowListPolicy` is `http.fetch`'s: the host must be on the allow-list
 (`CODESANDBOX_ALLOWED_DOMAINS`), and every address it resolves to must be public unless the entry
@@ -385,7 +385,7 @@ class DeclaredOrigin:
     """An external MCP tool's: the scheme, host and port of the URL the admin declared, and
     nothing else. Its addresses are trusted as declared (private and loopback included): the admin
     chose them, not the model or the remote server. A cloud metadata name or address never, as for
-    every other request (DESIGN §10.1): the credentials it hands out are the machine's, and a name
+    every other request (docs/kinds/api-url-tools.md): the credentials it hands out are the machine's, and a name
     that resolves there, or rebinds there between calls, is no more declared than the address."""
 
     scheme: str
@@ -428,7 +428,7 @@ class DeclaredOrigin:
 
 @dataclass(frozen=True)
 class ApiPolicy:
-    """An API URL tool's (DESIGN §10.1): any public `https` host. `http` (any host), and any
+    """An API URL tool's (docs/kinds/api-url-tools.md): any public `https` host. `http` (any host), and any
     address that is not public, only through `allow`: an entry naming the URL's host and port
     exactly, or CIDRs holding every address the host resolves to. Metadata names and addresses
     never, whatever `allow` says.

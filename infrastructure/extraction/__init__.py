@@ -1,4 +1,4 @@
-"""Text from uploaded documents, for File Search tools (DESIGN §10.2): the media type from the bytes
+"""Text from uploaded documents, for File Search tools (docs/kinds/file-search-tools.md): the media type from the bytes
 (`sniff_file`), and the text from a pool of worker processes bounded in time and memory
 (`ExtractorPool`). Chunking the text is the domain's (`domain.chunking`)."""
 

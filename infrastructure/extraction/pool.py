@@ -1,4 +1,4 @@
-"""The extraction workers of the server (DESIGN §10.2: "a hostile PDF costs that upload, nothing
+"""The extraction workers of the server (docs/kinds/file-search-tools.md: "a hostile PDF costs that upload, nothing
 else"): a few long-lived child processes that extract one document each at a time, each bounded in
 memory by itself (`worker.py`) and in time by the pool, which kills a worker that overruns.
 
@@ -12,7 +12,7 @@ start is not counted against a job's time), and replaced after any failure (its 
 replacement starts in the background at once, so that the next document (another tenant's, while
 one floods the pool with hostile ones, each costing its worker) does not wait for a start.
 
-Short documents first (DESIGN §12, fair share, as the sandbox does): an extraction still running
+Short documents first (docs/tenants.md, fair share, as the sandbox does): an extraction still running
 after `LONG_EXTRACTION_SECONDS` has its worker lowered where it stands (`infrastructure.priority`):
 to niceness 19, or for a `background` job (one of a tenant's extractions beyond its first few) to
 `SCHED_IDLE`, so that one tenant's hostile documents leave the CPU to everyone's ordinary ones and

@@ -1,4 +1,4 @@
-"""A document's media type, taken from its bytes (DESIGN §10.2): the name never makes a file a PDF,
+"""A document's media type, taken from its bytes (docs/kinds/file-search-tools.md): the name never makes a file a PDF,
 a Word document or text; it only tells apart kinds of text (Markdown, JSON, CSV, source code).
 
 `sniff_file` is what the application calls on an upload: it reads the first 64 KiB and, for a ZIP,

@@ -11,7 +11,7 @@
   API URL tools; `test_tls_upstreams`: https upstreams with a throwaway CA, bad certificates,
   downgrades and redirects to loopback; `test_mcp_tool_egress`: external MCP tools pointed at
   metadata, rebinding, redirecting, and quoting their secret header back;
-- `test_auth_matrix`: every route of the OpenAPI document with every principal (DESIGN §8);
+- `test_auth_matrix`: every route of the OpenAPI document with every principal (docs/security.md);
 - `test_bodies`: malformed and extreme bodies on every route that takes one, keep-alive kept;
 - `test_kill9`: `kill -9` during a burst of writes (SQLite, PostgreSQL) and during a publish with
   24 importers (SQLite, PostgreSQL, OpenSearch), then `audit verify` and consistency checks;

@@ -1,9 +1,9 @@
-"""Every route of the OpenAPI document with every role (issue 12, family 3; DESIGN §8).
+"""Every route of the OpenAPI document with every role (issue 12, family 3; docs/security.md).
 
 The routes are listed here, each with the role it needs, and a test holds the list to the running
 server's /openapi.json, so a new route fails the suite until it has its row. Each (principal,
 route) pair is one case: no token, a garbage token, a revoked admin token, an auditor, a caller
-with a usage profile, a caller without one, and the admin. The answer must be what §8 says (401
+with a usage profile, a caller without one, and the admin. The answer must be what docs/security.md says (401
 without a valid token, 403 for a role that may not, 404 for a tool a caller's profile does not
 allow), never a 5xx, and a principal that may not write leaves the event store where it was.
 The ids in the paths and bodies are real, so a missing guard would really write.
@@ -247,13 +247,13 @@ PRINCIPALS = ["none", "garbage", "revoked-admin", "auditor", "caller", "caller-n
 
 
 def expected(principal: str, need: str) -> set[int] | None:
-    """The statuses §8 allows; None: anything but 401 and 403 (the admin may do everything)."""
+    """The statuses docs/security.md allows; None: anything but 401 and 403 (the admin may do everything)."""
     if need == PUBLIC:
         return {200}
     if principal in ("none", "garbage", "revoked-admin"):
         return {401}
     if principal == "operator":
-        # DESIGN §12: the operator manages tenants and nothing inside them.
+        # docs/tenants.md: the operator manages tenants and nothing inside them.
         return None if need == OPERATOR else {403}
     if need == OPERATOR:
         return {403}  # no tenant's token, the admin's neither, manages tenants

@@ -112,7 +112,7 @@ def records(probe: Probe) -> None:
 
 
 def token_for(path: str) -> str:
-    """The operator's routes take the operator's token (DESIGN §12); every other route the admin's."""
+    """The operator's routes take the operator's token (docs/tenants.md); every other route the admin's."""
     return OPERATOR_TOKEN if path.startswith("/api/v1/operator/") else ADMIN_TOKEN
 
 

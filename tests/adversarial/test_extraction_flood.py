@@ -1,4 +1,4 @@
-"""A tenant flooding document extraction (issue 28, finding 5; DESIGN §12, fair share), against a real
+"""A tenant flooding document extraction (issue 28, finding 5; docs/tenants.md, fair share), against a real
 `toolsmith serve` holding two tenants made through the operator's API.
 
 Tenant alpha uploads what keeps an HTML or PDF parser busy for seconds each (deeply nested pages,

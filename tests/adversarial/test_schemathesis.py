@@ -192,7 +192,7 @@ VALID_EXAMPLES = 500
 DOCUMENTED = [
     (re.compile(r"(id|nodes\[\d+\]\.toolName|(allowedTools|tools|draftImports)\[\d+\]|tool\.inputParameters\[\d+\]\.name)"), "R1"),
     (re.compile(r"description"), "R3"),
-    (re.compile(r"(role|name)"), "DESIGN §8"),
+    (re.compile(r"(role|name)"), "docs/security.md"),
     (re.compile(r"nodes(\[\d+\]\.type)?"), "R14"),
     (re.compile(r"(tool\.)?(tags|allowedTags)(\[\d+\])?"), "R4"),
     (re.compile(r"(tool\.)?(tags|allowedTags)(\[\d+\])?"), "R9"),

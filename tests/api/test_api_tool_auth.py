@@ -1,4 +1,4 @@
-"""API URL tools' auth and secrets (issue 16, DESIGN §10, §10.1), against a local API that records
+"""API URL tools' auth and secrets (issue 16, docs/kinds/index.md, docs/kinds/api-url-tools.md), against a local API that records
 what it saw: every auth mode, OAuth 2 client-credential tokens fetched once for many calls and again
 after expiry or a 401, rotation on the next call, 409 on deleting a secret in use, and a secret's
 value in no log line, event, export, error or test result."""

@@ -1,4 +1,4 @@
-"""API URL tools over REST (issue 16, DESIGN §10.1), against a local API that records what it saw.
+"""API URL tools over REST (issue 16, docs/kinds/api-url-tools.md), against a local API that records what it saw.
 
 The local API listens on 127.0.0.1, which API URL tools reach only because each test's service
 allows its `host:port` in `TOOLSMITH_EGRESS_ALLOW`.

@@ -1,4 +1,4 @@
-"""Changesets (DESIGN §7 B6, issue 18): several drafts published as one change, checked together
+"""Changesets (docs/rules.md B6, issue 18): several drafts published as one change, checked together
 against the graph as it will be and recorded in one transaction, all or nothing."""
 
 from __future__ import annotations

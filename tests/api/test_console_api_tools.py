@@ -1,4 +1,4 @@
-"""The console's API tool pages over HTTP (no browser; issue 16, DESIGN §10.1, §11): the list, the
+"""The console's API tool pages over HTTP (no browser; issue 16, docs/kinds/api-url-tools.md, docs/console.md): the list, the
 editor's forms (create, refusals named next to their field with what was typed kept, edit, enable,
 delete and its refusal), the Playground against a local API, and the history.
 

@@ -1,4 +1,4 @@
-"""The console's organizations (DESIGN §12) without a browser: the operator's token opens the
+"""The console's organizations (docs/tenants.md) without a browser: the operator's token opens the
 organizations' pages and nothing inside a tenant, a tenant's tokens never open the operator's;
 every operator form needs this origin and the session's CSRF token; a suspended organization's
 session sees one clear page everywhere (and still signs out), a deleted one's is signed out, a

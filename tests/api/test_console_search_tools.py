@@ -1,4 +1,4 @@
-"""The console's File Search tool pages over HTTP (no browser; DESIGN §10.2, §11): the list, the
+"""The console's File Search tool pages over HTTP (no browser; docs/kinds/file-search-tools.md, docs/console.md): the list, the
 editor's forms (create, each refusal named next to its field with what was typed kept, edit, a
 capability switched off, enable, delete and its refusal), the documents (uploaded from the page's
 script or a plain form, polled while processing, paged, deleted), the search box (a snippet's

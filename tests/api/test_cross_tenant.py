@@ -1,4 +1,4 @@
-"""Two tenants in one service, never seeing each other (issue 19; DESIGN §8, §12).
+"""Two tenants in one service, never seeing each other (issue 19; docs/security.md, docs/tenants.md).
 
 `alpha` and `beta` own things of the same names, and beta more besides (tests/tenants.py). Every
 route of the OpenAPI document, and every console page that takes an id, is tried with each of
@@ -380,7 +380,7 @@ def walk(world: World, who: str, send: Send, cases: list[Case]) -> list[str]:
             if said[0] != said[1]:
                 findings.append(f"{where}: the answers differ:\n    beta's:  {said[0][:400]}\n    unknown: {said[1][:400]}")
         if beta.status_code == 403 and who.startswith("admin") and "operator" not in case.route:
-            findings.append(f"{where}: 403 for an admin (DESIGN §8: 404, never 403)")
+            findings.append(f"{where}: 403 for an admin (docs/security.md: 404, never 403)")
         leaked = leaks(world, beta, case.beta, case.route)
         if leaked:
             findings.append(f"{where}: the answer holds beta's {leaked}: {beta.text[:300]}")

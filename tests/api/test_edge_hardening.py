@@ -222,7 +222,7 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
             url = url.replace(name, name + "_fs", 1)
         if url.startswith("/api/v1/admin/changesets/"):
             url = url.replace(name, changeset.json()["id"], 1)
-        if url.startswith("/api/v1/operator/"):  # the operator's routes (DESIGN §12), with its token
+        if url.startswith("/api/v1/operator/"):  # the operator's routes (docs/tenants.md), with its token
             url = url.replace(name, "default", 1)
             headers = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
         else:

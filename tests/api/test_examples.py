@@ -1,4 +1,4 @@
-"""Examples as contracts (DESIGN §7 B4, issue 18): a tool module's examples are part of its
+"""Examples as contracts (docs/rules.md B4, issue 18): a tool module's examples are part of its
 definition, `POST /test` runs and reports each, and a publish runs them for the module and for
 every module importing it, with the new version in place, refusing (422) a change that keeps the
 exports but changes an answer."""

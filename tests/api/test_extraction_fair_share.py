@@ -1,4 +1,4 @@
-"""Fair share of document extraction (issue 28, finding 5; DESIGN §12), through the File Search kind
+"""Fair share of document extraction (issue 28, finding 5; docs/tenants.md), through the File Search kind
 of a wired service with real extraction processes: while tenant alpha's upload of slow, hostile PDFs
 fills its share of the extraction workers, tenant beta's one-line text file is extracted at once,
 beside them, not after alpha's queue; alpha never runs more extractions at once than its share; and

@@ -1,4 +1,4 @@
-"""Fair share of the sandbox between tenants (issue 19; DESIGN §12): tenant alpha floods the
+"""Fair share of the sandbox between tenants (issue 19; docs/tenants.md): tenant alpha floods the
 service with infinite loops while tenant beta goes about its work. Every one of beta's calls, tests
 and publishes succeeds; alpha holds at most its share of sessions and is refused beyond it at once
 with 429 `tenant-busy`. (Latency is the benchmark's, `python -m bench.tenants`: a shared test

@@ -1,5 +1,5 @@
-"""History, versions, time travel, revert, publish preview and If-Match (DESIGN §7 B1–B3, B5, B7),
-and the auditor's read-only token (§8), as an admin and an auditor use them."""
+"""History, versions, time travel, revert, publish preview and If-Match (docs/rules.md B1–B3, B5, B7),
+and the auditor's read-only token (docs/security.md), as an admin and an auditor use them."""
 
 from __future__ import annotations
 

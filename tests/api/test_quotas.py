@@ -1,4 +1,4 @@
-"""The tenants' quotas (DESIGN §12, issue 19): the operator sets them per tenant; a create that
+"""The tenants' quotas (docs/tenants.md, issue 19): the operator sets them per tenant; a create that
 would take a tenant past one is refused (409, or 413 for stored bytes) naming the quota, its limit
 and what is in use, and records nothing; raising or lifting the quota lets it through; lowering
 it below what the tenant holds deletes nothing; another tenant is never affected. The race of two

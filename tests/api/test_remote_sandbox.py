@@ -1,4 +1,4 @@
-"""The API with `CODESANDBOX_URL` naming a `toolsmith sandbox` service (DESIGN §6): tests, publishes
+"""The API with `CODESANDBOX_URL` naming a `toolsmith sandbox` service (docs/sandbox.md): tests, publishes
 and tool calls run there, and a sandbox that refuses the API's secret is a 503, never a 500."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Each rule of DESIGN §2 refused over HTTP with the status DESIGN §3 gives it, as a client sees it."""
+"""Each rule of docs/rules.md refused over HTTP with the status docs/rest-api.md gives it, as a client sees it."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ BASE = "/api/v1/admin/code-modules"
 
 
 def test_seed_verification_echo_returns_the_same_object(client: TestClient) -> None:
-    # seed 004, verification 1 and 2: create echo, publish it, test {"hello": "world"}
+    # docs/kinds/code-modules.md, verification 1 and 2: create echo, publish it, test {"hello": "world"}
     echo = unique_id("echo")
     source = "exports.run = function (input) { return input; };"
     assert client.post(BASE, json={"id": echo, "description": "echo", "draftContent": source}).status_code == 201

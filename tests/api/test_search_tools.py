@@ -1,4 +1,4 @@
-"""File Search tools over REST (issue 17, DESIGN §10.2) with the embedded defaults: the SQLite FTS5
+"""File Search tools over REST (issue 17, docs/kinds/file-search-tools.md) with the embedded defaults: the SQLite FTS5
 chunk index and the blob folder in the data dir, extraction in its own processes."""
 
 from __future__ import annotations

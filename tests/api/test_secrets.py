@@ -1,4 +1,4 @@
-"""Secrets over REST and in the console (DESIGN §10, §11): created, listed, rotated, described and
+"""Secrets over REST and in the console (docs/kinds/index.md, docs/console.md): created, listed, rotated, described and
 deleted; refused while a tool refers to one; each tenant's own; and a value that never comes back
 out: not in an event, the audit export, a log line, an answer or a page.
 

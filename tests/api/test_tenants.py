@@ -1,4 +1,4 @@
-"""Organizations (DESIGN §12, issue 19): the operator's tenants, suspension and the request rate."""
+"""Organizations (docs/tenants.md, issue 19): the operator's tenants, suspension and the request rate."""
 
 from __future__ import annotations
 

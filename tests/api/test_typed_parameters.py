@@ -2,7 +2,7 @@
 
 A tool is run two ways, both checked here: `POST …/test` with the definition as the editor holds it,
 and `POST /api/v1/tools/{name}/call` on the published version. Either way the arguments are
-validated before any JavaScript runs; in script style (seed 000) each parameter is a variable.
+validated before any JavaScript runs; in script style (docs/kinds/code-modules.md) each parameter is a variable.
 """
 
 from __future__ import annotations
@@ -273,7 +273,7 @@ def test_a_module_style_tool_receives_typed_values_and_defaults_in_input(client:
     assert output(run({**ALL_GIVEN, "when": "2024-02-29T23:30:00-01:00"}))[0] == "2024-03-01T00:30:00.000Z"
 
 
-# -- seed 000's worked example ------------------------------------------------------------------------------
+# -- docs/kinds/code-modules.md worked example ------------------------------------------------------------------------------
 
 FORMAT_CURRENCY = {
     "style": "script",

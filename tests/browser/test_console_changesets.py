@@ -1,4 +1,4 @@
-"""Changesets (B6) and examples (B4) in Chromium: seed 004's `dates` renames `year` to `yearOf` and
+"""Changesets (B6) and examples (B4) in Chromium: docs/kinds/code-modules.md `dates` renames `year` to `yearOf` and
 `report` switches to `dates.yearOf`; `dates` alone is refused in the review naming `report`; both
 ticked in the list publish as one changeset with a message, and the history shows it. The Test
 window shows each example passing or failing, and an example edited in the tool section counts

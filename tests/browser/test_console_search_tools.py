@@ -1,4 +1,4 @@
-"""File Search tools in a browser (DESIGN §10.2, §11): a tool made from the editor (a limit over
+"""File Search tools in a browser (docs/kinds/file-search-tools.md, docs/console.md): a tool made from the editor (a limit over
 its cap refused next to its field first), two files uploaded (one picked with the file input, one
 dropped on the drop zone) with the progress bar and the list settling from PROCESSING to READY
 on its own, a search with the matching word marked and the document's markup shown as text, a

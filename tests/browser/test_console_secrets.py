@@ -1,4 +1,4 @@
-"""Secrets in the console (DESIGN §10, §11), in a browser: created with the value typed into a
+"""Secrets in the console (docs/kinds/index.md, docs/console.md), in a browser: created with the value typed into a
 password field, never shown back (not even in the form answered after an error), rotated from a
 dialog, deleted from another; by keyboard and mouse as a person would."""
 

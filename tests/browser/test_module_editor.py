@@ -1,6 +1,6 @@
-"""Create a module, edit it, test it and save it in the browser (seed 004): the live name check,
+"""Create a module, edit it, test it and save it in the browser (docs/kinds/code-modules.md): the live name check,
 Ctrl+S and Ctrl+Enter, the tool section and its MCP preview, the conflict dialog (B7), V5's cut,
-seed 000's format_currency, and an auditor's read-only page."""
+docs/kinds/code-modules.md format_currency, and an auditor's read-only page."""
 
 from __future__ import annotations
 
@@ -292,7 +292,7 @@ def test_seed_000_format_currency_is_created_tested_run_from_the_playground_and_
     server = f"s{uuid4().hex[:8]}"
     page.goto("/console/servers/new")
     page.get_by_label("Id", exact=True).fill(server)
-    page.get_by_label("Description").fill("seed 000's tools")
+    page.get_by_label("Description").fill("docs/kinds/code-modules.md tools")
     page.get_by_role("button", name="Create").click()
     page.wait_for_url(f"**/console/servers/{server}*")
     page.get_by_label("Tool to attach").select_option(name)

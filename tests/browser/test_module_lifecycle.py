@@ -1,4 +1,4 @@
-"""A module's lifecycle in the console: publish through the review (seed 004's dates/report story
+"""A module's lifecycle in the console: publish through the review (docs/kinds/code-modules.md dates/report story
 refused, naming report), the Published version card, the … menu (discard draft, duplicate, delete
 refused with the used-by list), the history (timeline, diff, as of, restore into the draft), by
 keyboard where a person would, with axe-core on every dialog state."""

@@ -1,4 +1,4 @@
-"""The organizations (DESIGN §12) in a browser: the operator signs in to its own pages, creates an
+"""The organizations (docs/tenants.md) in a browser: the operator signs in to its own pages, creates an
 organization (its first admin token shown once), sets a quota, suspends it (its admin, signed in
 in another browser, sees the suspended page), resumes it, and deletes it once it holds nothing."""
 

@@ -1,5 +1,5 @@
 """The Playground in a browser: a form generated from a tool's inputSchema, raw JSON, an error result,
-recent inputs kept by the browser across a reload (seed 000's format_currency runs here in
+recent inputs kept by the browser across a reload (docs/kinds/code-modules.md format_currency runs here in
 test_module_editor.py, from the console that made it)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The blob store's contract (`domain.documents.BlobStore`), held by both stores: a folder, and a
-PostgreSQL table beside the events (DESIGN §10.2).
+PostgreSQL table beside the events (docs/kinds/file-search-tools.md).
 
 The PostgreSQL cases need a server: `scripts/postgres.sh start` (see tests/engines.py); in CI a
 missing server fails them.

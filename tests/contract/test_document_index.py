@@ -1,4 +1,4 @@
-"""One contract for every `DocumentIndex` (File Search chunks, DESIGN §10.2): what a user of a
+"""One contract for every `DocumentIndex` (File Search chunks, docs/kinds/file-search-tools.md): what a user of a
 File Search tool would check — a word is found where it is, with its document, title, marked
 snippet and page; better chunks first; filters and scopes hold; every write counts for the very
 next search; no word of a query is ever read as syntax.

@@ -1,4 +1,4 @@
-"""A background execution (DESIGN §12, fair share: a tenant's sessions beyond its first few) answers
+"""A background execution (docs/tenants.md, fair share: a tenant's sessions beyond its first few) answers
 exactly as any other, from either sandbox; only its CPU priority differs. The embedded runner
 lowers its worker once a program of it runs past a short grace, and retires that worker after it;
 the remote client says so with a header, which the service reads."""

@@ -1,5 +1,5 @@
 """Two tenants with the same module ids and File Search document ids: nothing crosses between them
-in the embedded read model (in memory) and the embedded chunk index (SQLite FTS5) (DESIGN §12).
+in the embedded read model (in memory) and the embedded chunk index (SQLite FTS5) (docs/tenants.md).
 
 Every query of a tenant, on a store holding both tenants, answers exactly as on a store holding
 that tenant alone, and names nothing of the other (the scenario is tests/tenancy.py). The

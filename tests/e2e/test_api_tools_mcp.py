@@ -1,4 +1,4 @@
-"""API URL tools over MCP against a running `toolsmith serve` (issue 16; seed 003's shape), driven
+"""API URL tools over MCP against a running `toolsmith serve` (issue 16; docs/kinds/index.md shape), driven
 by the MCP SDK's own client, calling a local HTTP API that `TOOLSMITH_EGRESS_ALLOW` lets through."""
 
 from __future__ import annotations

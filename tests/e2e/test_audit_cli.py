@@ -1,5 +1,5 @@
 """`toolsmith audit verify|export|import` as real processes on a real `toolsmith serve`'s data dir,
-and the auditors' export over HTTP (DESIGN §7 B5, §8, §9)."""
+and the auditors' export over HTTP (docs/rules.md B5, docs/security.md, docs/cli.md)."""
 
 from __future__ import annotations
 

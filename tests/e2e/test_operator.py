@@ -1,4 +1,4 @@
-"""The operator's token as `toolsmith serve` gives it (DESIGN §12): printed once on the first start,
+"""The operator's token as `toolsmith serve` gives it (docs/tenants.md): printed once on the first start,
 kept as a hash, and the tenants it makes served by the same process."""
 
 from __future__ import annotations

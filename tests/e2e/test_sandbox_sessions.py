@@ -1,4 +1,4 @@
-"""The session cap over HTTP (DESIGN §6): with `CODESANDBOX_MAX_ACTIVE_SESSIONS=4`, twenty parallel
+"""The session cap over HTTP (docs/sandbox.md): with `CODESANDBOX_MAX_ACTIVE_SESSIONS=4`, twenty parallel
 one-second tool calls: four run, and every other one is refused at once with 429, `Retry-After`
 and "try again later". Nothing queues.
 

@@ -140,7 +140,7 @@ def test_restart_keeps_modules_states_list_and_facets(server: Server) -> None:
 
 
 def test_log_reaches_the_call_trace_and_the_service_log(server: Server) -> None:
-    # seed 004's "Write the source" example logs before it counts
+    # docs/kinds/code-modules.md "Write the source" example logs before it counts
     source = (
         "exports.run = function (input) {\n"
         "  log('counting the lines of ' + input.text.length + ' characters');\n"

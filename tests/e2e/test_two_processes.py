@@ -1,4 +1,4 @@
-"""Two `toolsmith serve` processes on one PostgreSQL store (DESIGN §1 scale-out, R10).
+"""Two `toolsmith serve` processes on one PostgreSQL store (docs/architecture.md scale-out, R10).
 
 Concurrent edits of one module, one through each process: one succeeds, the other gets 409 and
 writes nothing. Concurrent publishes that would close an import cycle, one through each process,

@@ -1,4 +1,4 @@
-"""The egress path of API URL tools (issue 16, DESIGN §10.1), against local HTTP servers on
+"""The egress path of API URL tools (issue 16, docs/kinds/api-url-tools.md), against local HTTP servers on
 127.0.0.1 that each test allow-lists through `TOOLSMITH_EGRESS_ALLOW`'s entries.
 
 Every case of `tests/ssrf_cases.py` is refused before any connection, by `ApiPolicy` and by

@@ -1,4 +1,4 @@
-"""The audit (DESIGN §7 B5) on real event stores: verify names the first broken link after a byte
+"""The audit (docs/rules.md B5) on real event stores: verify names the first broken link after a byte
 of a stored event changed in the database itself, and an export restores into an empty store
 byte for byte, on SQLite and on PostgreSQL."""
 

@@ -1,4 +1,4 @@
-"""Changesets on PostgreSQL (DESIGN §7 B6, issue 18): all or nothing when the connection fails
+"""Changesets on PostgreSQL (docs/rules.md B6, issue 18): all or nothing when the connection fails
 between the checks and the commit, and two processes racing overlapping changesets end with
 exactly one accepted, round after round (the tenant's advisory graph lock and the aggregates'
 versions, as single publishes have)."""

@@ -1,4 +1,4 @@
-"""Short documents first in the extraction pool (DESIGN §12, fair share; issue 28, finding 5), with
+"""Short documents first in the extraction pool (docs/tenants.md, fair share; issue 28, finding 5), with
 real worker processes: a worker whose extraction runs past `LONG_EXTRACTION_SECONDS` is lowered to
 niceness 19 (to `SCHED_IDLE` for a background job) while it goes on, and retires after that job; a
 short document's worker keeps its priority and serves again; a job's own deadline (its upload's)

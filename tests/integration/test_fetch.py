@@ -1,4 +1,4 @@
-"""`http.fetch` against a real HTTP server on 127.0.0.1 (DESIGN §5): requests, redirects, caps and
+"""`http.fetch` against a real HTTP server on 127.0.0.1 (docs/javascript.md): requests, redirects, caps and
 time, then the same through QuickJS.
 
 The server is allow-listed as `127.0.0.1:<port>`, the exact host and port, which is what lets a

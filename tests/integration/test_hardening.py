@@ -1,4 +1,4 @@
-"""The hardened embedded runner: worker processes, wall-clock deadlines, crashes, caps (DESIGN §5 V4).
+"""The hardened embedded runner: worker processes, wall-clock deadlines, crashes, caps (docs/javascript.md V4).
 
 These run the real pool: a zygote process and workers forked from it, as `CODESANDBOX_URL=embedded`
 runs them under `toolsmith serve`.

@@ -1,4 +1,4 @@
-"""Every request the OpenSearch read models send is scoped to one tenant (DESIGN §12), on a real node.
+"""Every request the OpenSearch read models send is scoped to one tenant (docs/tenants.md), on a real node.
 
 The module read model (`OpenSearchModuleReadModel`) and the File Search chunk index
 (`OpenSearchDocumentIndex`) each get a client whose transport records every request. Two tenants

@@ -1,4 +1,4 @@
-"""Quotas across replicas (DESIGN §12, issue 19): two API processes on one PostgreSQL store race
+"""Quotas across replicas (docs/tenants.md, issue 19): two API processes on one PostgreSQL store race
 module creates in a tenant whose modules quota is N, round after round; exactly N modules exist
 after every round, and every other create was answered 409 `quota-exceeded` (the tenant's advisory
 lock serializes the check with the write, and the count is read from the store under it).

@@ -1,4 +1,4 @@
-"""The embedded QuickJS runner against the real engine: bundles (R6), the environment (§5, V1–V4).
+"""The embedded QuickJS runner against the real engine: bundles (R6), the environment (docs/javascript.md, V1–V4).
 
 The worker pool's own behaviour (deadlines, crashes, kills) is in `test_hardening.py`; the hostile
 corpus runs in the sandbox contract suite, against the embedded runner and the service.
@@ -250,7 +250,7 @@ def test_no_host_facility_is_in_scope(sandbox: EmbeddedSandbox) -> None:
     assert dict(zip(names, result.output)) == {name: "undefined" for name in names}
 
 
-# -- parameters (V1) and script style (§5) -------------------------------------------------------------
+# -- parameters (V1) and script style (docs/javascript.md) -------------------------------------------------------------
 
 
 def test_date_parameters_become_date_objects(sandbox: EmbeddedSandbox) -> None:
@@ -280,7 +280,7 @@ def test_script_date_parameters_become_date_objects(sandbox: EmbeddedSandbox) ->
 
 
 def test_a_script_may_end_with_an_explicit_return(sandbox: EmbeddedSandbox) -> None:
-    # §5: "the value of the last expression (or an explicit `return`) is the result"
+    # docs/javascript.md: "the value of the last expression (or an explicit `return`) is the result"
     script = tool("if (amount < 0) {\n  return 'negative';\n}\n'positive'")
     result = run(sandbox, script, input={"amount": -3}, style="script")
     assert result.error is None, result.error
@@ -293,7 +293,7 @@ def test_a_script_syntax_error_is_typed_syntax_and_names_its_line(sandbox: Embed
     assert "line 2" in result.error.message, result.error  # type: ignore[union-attr]
 
 
-# -- sessions (§6 max-active-sessions) ------------------------------------------------------------------
+# -- sessions (docs/sandbox.md max-active-sessions) ------------------------------------------------------------------
 
 
 def test_one_call_more_than_the_session_limit_is_refused_at_once() -> None:

@@ -1,4 +1,4 @@
-"""`http.fetch` from a module, through the embedded runner's worker processes (DESIGN §5, §6): the
+"""`http.fetch` from a module, through the embedded runner's worker processes (docs/javascript.md, docs/sandbox.md): the
 allow-list is the sandbox's own setting, the capability profile decides whether `http` exists, and
 a request still pending at the call's deadline ends with the call.
 """

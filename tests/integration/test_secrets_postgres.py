@@ -1,4 +1,4 @@
-"""Secrets on a real PostgreSQL store (DESIGN §10): two API replicas, each with its own store
+"""Secrets on a real PostgreSQL store (docs/kinds/index.md): two API replicas, each with its own store
 connection, share one table of ciphertexts beside the events, so each reads what the other wrote,
 a rotation is seen by the other at once, and the table never holds a value in clear.
 

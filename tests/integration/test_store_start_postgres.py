@@ -1,4 +1,4 @@
-"""API replicas starting at once on one PostgreSQL store (DESIGN §2): each opens the event store,
+"""API replicas starting at once on one PostgreSQL store (docs/rules.md): each opens the event store,
 whose tables, indexes and functions it makes if missing, and the secret and blob tables beside it.
 PostgreSQL refuses concurrent changes to one catalog row ("tuple concurrently updated", "duplicate
 key value violates unique constraint pg_type_typname_nsp_index"), so starts that nothing takes out

@@ -1,4 +1,4 @@
-"""Only the egress module opens outbound connections (issue 13, DESIGN §10.1 "One egress path").
+"""Only the egress module opens outbound connections (issue 13, docs/kinds/api-url-tools.md "One egress path").
 
 An AST walk over the product packages finds every use of a primitive that connects out (sockets,
 resolvers, HTTP clients and transports, the MCP SDK's client transports, database and search
@@ -150,7 +150,7 @@ def outbound_outside_egress(root: Path = ROOT) -> tuple[list[str], set[tuple[str
 
 def test_no_module_but_egress_opens_an_outbound_connection() -> None:
     wrong, _ = outbound_outside_egress()
-    assert wrong == [], "outbound connections go through infrastructure/egress (DESIGN §10.1):\n" + "\n".join(wrong)
+    assert wrong == [], "outbound connections go through infrastructure/egress (docs/kinds/api-url-tools.md):\n" + "\n".join(wrong)
 
 
 def test_every_own_engine_exception_is_still_needed() -> None:

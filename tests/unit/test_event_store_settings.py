@@ -1,4 +1,4 @@
-"""Which event store the settings choose, and how its aggregate cache behaves (DESIGN §1)."""
+"""Which event store the settings choose, and how its aggregate cache behaves (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN §12, fair share of queued work (`application.fair_queue`, document extraction's): a tenant
+"""docs/tenants.md, fair share of queued work (`application.fair_queue`, document extraction's): a tenant
 with many jobs never holds more than its share of the workers, another tenant's one job starts next
 rather than after the queue, a tenant's smallest job goes first, a job whose deadline passed before
 its turn is expired rather than run (never dropped), and jobs beyond a tenant's first few are

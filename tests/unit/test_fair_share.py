@@ -1,4 +1,4 @@
-"""DESIGN §12, fair share: each tenant's sandbox sessions are counted and capped, one beyond the cap
+"""docs/tenants.md, fair share: each tenant's sandbox sessions are counted and capped, one beyond the cap
 is refused at once with `TenantBusy`, its sessions beyond the first few are marked background, and a
 publish's parallel checks stay within the tenant's share without refusing themselves."""
 

@@ -49,6 +49,6 @@ def test_two_kinds_cannot_share_a_call_type() -> None:
 
 
 def test_the_default_registry_orders_r15_as_design_says() -> None:
-    # MCP, native, plan, then the rest (DESIGN §10): code modules, API URL tools, File Search tools
+    # MCP, native, plan, then the rest (docs/kinds/index.md): code modules, API URL tools, File Search tools
     assert tuple(p.call_type for p in DEFAULT_KINDS) == ("MCP", "LOCAL", "PLAN", "CODE", "API_URL", "FILE_SEARCH")
     assert [p.kind.label for p in DEFAULT_KINDS] == ["MCP tool", "native tool", "plan", "module", "API URL tool", "File Search tool"]

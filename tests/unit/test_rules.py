@@ -1,4 +1,4 @@
-"""The naming and limit rules (DESIGN §2 R1, R3, R4, R9 and §5 V1), as a client reads their refusals."""
+"""The naming and limit rules (docs/rules.md R1, R3, R4, R9 and docs/javascript.md V1), as a client reads their refusals."""
 
 from __future__ import annotations
 
@@ -589,7 +589,7 @@ def test_an_optional_value_given_as_null_stays_null() -> None:
     assert validate_input([param("a")], {"a": None}) == {"a": None}
 
 
-# -- V1: the JSON Schema of a tool's input (DESIGN §4) --------------------------------------------------
+# -- V1: the JSON Schema of a tool's input (docs/mcp.md) --------------------------------------------------
 
 
 SEVEN_TYPES = [

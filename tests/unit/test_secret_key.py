@@ -1,4 +1,4 @@
-"""The key secrets are encrypted with (DESIGN §10): TOOLSMITH_SECRET_KEY, several keys for a change
+"""The key secrets are encrypted with (docs/kinds/index.md): TOOLSMITH_SECRET_KEY, several keys for a change
 of key, or one generated into the data dir (0600) and kept; and the fingerprints made with it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A document's media type comes from its bytes (DESIGN §10.2); its name only tells kinds of text
+"""A document's media type comes from its bytes (docs/kinds/file-search-tools.md); its name only tells kinds of text
 apart. (`sniff_file`, which reads a ZIP's directory from disk, is tested in
 tests/integration/test_extraction.py.)"""
 

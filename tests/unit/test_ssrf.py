@@ -1,4 +1,4 @@
-"""SSRF defences of `http.fetch` (DESIGN §5): the allow-list, the address checks, the request checks.
+"""SSRF defences of `http.fetch` (docs/javascript.md): the allow-list, the address checks, the request checks.
 
 No I/O: names resolve through a stub, and the TCP connection goes to a recorder that fails the
 connection, so a refused case can show that no socket was ever attempted.
