@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api import queries
 from application.modules import Changeset
-from console.routes.lifecycle import definition_diff, publish_message, published_label
+from toolkinds.code.lifecycle import definition_diff, publish_message, published_label
 from console.routing import ConsoleRoute, problem_of
 from console.security import Reader, Writer
 from domain.errors import ModuleError

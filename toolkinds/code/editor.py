@@ -18,7 +18,7 @@ from api import queries
 from api.presenters import execution_out, module_out
 from application.execution import ExampleRun
 from application.kinds.base import tagged
-from application.kinds.code import CODE_TAG
+from toolkinds.code.kind import CODE_TAG
 from application.modules import Written
 from application.toolbox import answered
 from console.display import shown

@@ -25,6 +25,10 @@ from domain.chain import Chained
 from domain.documents import FAILED, PROCESSING, READY
 from domain.errors import Violation
 from domain.rules import MAX_TAG_LENGTH, MAX_TAGS, description_violations
+from domain.topics import moved
+
+# Recorded as `domain.search_tools` before the kinds moved into packages of their own.
+moved("domain.search_tools", __name__)
 
 FILE_SEARCH = "FILE_SEARCH"
 MAX_NAME = 40

@@ -19,12 +19,12 @@ from api.deps import Admin, Reader, ServicesDep
 from api.presenters import execution_out
 from api.problems import documented, etag, if_match_version
 from api.queries import call_context
-from application.kinds.api_tools import ApiToolKind
+from toolkinds.api_tools.kind import ApiToolKind
 from application.toolbox import answered
 from api.schemas import DESCRIPTION, IDENTIFIER, TAGS, documents, requires
-from domain import api_tools as api_rules
+from toolkinds.api_tools import model as api_rules
 from domain import history
-from domain.api_tools import ApiTool
+from toolkinds.api_tools.model import ApiTool
 from domain.rules import PARAMETER_TYPES
 from domain.errors import InvalidDefinition, UnknownRecord, Violation
 

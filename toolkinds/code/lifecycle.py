@@ -3,7 +3,7 @@ dry run of every dependent, a diff of the draft against the published version, a
 menu (discard the draft, duplicate, delete with the used-by list), and the history: a timeline of
 every event (a publish with its changeset and message), a diff of any published version against
 another or the draft, the module as of an instant, and "restore into draft" (revert). The diff and
-the message are shared with the list's changeset review (`console.routes.modules`).
+the message are shared with the list's changeset review (`toolkinds.code.pages`).
 
 Each write is the same application command the REST routes (`api/routes/modules.py`) make, with
 the version the admin reviewed as `expected` (If-Match, B7). An htmx request that succeeds is

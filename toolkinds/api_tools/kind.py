@@ -1,6 +1,6 @@
 """API URL tools as a kind of tool (callType API_URL; docs/kinds/index.md, docs/kinds/api-url-tools.md).
 
-A call goes: V1 on the arguments, then the call's own checks (`domain.api_tools.call_violations`),
+A call goes: V1 on the arguments, then the call's own checks (`toolkinds.api_tools.model.call_violations`),
 then the request is built — the URL from the template (each path value one encoded segment), the
 operator's fixed query, headers and body, the model's header values and body values placed into a
 JSON object at their `bodyPath`, the auth — and sent through the one egress path (`Outbound`),
@@ -45,7 +45,7 @@ from application.commands import Change
 from application.kinds.base import Ranked, ToolKind, Tools, tagged
 from application.redaction import Redactor
 from domain import callers, jmes
-from domain.api_tools import (
+from toolkinds.api_tools.model import (
     API_URL, ApiTool, Config, api_tool_id, as_text, call_violations, normalise, secret_ids, violations,
 )
 from domain.catalog import ToolEntry

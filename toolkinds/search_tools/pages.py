@@ -4,7 +4,7 @@ of its configuration: the fields every kind shares and each capability's switch 
 enable and disable, delete (refused while a plan or an agent names the tool), and its history.
 
 Every change goes through the kind's commands with the REST API's request model
-(`api.routes.search_tools.SearchToolBody`), so that the console and REST refuse the same things;
+(`toolkinds.search_tools.routes.SearchToolBody`), so that the console and REST refuse the same things;
 an upload takes the same steps as `POST /api/v1/admin/search-tools/{id}/documents`. A search
 result's snippet is document text: it is shown escaped, only the kind's `<mark>` markers become
 marks."""
@@ -23,15 +23,15 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from api.routes.search_tools import SearchToolBody, _spool, public
-from application.kinds.search_tools import SearchToolKind, Upload
+from toolkinds.search_tools.routes import SearchToolBody, _spool, public
+from toolkinds.search_tools.kind import SearchToolKind, Upload
 from console.routing import ConsoleRoute, problem_of
 from console.security import Reader, Writer
 from domain import errors
 from domain import history as histories
 from domain.documents import MARK_END, MARK_START, MAX_QUERY_CHARS, PROCESSING
 from domain.errors import Violation
-from domain.search_tools import CAPABILITIES, MAX_NAME, cap_key, capability_name, normalise
+from toolkinds.search_tools.model import CAPABILITIES, MAX_NAME, cap_key, capability_name, normalise
 
 router = APIRouter(prefix="/console/search-tools", route_class=ConsoleRoute, include_in_schema=False)
 

@@ -38,6 +38,10 @@ from domain.errors import Violation
 from domain.rules import (
     MAX_TAG_LENGTH, MAX_TAGS, RESERVED_OBJECT, description_violations, has_reserved_object, parameters_violations,
 )
+from domain.topics import moved
+
+# Recorded as `domain.api_tools` before the kinds moved into packages of their own.
+moved("domain.api_tools", __name__)
 
 API_URL = "API_URL"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")

@@ -11,7 +11,7 @@ import re
 import secrets
 from typing import Any
 
-from domain.api_tools import AUTH_TYPES, CLIENT_AUTH, LOCATIONS, METHODS
+from toolkinds.api_tools.model import AUTH_TYPES, CLIENT_AUTH, LOCATIONS, METHODS
 from domain.errors import Violation
 from domain.rules import PARAMETER_TYPES
 

@@ -3,7 +3,7 @@ edit, every field of the configuration), enable and disable, delete (refused whi
 agent names the tool), the tool's Playground (one call through the path MCP uses, showing the
 request as sent with its secrets replaced, the status, the bytes, the time and the output) and its
 history. Every change goes through the kind's `save` and `delete`, with the REST API's request
-model (`api.routes.api_tools.ApiToolBody`), so the console and REST refuse the same things."""
+model (`toolkinds.api_tools.routes.ApiToolBody`), so the console and REST refuse the same things."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from starlette.concurrency import run_in_threadpool
 
 from api.presenters import execution_out
 from api.queries import call_context
-from api.routes.api_tools import ApiToolBody, public
-from application.kinds.api_tools import ApiToolKind
+from toolkinds.api_tools.routes import ApiToolBody, public
+from toolkinds.api_tools.kind import ApiToolKind
 from application.toolbox import answered
 from console.display import shown
-from console.routes import api_tool_form as forms
+from toolkinds.api_tools import form as forms
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain import errors

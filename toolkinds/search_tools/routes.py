@@ -25,12 +25,12 @@ from starlette.datastructures import UploadFile
 from api.deps import Admin, Reader, ServicesDep
 from api.presenters import execution_out
 from api.problems import documented, etag, if_match_version
-from application.kinds.search_tools import SearchToolKind, Upload
+from toolkinds.search_tools.kind import SearchToolKind, Upload
 from application.toolbox import answered
 from api.schemas import DESCRIPTION, IDENTIFIER, TAGS, documents, requires
 from domain import history
 from domain.errors import InvalidDefinition, InvalidInput, UnknownRecord, UploadTooLarge, Violation
-from domain.search_tools import FILE_SEARCH, MAX_NAME, SearchTool
+from toolkinds.search_tools.model import FILE_SEARCH, MAX_NAME, SearchTool
 
 router = APIRouter(prefix="/api/v1/admin/search-tools", tags=["File Search tools"])
 

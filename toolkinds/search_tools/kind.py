@@ -56,7 +56,7 @@ from domain.errors import (
 )
 from domain.ports import ExecutionError, ExecutionResult
 from domain.rules import id_violations
-from domain.search_tools import (
+from toolkinds.search_tools.model import (
     CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, capability_names, document_id,
     enabled_capabilities, given_violations, name_violations, normalise, search_tool_id, violations,
 )

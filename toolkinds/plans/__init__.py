@@ -1,0 +1,4 @@
+"""Plans as tools: a plan offers its tools as one.
+
+The kind's package: its model, its `ToolKind` (`kind.py`), its REST routes, its console pages and
+templates; `plugin.py` is what the registry (`entrypoints/kinds.py`) lists."""
