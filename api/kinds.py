@@ -9,6 +9,7 @@ The web app includes every kind's routers (`entrypoints/web.py`); the registry o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapi import APIRouter
 
@@ -22,6 +23,8 @@ class KindPlugin:
     console: tuple[APIRouter, ...] = ()
     # The console page of one of this kind's tools (`{}` is its name); None when it has none.
     page: str | None = None
+    # The folder of the kind's console templates (named `<kind>/…` inside it), searched after the console's own.
+    templates: Path | None = None
 
     @property
     def call_type(self) -> str:

@@ -30,7 +30,8 @@ from domain.errors import UnknownModule
 from domain.model import CodeModule, ImportGraph, graph_aggregate_id, module_aggregate_id
 from domain.ports import NoOtherTools, ToolNames
 from domain.rules import id_violations
-from domain.search_tools import SearchTool
+from domain.topics import stored_topics
+from toolkinds.search_tools.model import SearchTool
 
 # 200 events: a cold load then decodes at most 199 events after the snapshot (a few milliseconds),
 # and a tenant's graph of 10,000 events holds 50 snapshot rows.
@@ -295,7 +296,7 @@ class Store(Application):
         """Every notification of one event type, in log order, read a page at a time."""
         start = 1
         while True:
-            batch = self.recorder.select_notifications(start, page, topics=[get_topic(event_class)])
+            batch = self.recorder.select_notifications(start, page, topics=stored_topics(event_class))
             yield from batch
             if len(batch) < page:
                 return

@@ -19,14 +19,14 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.utils import get_topic
 
 from application.secrets import Secrets
 from application.store import Store
 from application.tenants import record_holdings
-from domain.api_tools import ApiTool
+from toolkinds.api_tools.model import ApiTool
 from domain.model import CodeModule
-from domain.search_tools import SearchTool
+from domain.topics import stored_topics
+from toolkinds.search_tools.model import SearchTool
 from domain.tenants import DOCUMENTS, MODULES, STORED_BYTES, TOOLS
 
 # The census's groups: what a lifecycle event of each aggregate type counts as.
@@ -51,8 +51,8 @@ class Census:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._topics = [get_topic(event) for event in _LIFECYCLE]
-        self._groups = {get_topic(event): meaning for event, meaning in _LIFECYCLE.items()}
+        self._topics = [topic for event in _LIFECYCLE for topic in stored_topics(event)]
+        self._groups = {topic: meaning for event, meaning in _LIFECYCLE.items() for topic in stored_topics(event)}
         self._live: dict[tuple[str, str], set[UUID]] = {}
         self._next = 1  # the position of the next notification to read
         self._lock = threading.Lock()

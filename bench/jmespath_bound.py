@@ -49,7 +49,7 @@ def answer() -> tuple[str, Any]:
 
 
 def variants(expression: str, text: str, data: Any) -> dict[str, Callable[[], Any]]:
-    from application.kinds.api_tools import _cut
+    from toolkinds.api_tools.kind import _cut
     from domain import jmes
 
     budget = jmes.budget_for(len(text), MAX_OUTPUT_CHARS)

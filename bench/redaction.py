@@ -111,7 +111,7 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
     progress = Progress("redaction", quiet=quiet)
     from fastapi.testclient import TestClient
 
-    import application.kinds.api_tools as api_tools
+    import toolkinds.api_tools.kind as api_tools
     from entrypoints.compose import bootstrap
     from entrypoints.web import create_app
 

@@ -39,7 +39,8 @@ OPERATOR_NAVIGATION = (
 
 
 class Pages:
-    def __init__(self, templates: Path = TEMPLATES, static: Path = STATIC) -> None:
+    def __init__(self, templates: Path | tuple[Path, ...] = TEMPLATES, static: Path = STATIC) -> None:
+        """`templates`: the console's folder of templates, or it and the kinds' folders, searched in order."""
         self.env = Environment(loader=FileSystemLoader(templates), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True)
         self.static = static

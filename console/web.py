@@ -3,12 +3,14 @@ console, and `/docs` served from the local bundle (the app adds `console.securit
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
-from console.pages import STATIC, STATIC_URL, Pages
+from console.pages import STATIC, STATIC_URL, TEMPLATES, Pages
 from console.routes import ROUTERS
 from console.security import VersionedAssets
 from console.session import Sessions, session_key
@@ -30,13 +32,14 @@ DOCS = """<!doctype html>
 """
 
 
-def mount(app: FastAPI, routers: tuple = ()) -> None:  # noqa: ANN401 - routers: APIRouters
-    """Adds the console to `app` (whose `state.services` is set); `routers` are the kinds' own pages."""
+def mount(app: FastAPI, routers: tuple = (), templates: tuple[Path, ...] = ()) -> None:  # noqa: ANN401 - routers: APIRouters
+    """Adds the console to `app` (whose `state.services` is set); `routers` are the kinds' own pages,
+    `templates` the folders of their templates."""
     services = app.state.services
     settings = services.settings
     key = session_key(settings.data_dir, settings.session_key.get_secret_value() if settings.session_key else None)
     app.state.console_sessions = Sessions(key, settings.session_hours * 3600)
-    pages = Pages()
+    pages = Pages(templates=(TEMPLATES, *templates))
     app.state.console_pages = pages
     # Compressed for browsers that ask (the editor bundle is a third of its size gzipped); kept by
     # browsers for a year under a URL that names the file's hash (console.security.VersionedAssets).

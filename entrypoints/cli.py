@@ -270,7 +270,7 @@ def _rebuild_chunks(app: Store, settings: Settings) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from application.kinds.search_tools import SearchToolKind
+    from toolkinds.search_tools.kind import SearchToolKind
     from entrypoints.compose import build_files, build_kinds
 
     files = build_files(settings, app)

@@ -28,7 +28,7 @@ from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Outbound, Sandbox, SecretValues, SecretVault, ToolNames
 from api.kinds import KindPlugin
 from application.kinds.base import KindDeps, ToolKinds
-from application.kinds.search_tools import Files
+from toolkinds.search_tools.kind import Files
 from domain.documents import DocumentIndex
 from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir

@@ -7,25 +7,10 @@ the web app mounts their routes. A new kind is its own files plus one line here.
 from __future__ import annotations
 
 from api.kinds import KindPlugin
-from api.routes import api_tools, callers, module_history, modules, search_tools
-from application.kinds.api_tools import ApiToolKind
-from application.kinds.code import CodeKind
-from application.kinds.declared import ExternalMcpKind, NativeKind
-from application.kinds.plans import PlanKind
-from application.kinds.search_tools import SearchToolKind
-from console.routes import api_tools as api_tool_pages
-from console.routes import search_tools as search_tool_pages
-from console.routes import editor, lifecycle
-from console.routes import modules as module_pages
+from toolkinds.api_tools.plugin import PLUGIN as API_TOOLS
+from toolkinds.code.plugin import PLUGIN as CODE
+from toolkinds.declared.plugin import EXTERNAL_MCP, NATIVE
+from toolkinds.plans.plugin import PLUGIN as PLANS
+from toolkinds.search_tools.plugin import PLUGIN as SEARCH_TOOLS
 
-DEFAULT_KINDS: tuple[KindPlugin, ...] = (
-    KindPlugin(ExternalMcpKind),
-    KindPlugin(NativeKind),
-    KindPlugin(PlanKind, routers=(callers.plans,), page="/console/plans/{}"),
-    # The list first: `/console/modules/new` and `/availability` before the editor's `/{id}`.
-    KindPlugin(CodeKind, routers=(modules.router, module_history.router),
-               console=(module_pages.router, editor.router, lifecycle.router), page="/console/modules/{}"),
-    KindPlugin(ApiToolKind, routers=(api_tools.router,), console=(api_tool_pages.router,), page="/console/api-tools/{}"),
-    KindPlugin(SearchToolKind, routers=(search_tools.router,), console=(search_tool_pages.router,),
-               page="/console/search-tools/{}"),
-)
+DEFAULT_KINDS: tuple[KindPlugin, ...] = (EXTERNAL_MCP, NATIVE, PLANS, CODE, API_TOOLS, SEARCH_TOOLS)

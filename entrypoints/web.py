@@ -116,7 +116,8 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(operator.router)
     mcp_endpoint = mcp.mount(app, services)
     # The admin console (docs/console.md), with each kind's own pages.
-    console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console))
+    console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console),
+                  templates=tuple(plugin.templates for plugin in services.plugins if plugin.templates is not None))
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, Any]:

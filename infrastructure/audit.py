@@ -58,12 +58,13 @@ import orjson
 from eventsourcing.application import Application
 from eventsourcing.domain import CanSnapshotAggregate
 from eventsourcing.persistence import StoredEvent, find_id_convertor
-from eventsourcing.utils import get_topic, resolve_topic
+from eventsourcing.utils import resolve_topic
 
 from domain.callers import TOKENS_ID, registry_id
 from domain.tenants import TENANTS_ID
 from domain.chain import GENESIS, OWN_HASH, state_hash
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
+from domain.topics import stored_topics
 from domain.secrets import Secret, secret_aggregate_id
 from projections.store_identity import renew_store_identity
 
@@ -653,7 +654,7 @@ def _snapshotted(app: Application, events: list[StoredEvent]) -> UUID | None:
     """An aggregate of the export that the store already holds a snapshot of, if any."""
     if app.snapshots is None:
         return None
-    kinds = {get_topic(cls) for cls in type(app).snapshotting_intervals}
+    kinds = {topic for cls in type(app).snapshotting_intervals for topic in stored_topics(cls)}
     # An aggregate's event topics are its class's topic and the event's name: `module:Class.Event`.
     ids = {e.originator_id for e in events if e.topic.rpartition(".")[0] in kinds}
     return next((i for i in ids if app.snapshots.recorder.select_events(i, limit=1)), None)

@@ -28,7 +28,7 @@ from api.schemas import (
     UsageProfileIn,
     UsageProfilePublic,
 )
-from application.kinds.plans import PlanKind
+from toolkinds.plans.kind import PlanKind
 from domain.callers import AGENT, PLAN, PROFILE, SERVER
 from api.services import Services
 

@@ -29,7 +29,7 @@ def tool_out(entry: ToolEntry) -> dict[str, Any]:
         "exposeInChat": entry.expose_in_chat,
         "enabled": entry.enabled,
         "shadowedBy": entry.shadowed_by,
-        # Invoker's rights: a plan reaches only the tools its caller may use (application.kinds.plans).
+        # Invoker's rights: a plan reaches only the tools its caller may use (toolkinds.plans.kind).
         "runsWith": entry.runs_with,
         "readOnly": entry.read_only,
         "group": entry.group,

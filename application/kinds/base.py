@@ -103,7 +103,7 @@ class KindDeps:
     sandbox: Sandbox | None = None  # None: code execution is switched off
     secrets: SecretValues | None = None  # the tenants' secrets, read by id during a call
     outbound: Outbound | None = None  # the one egress path for a kind's outbound requests (docs/kinds/api-url-tools.md)
-    files: Any = None  # a File Search tool's blobs, chunk index and extraction (`application.kinds.search_tools.Files`)
+    files: Any = None  # a File Search tool's blobs, chunk index and extraction (`toolkinds.search_tools.kind.Files`)
     quotas: Any = None  # the tenants' quotas, checked by a kind's creates (`application.quotas.Quotas`; None: none are)
 
 

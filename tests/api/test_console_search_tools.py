@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from application.kinds.search_tools import SearchToolKind
-from console.routes import search_tools as pages
+from toolkinds.search_tools.kind import SearchToolKind
+from toolkinds.search_tools import pages
 from tests.api.test_console_others import ORIGIN, console, post
 from tests.helpers import ADMIN_TOKEN, expect, page_csrf, unique_id
 

@@ -345,6 +345,6 @@ def test_mcp_bodies_pass_the_same_checks(client: TestClient) -> None:
 
 
 def _kind_of(client: TestClient) -> Any:
-    from application.kinds.search_tools import SearchToolKind
+    from toolkinds.search_tools.kind import SearchToolKind
 
     return client.app.state.services.toolbox.kind(SearchToolKind)  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from application.kinds.search_tools import SearchToolKind, Upload
+from toolkinds.search_tools.kind import SearchToolKind, Upload
 from infrastructure.settings import Settings
 from tests import documents
 from tests.conftest import wire

@@ -17,7 +17,9 @@ from fastapi.testclient import TestClient
 
 from application.modules import MAX_CHANGESET
 from application.tokens import ROLES
-from domain import api_tools, callers, rules, search_tools, secrets
+from domain import callers, rules, secrets
+from toolkinds.search_tools import model as search_tools
+from toolkinds.api_tools import model as api_tools
 from tests.helpers import unique_id
 
 PROBLEM = "application/problem+json"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from application.kinds.search_tools import SearchToolKind, Upload
+from toolkinds.search_tools.kind import SearchToolKind, Upload
 from application.store import Store
 from domain.ports import GraphLock
 from entrypoints.compose import ApplicationServices, build_application

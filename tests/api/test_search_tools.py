@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from entrypoints.web import create_app
-from domain.search_tools import search_tool_id
+from toolkinds.search_tools.model import search_tool_id
 from infrastructure.settings import Settings
 from tests import documents
 from tests.conftest import wire
@@ -57,7 +57,7 @@ def test_a_rebuild_from_the_events_and_blobs_gives_the_same_index(api: TestClien
 
 
 def _kind(client: TestClient) -> Any:
-    from application.kinds.search_tools import SearchToolKind
+    from toolkinds.search_tools.kind import SearchToolKind
 
     return client.app.state.services.toolbox.kind(SearchToolKind)  # type: ignore[attr-defined]
 
@@ -210,7 +210,7 @@ def test_a_document_left_processing_is_extracted_when_the_service_starts_again(d
 
 
 def _kind_of(services: Any) -> Any:
-    from application.kinds.search_tools import SearchToolKind
+    from toolkinds.search_tools.kind import SearchToolKind
 
     return services.toolbox.kind(SearchToolKind)
 

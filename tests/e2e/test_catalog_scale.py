@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from api.kinds import KindPlugin
 from api.services import Services
 from application.kinds.base import ToolKind
-from application.kinds.code import CodeKind
+from toolkinds.code.kind import CodeKind
 from application.store import Store
 from domain.catalog import ToolEntry
 from domain.model import CodeModule

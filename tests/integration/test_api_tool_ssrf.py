@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from application.kinds.api_tools import ApiToolKind
+from toolkinds.api_tools.kind import ApiToolKind
 from application.store import Store
 from domain.errors import InvalidDefinition
 from entrypoints.compose import ApplicationServices, build_application

@@ -37,7 +37,7 @@ def test_the_acceptance_scenario_on_opensearch(on_opensearch: TestClient, opense
     # The chunks are in OpenSearch, in the index the settings name, not in an SQLite file.
     assert opensearch.count(index=f"{opensearch_index}-chunks")["count"] > 0
     # A rebuild from the events and the blobs gives the same answers.
-    from application.kinds.search_tools import SearchToolKind
+    from toolkinds.search_tools.kind import SearchToolKind
 
     kind = on_opensearch.app.state.services.toolbox.kind(SearchToolKind)  # type: ignore[attr-defined]
     before = unscored(call(on_opensearch, "docs_search", {"query": "word20x5 guide"})["output"]["results"])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from application.kinds.code import CODE
-from application.kinds.declared import LOCAL, MCP
-from application.kinds.plans import PLAN
+from toolkinds.code.kind import CODE
+from toolkinds.declared.kind import LOCAL, MCP
+from toolkinds.plans.kind import PLAN
 from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry, resolve
 from entrypoints.kinds import DEFAULT_KINDS
 

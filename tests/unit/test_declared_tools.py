@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from application.kinds.declared import LOCAL, MCP
+from toolkinds.declared.kind import LOCAL, MCP
 from domain.catalog import DeclaredTool
 from infrastructure.declared_tools import ToolsFileError, load_declared_tools
 from infrastructure.settings import Settings
