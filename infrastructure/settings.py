@@ -35,72 +35,122 @@ def _env(*names: str) -> AliasChoices:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
-    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("data_dir", "TOOLSMITH_DATA_DIR"))
-    admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"))
+    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env("data_dir", "TOOLSMITH_DATA_DIR"),
+        description=("Where the embedded SQLite event store, blobs, the chunk index and the generated keys and token "
+            "hashes live (created 0700, its files 0600)."))
+    admin_token: SecretStr | None = Field(None, validation_alias=_env("admin_token", "TOOLSMITH_ADMIN_TOKEN"),
+        description=("The first admin bearer token (of the tenant TOOLSMITH_TENANT). Unset: generated on the first "
+            "start, printed once, only its SHA-256 kept."))
     # The deployment's own tenant (the first admin token's); any name a single-tenant release took.
-    tenant: str = Field("default", min_length=1, validation_alias=_env("tenant", "TOOLSMITH_TENANT"))
+    tenant: str = Field("default", min_length=1, validation_alias=_env("tenant", "TOOLSMITH_TENANT"),
+        description=("The deployment's own tenant, the one the admin token belongs to; it exists from the start and is "
+            "never deleted."))
     # Organizations (docs/tenants.md): the operator's token (unset: generated on the first start, its
     # SHA-256 kept in the data dir, the token printed once), and each token's request rate: a token
     # bucket refilled at `rate_per_second` up to `rate_burst` requests (0: no limit).
-    operator_token: SecretStr | None = Field(None, validation_alias=_env("operator_token", "TOOLSMITH_OPERATOR_TOKEN"))
-    rate_per_second: float = Field(100.0, ge=0, validation_alias=_env("rate_per_second", "TOOLSMITH_RATE_PER_SECOND"))
-    rate_burst: int = Field(200, ge=1, validation_alias=_env("rate_burst", "TOOLSMITH_RATE_BURST"))
+    operator_token: SecretStr | None = Field(None, validation_alias=_env("operator_token", "TOOLSMITH_OPERATOR_TOKEN"),
+        description=("The operator's token: manages tenants and nothing inside them. Unset: generated on the first "
+            "start, printed once, only its SHA-256 kept."))
+    rate_per_second: float = Field(100.0, ge=0, validation_alias=_env("rate_per_second", "TOOLSMITH_RATE_PER_SECOND"),
+        description=("Each token's request rate: its bucket refills at this many requests a second (0: no limit); past "
+            "it, 429 with Retry-After."))
+    rate_burst: int = Field(200, ge=1, validation_alias=_env("rate_burst", "TOOLSMITH_RATE_BURST"),
+        description="The size of each token's request bucket: how many requests it may send at once.")
     # Each tenant's request rate, all its tokens together, so that minting tokens buys no rate (0: no limit).
-    tenant_rate_per_second: float = Field(200.0, ge=0, validation_alias=_env("tenant_rate_per_second", "TOOLSMITH_TENANT_RATE_PER_SECOND"))
-    tenant_rate_burst: int = Field(400, ge=1, validation_alias=_env("tenant_rate_burst", "TOOLSMITH_TENANT_RATE_BURST"))
+    tenant_rate_per_second: float = Field(200.0, ge=0, validation_alias=_env("tenant_rate_per_second", "TOOLSMITH_TENANT_RATE_PER_SECOND"),
+        description=("Each tenant's request rate, all its tokens together (0: no limit), so that minting tokens buys "
+            "no rate."))
+    tenant_rate_burst: int = Field(400, ge=1, validation_alias=_env("tenant_rate_burst", "TOOLSMITH_TENANT_RATE_BURST"),
+        description="The size of each tenant's request bucket.")
     # Requests with a token that is not one a client address may send a minute; past them, every
     # request from it is refused until one is back, a correct token's too (0: no limit).
-    auth_failures_per_minute: int = Field(30, ge=0, validation_alias=_env("auth_failures_per_minute", "TOOLSMITH_AUTH_FAILURES_PER_MINUTE"))
+    auth_failures_per_minute: int = Field(30, ge=0, validation_alias=_env("auth_failures_per_minute", "TOOLSMITH_AUTH_FAILURES_PER_MINUTE"),
+        description=("Invalid tokens one client address may send a minute (0: no limit); past them every request from "
+            "it gets 429 too-many-failed-authentications."))
     # The reverse proxies whose X-Forwarded-For names the client and X-Forwarded-Proto the scheme
     # (comma-separated addresses or CIDRs, `*` any); empty: the client is the connection's peer.
-    trusted_proxies: str = Field("", validation_alias=_env("trusted_proxies", "TOOLSMITH_TRUSTED_PROXIES"))
+    trusted_proxies: str = Field("", validation_alias=_env("trusted_proxies", "TOOLSMITH_TRUSTED_PROXIES"),
+        description=("Reverse proxies (addresses, CIDRs, `*`) whose X-Forwarded-For names the client and "
+            "X-Forwarded-Proto the scheme; empty: both headers are ignored."))
     # The console's session cookies are signed with this key: set it to the same value on every
     # replica; unset, one is generated into the data dir (mode 0600) on the first start.
-    session_key: SecretStr | None = Field(None, validation_alias=_env("session_key", "TOOLSMITH_SESSION_KEY"))
+    session_key: SecretStr | None = Field(None, validation_alias=_env("session_key", "TOOLSMITH_SESSION_KEY"),
+        description=("Signs the console's session cookies; give every replica the same value. Unset: generated into "
+            "the data dir (session.key, 0600)."))
     # Secret values are encrypted with this Fernet key (docs/kinds/index.md); several, comma-separated: the
     # first encrypts, all decrypt. Unset, one is generated into the data dir (mode 0600) on the first
     # start: set it to the same value on every replica of a PostgreSQL store.
-    secret_key: SecretStr | None = Field(None, validation_alias=_env("secret_key", "TOOLSMITH_SECRET_KEY"))
-    session_hours: float = Field(8.0, gt=0, le=24 * 30, validation_alias=_env("session_hours", "TOOLSMITH_SESSION_HOURS"))
+    secret_key: SecretStr | None = Field(None, validation_alias=_env("secret_key", "TOOLSMITH_SECRET_KEY"),
+        description=("Fernet key(s) that encrypt secret values at rest; comma-separated, the first encrypts and all "
+            "decrypt. Unset: generated into the data dir (0600)."))
+    session_hours: float = Field(8.0, gt=0, le=24 * 30, validation_alias=_env("session_hours", "TOOLSMITH_SESSION_HOURS"),
+        description="How long a console session lasts after sign-in.")
 
     # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise
     # (`eventsourcing.postgres`, with eventsourcing's POSTGRES_* variables).
-    persistence_module: str = Field("eventsourcing.sqlite", validation_alias=_env("persistence_module", "PERSISTENCE_MODULE"))
-    aggregate_cache_size: int = Field(10_000, validation_alias=_env("aggregate_cache_size", "TOOLSMITH_AGGREGATE_CACHE_SIZE"))
+    persistence_module: str = Field("eventsourcing.sqlite", validation_alias=_env("persistence_module", "PERSISTENCE_MODULE"),
+        description=("The event store: eventsourcing.sqlite (a file in the data dir) or eventsourcing.postgres (with "
+            "eventsourcing's POSTGRES_* variables)."))
+    aggregate_cache_size: int = Field(10_000, validation_alias=_env("aggregate_cache_size", "TOOLSMITH_AGGREGATE_CACHE_SIZE"),
+        description="How many aggregates the event-sourced application keeps in its cache.")
 
     # The read models (docs/architecture.md): OpenSearch when a URL is set, else in memory, rebuilt at start.
-    opensearch_url: SecretStr | None = Field(None, validation_alias=_env("opensearch_url", "OPENSEARCH_URL"))
+    opensearch_url: SecretStr | None = Field(None, validation_alias=_env("opensearch_url", "OPENSEARCH_URL"),
+        description=("The OpenSearch read side (http(s)://, credentials may be in it; treated as a secret). Empty: "
+            "read models in memory, the chunk index in SQLite FTS5."))
     opensearch_index: str = Field("toolsmith-modules", pattern=r"^[a-z0-9][a-z0-9_.-]{0,200}$",
-                                  validation_alias=_env("opensearch_index", "TOOLSMITH_OPENSEARCH_INDEX"))
-    opensearch_replicas: int = Field(1, ge=0, validation_alias=_env("opensearch_replicas", "TOOLSMITH_OPENSEARCH_REPLICAS"))
-    opensearch_timeout_seconds: float = Field(10.0, gt=0, validation_alias=_env("opensearch_timeout_seconds", "TOOLSMITH_OPENSEARCH_TIMEOUT_SECONDS"))
+                                  validation_alias=_env("opensearch_index", "TOOLSMITH_OPENSEARCH_INDEX"),
+        description="The alias the module read model uses on OpenSearch; give each deployment its own.")
+    opensearch_replicas: int = Field(1, ge=0, validation_alias=_env("opensearch_replicas", "TOOLSMITH_OPENSEARCH_REPLICAS"),
+        description="Replicas of each OpenSearch index (0 on a one-node cluster).")
+    opensearch_timeout_seconds: float = Field(10.0, gt=0, validation_alias=_env("opensearch_timeout_seconds", "TOOLSMITH_OPENSEARCH_TIMEOUT_SECONDS"),
+        description="Timeout of each OpenSearch request.")
     # Connections kept open to OpenSearch: one per thread that may query at once, that is the
     # API's worker threads (40, the thread pool FastAPI runs requests in) plus the projection
     # runner's (3). Fewer, and the client opens and drops a connection per request over the pool.
-    opensearch_connections: int = Field(48, ge=1, validation_alias=_env("opensearch_connections", "TOOLSMITH_OPENSEARCH_CONNECTIONS"))
+    opensearch_connections: int = Field(48, ge=1, validation_alias=_env("opensearch_connections", "TOOLSMITH_OPENSEARCH_CONNECTIONS"),
+        description="Connections kept open to OpenSearch: the API's request threads plus the projection runner's.")
     # `in-process`: the API applies events itself; `external`: `toolsmith projections run` does.
     projection_runner: Literal["in-process", "external"] = Field(
-        "in-process", validation_alias=_env("projection_runner", "TOOLSMITH_PROJECTION_RUNNER"))
+        "in-process", validation_alias=_env("projection_runner", "TOOLSMITH_PROJECTION_RUNNER"),
+        description=("`in-process`: the API applies events to the read models itself; `external`: a `toolsmith "
+            "projections run` does and the API waits for it."))
     # How often the projection runner looks for new events when nothing told it of one. On
     # PostgreSQL the store's notifications wake it at once; this is the fallback for a lost one.
     projection_poll_seconds: float = Field(0.5, gt=0, le=60, validation_alias=_env(
-        "projection_poll_seconds", "TOOLSMITH_PROJECTION_POLL_SECONDS"))
+        "projection_poll_seconds", "TOOLSMITH_PROJECTION_POLL_SECONDS"),
+        description=("How often the projection runner looks for events nobody told it of (on PostgreSQL each write's "
+            "NOTIFY wakes it at once)."))
     # How often `toolsmith projections run` proves it is alive (a heartbeat in the index): the API
     # processes count it dead, in /healthz and for the writes waiting on it, after two missed.
     projection_heartbeat_seconds: float = Field(2.0, gt=0, le=300, validation_alias=_env(
-        "projection_heartbeat_seconds", "TOOLSMITH_PROJECTION_HEARTBEAT_SECONDS"))
+        "projection_heartbeat_seconds", "TOOLSMITH_PROJECTION_HEARTBEAT_SECONDS"),
+        description=("How often `toolsmith projections run` writes its heartbeat; the API counts it dead after two "
+            "silent ones (give runner and APIs the same value)."))
 
     # The code sandbox (docs/sandbox.md).
-    sandbox_url: str = Field("embedded", validation_alias=_env("sandbox_url", "CODESANDBOX_URL"))
-    sandbox_secret: SecretStr | None = Field(None, validation_alias=_env("sandbox_secret", "CODESANDBOX_SECRET"))
-    sandbox_caller_name: str = Field("toolsmith", validation_alias=_env("sandbox_caller_name", "CODESANDBOX_CALLER_NAME"))
-    sandbox_capability_profile: str = Field("default", validation_alias=_env("sandbox_capability_profile", "CODESANDBOX_CAPABILITY_PROFILE"))
-    sandbox_max_active_sessions: int = Field(16, ge=1, validation_alias=_env("sandbox_max_active_sessions", "CODESANDBOX_MAX_ACTIVE_SESSIONS"))
-    sandbox_allowed_domains: str = Field("", validation_alias=_env("sandbox_allowed_domains", "CODESANDBOX_ALLOWED_DOMAINS"))
-    sandbox_max_timeout_millis: int = Field(10_000, ge=100, validation_alias=_env("sandbox_max_timeout_millis", "CODESANDBOX_MAX_TIMEOUT_MILLIS"))
-    sandbox_max_memory_mb: int = Field(512, ge=8, validation_alias=_env("sandbox_max_memory_mb", "CODESANDBOX_MAX_MEMORY_MB"))
+    sandbox_url: str = Field("embedded", validation_alias=_env("sandbox_url", "CODESANDBOX_URL"),
+        description=("`embedded` (worker processes of this service), an http(s):// URL of a `toolsmith sandbox`, or "
+            "empty to switch code execution off (test and publish answer 503)."))
+    sandbox_secret: SecretStr | None = Field(None, validation_alias=_env("sandbox_secret", "CODESANDBOX_SECRET"),
+        description="The shared secret of the remote sandbox service, required on every call (set on both sides).")
+    sandbox_caller_name: str = Field("toolsmith", validation_alias=_env("sandbox_caller_name", "CODESANDBOX_CALLER_NAME"),
+        description="The name the API presents to the sandbox service, which logs it.")
+    sandbox_capability_profile: str = Field("default", validation_alias=_env("sandbox_capability_profile", "CODESANDBOX_CAPABILITY_PROFILE"),
+        description=("What calls are given: `default` (log, ai.context, Intl, http.fetch), `no-network` (no "
+            "http.fetch), `minimal` (log and Intl only)."))
+    sandbox_max_active_sessions: int = Field(16, ge=1, validation_alias=_env("sandbox_max_active_sessions", "CODESANDBOX_MAX_ACTIVE_SESSIONS"),
+        description="The most sandbox executions at once; one more is refused at once with 429 and Retry-After.")
+    sandbox_allowed_domains: str = Field("", validation_alias=_env("sandbox_allowed_domains", "CODESANDBOX_ALLOWED_DOMAINS"),
+        description=("Comma-separated `host` (ports 80 and 443) or `host:port` entries that http.fetch may reach; "
+            "empty: none."))
+    sandbox_max_timeout_millis: int = Field(10_000, ge=100, validation_alias=_env("sandbox_max_timeout_millis", "CODESANDBOX_MAX_TIMEOUT_MILLIS"),
+        description="The platform's time cap: every call's timeout is clamped to it.")
+    sandbox_max_memory_mb: int = Field(512, ge=8, validation_alias=_env("sandbox_max_memory_mb", "CODESANDBOX_MAX_MEMORY_MB"),
+        description="The platform's memory cap: every call's memory limit is clamped to it.")
     # Worker processes kept running while idle; more start on demand, up to the session cap.
-    sandbox_workers: int = Field(2, ge=1, validation_alias=_env("sandbox_workers", "CODESANDBOX_WORKERS"))
+    sandbox_workers: int = Field(2, ge=1, validation_alias=_env("sandbox_workers", "CODESANDBOX_WORKERS"),
+        description="Sandbox worker processes kept running while idle; more start on demand, up to the session cap.")
 
     def sandbox_config(self) -> SandboxConfig:
         """The embedded runner's configuration (also the `toolsmith sandbox` service's)."""
@@ -115,7 +165,9 @@ class Settings(BaseSettings):
 
     # docs/tenants.md, fair share: the most sandbox sessions one tenant holds at once; unset, half of
     # CODESANDBOX_MAX_ACTIVE_SESSIONS (at least one).
-    tenant_max_sessions: int | None = Field(None, ge=1, validation_alias=_env("tenant_max_sessions", "TOOLSMITH_TENANT_MAX_SESSIONS"))
+    tenant_max_sessions: int | None = Field(None, ge=1, validation_alias=_env("tenant_max_sessions", "TOOLSMITH_TENANT_MAX_SESSIONS"),
+        description=("Sandbox executions one tenant holds at once; one more gets 429 tenant-busy. Unset: half of "
+            "CODESANDBOX_MAX_ACTIVE_SESSIONS (at least 1)."))
 
     def tenant_session_cap(self) -> int:
         """`tenant_max_sessions`, or its default from the sandbox's session cap."""
@@ -124,11 +176,15 @@ class Settings(BaseSettings):
     # What API URL tools may reach beyond public https hosts (docs/kinds/api-url-tools.md): comma-separated
     # `host:port` entries (`[::1]:8080`) and CIDRs (`10.0.0.0/8`); `http` and any address that is
     # not public need one. Metadata addresses never. A bad entry stops the start, named.
-    egress_allow: str = Field("", validation_alias=_env("egress_allow", "TOOLSMITH_EGRESS_ALLOW"))
+    egress_allow: str = Field("", validation_alias=_env("egress_allow", "TOOLSMITH_EGRESS_ALLOW"),
+        description=("What API URL tools may reach beyond public https hosts: comma-separated `host:port` and CIDRs; "
+            "metadata addresses never. A bad entry stops the start."))
     # Tests and operators: the DNS server (`ip:port`) that resolves every outbound request's names
     # instead of the system resolver; read from the environment by infrastructure/egress/resolve.py
     # (the sandbox's workers get it too). A bad value stops the start.
-    egress_nameserver: str = Field("", validation_alias=_env("egress_nameserver", "TOOLSMITH_EGRESS_NAMESERVER"))
+    egress_nameserver: str = Field("", validation_alias=_env("egress_nameserver", "TOOLSMITH_EGRESS_NAMESERVER"),
+        description=("One DNS server (`ip:port`) that resolves the names of every outbound request instead of the "
+            "system resolver (tests, operators). A bad value stops the start."))
 
     def api_policy(self) -> ApiPolicy:
         """The egress policy of API URL tools, from `TOOLSMITH_EGRESS_ALLOW`."""
@@ -138,40 +194,63 @@ class Settings(BaseSettings):
 
     # File Search tools (docs/kinds/file-search-tools.md): an upload's cap (refused with 413 before the body is read
     # past it), and the extraction processes: how many run at once, and each one's time and memory.
-    max_upload_mb: int = Field(25, ge=1, le=2_048, validation_alias=_env("max_upload_mb", "TOOLSMITH_MAX_UPLOAD_MB"))
-    extract_workers: int = Field(2, ge=1, le=64, validation_alias=_env("extract_workers", "TOOLSMITH_EXTRACT_WORKERS"))
+    max_upload_mb: int = Field(25, ge=1, le=2_048, validation_alias=_env("max_upload_mb", "TOOLSMITH_MAX_UPLOAD_MB"),
+        description=("The largest document upload to a File Search tool; beyond it 413, before the body is read past "
+            "the cap."))
+    extract_workers: int = Field(2, ge=1, le=64, validation_alias=_env("extract_workers", "TOOLSMITH_EXTRACT_WORKERS"),
+        description="Document extractions at once, each in a process of its own.")
     extract_timeout_seconds: float = Field(60.0, gt=0, le=3_600, validation_alias=_env(
-        "extract_timeout_seconds", "TOOLSMITH_EXTRACT_TIMEOUT_SECONDS"))
-    extract_memory_mb: int = Field(512, ge=64, le=65_536, validation_alias=_env("extract_memory_mb", "TOOLSMITH_EXTRACT_MEMORY_MB"))
+        "extract_timeout_seconds", "TOOLSMITH_EXTRACT_TIMEOUT_SECONDS"),
+        description="Each extraction's time limit; past it the document is FAILED.")
+    extract_memory_mb: int = Field(512, ge=64, le=65_536, validation_alias=_env("extract_memory_mb", "TOOLSMITH_EXTRACT_MEMORY_MB"),
+        description="Each extraction process's address-space limit; past it the document is FAILED.")
     # docs/tenants.md, fair share of extraction: the most extractions one tenant runs at once (unset: half
     # of TOOLSMITH_EXTRACT_WORKERS, at least one), and the longest one upload's documents may take in all.
     tenant_max_extractions: int | None = Field(None, ge=1, le=64, validation_alias=_env(
-        "tenant_max_extractions", "TOOLSMITH_TENANT_MAX_EXTRACTIONS"))
-    upload_max_seconds: float = Field(900.0, gt=0, le=86_400, validation_alias=_env("upload_max_seconds", "TOOLSMITH_UPLOAD_MAX_SECONDS"))
+        "tenant_max_extractions", "TOOLSMITH_TENANT_MAX_EXTRACTIONS"),
+        description=("The most extractions one tenant runs at once. Unset: half of TOOLSMITH_EXTRACT_WORKERS (at least "
+            "1)."))
+    upload_max_seconds: float = Field(900.0, gt=0, le=86_400, validation_alias=_env("upload_max_seconds", "TOOLSMITH_UPLOAD_MAX_SECONDS"),
+        description=("The longest one upload's documents may take to extract in all; past it the rest end FAILED, "
+            "saying why."))
     # The chunk index on OpenSearch (with OPENSEARCH_URL; else an SQLite FTS5 file in the data dir).
     opensearch_chunks_index: str = Field("toolsmith-chunks", pattern=r"^[a-z0-9][a-z0-9_.-]{0,200}$",
-                                         validation_alias=_env("opensearch_chunks_index", "TOOLSMITH_OPENSEARCH_CHUNKS_INDEX"))
+                                         validation_alias=_env("opensearch_chunks_index", "TOOLSMITH_OPENSEARCH_CHUNKS_INDEX"),
+        description=("The File Search chunk index on OpenSearch (without OPENSEARCH_URL: documents.sqlite in the data "
+            "dir)."))
 
     # Native and external MCP tools (the catalog's LOCAL and MCP kinds), declared in a JSON file.
-    tools_file: Path | None = Field(None, validation_alias=_env("tools_file", "TOOLSMITH_TOOLS_FILE"))
+    tools_file: Path | None = Field(None, validation_alias=_env("tools_file", "TOOLSMITH_TOOLS_FILE"),
+        description=("A JSON file declaring native (LOCAL) and external MCP tools; a bad file stops the start, naming "
+            "each problem."))
 
     # The HTTP API.
-    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"))
-    read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"))
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias=_env("max_body_bytes", "TOOLSMITH_MAX_BODY_BYTES"),
+        description="The largest request body; larger ones get 413.")
+    read_your_writes_seconds: float = Field(5.0, gt=0, validation_alias=_env("read_your_writes_seconds", "TOOLSMITH_READ_YOUR_WRITES_SECONDS"),
+        description=("How long a write waits for the read model before answering with Toolsmith-Read-Your-Writes: "
+            "timeout."))
     # /healthz says `degraded` once the oldest event the read model has not applied is older.
-    read_model_max_lag_seconds: float = Field(30.0, gt=0, validation_alias=_env("read_model_max_lag_seconds", "TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS"))
-    log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"))
+    read_model_max_lag_seconds: float = Field(30.0, gt=0, validation_alias=_env("read_model_max_lag_seconds", "TOOLSMITH_READ_MODEL_MAX_LAG_SECONDS"),
+        description="/healthz says degraded once the oldest event the read model has not applied is older than this.")
+    log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"),
+        description=("The log level; logs are JSON lines on stderr, never with a secret, request paths without their "
+            "query string."))
 
     # MCP (docs/mcp.md, docs/security.md): the Host and Origin headers an MCP request may carry, comma-separated;
     # `name:*` allows any port. Anything else is refused, so that a web page cannot reach a local
     # server through DNS rebinding. Add the public name here when serving behind a proxy.
     mcp_allowed_hosts: str = Field("127.0.0.1:*,localhost:*,[::1]:*",
-                                   validation_alias=_env("mcp_allowed_hosts", "TOOLSMITH_MCP_ALLOWED_HOSTS"))
+                                   validation_alias=_env("mcp_allowed_hosts", "TOOLSMITH_MCP_ALLOWED_HOSTS"),
+        description=("The Host headers MCP answers (DNS-rebinding protection), comma-separated, `name:*` for any port; "
+            "add your public host name behind a proxy."))
     mcp_allowed_origins: str = Field("http://127.0.0.1:*,http://localhost:*,http://[::1]:*",
-                                     validation_alias=_env("mcp_allowed_origins", "TOOLSMITH_MCP_ALLOWED_ORIGINS"))
+                                     validation_alias=_env("mcp_allowed_origins", "TOOLSMITH_MCP_ALLOWED_ORIGINS"),
+        description="The Origin headers MCP accepts from browsers, comma-separated, `scheme://name:*` for any port.")
     # How many tools one `tools/list` page holds (MCP's cursor pagination): a client asks for the
     # next page with the cursor it was given, and no answer grows with the tenant's catalog.
-    mcp_page_size: int = Field(100, ge=1, le=1000, validation_alias=_env("mcp_page_size", "TOOLSMITH_MCP_PAGE_SIZE"))
+    mcp_page_size: int = Field(100, ge=1, le=1000, validation_alias=_env("mcp_page_size", "TOOLSMITH_MCP_PAGE_SIZE"),
+        description="How many tools one MCP tools/list page holds; the client pages on with nextCursor.")
 
     @field_validator("opensearch_url", mode="before")
     @classmethod
