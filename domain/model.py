@@ -12,10 +12,12 @@ process or many, and can never close a cycle or break a dependent between them.
 Definitions are plain dicts in the API's camelCase (`description`, `content`, `imports`, `tool`), so
 that the history an auditor reads is the same shape as the API.
 
-Every event type here is version 1 (`class_version`, from `Chained`). A field added to a definition
-is read into older events by upcasters: bump the `class_version` of each event that carries a
-definition (`Created`, `DraftChanged`, `Published`, `Reverted`, `Recreated`) and give it an
-`upcast_v1_v2` that fills in the field's default; `domain/versions.py` says how, with an example.
+Every event type here is version 1 (`class_version`, from `Chained`) except `Published`, which is
+version 2 (B6: it names its changeset and message; the upcaster at the end of this module reads a
+version 1 `Published` as a single publish with no message). A field added to a definition is read
+into older events by upcasters: bump the `class_version` of each event that carries a definition
+(`Created`, `DraftChanged`, `Reverted`, `Recreated` to 2, `Published` to 3) and give it an
+upcaster that fills in the field's default; `domain/versions.py` says how, with an example.
 The import graph is snapshotted: a change to its state's shape bumps `ImportGraph.class_version`
 with an upcaster of the snapshot's state too.
 """

@@ -8,8 +8,10 @@ state) call `upcast_v1_v2`, `upcast_v2_v3`, … on the class, in order, on the d
 until it reaches the class's version. So an event stored by an older release reads as the current
 class expects, and nothing stored is ever rewritten.
 
-Every event of this project is version 1 today (`Chained` and `Chained.Event` say so), and what is
-stored for it is what eventsourcing always stored: no `class_version` key.
+Every event of this project is version 1 (`Chained` and `Chained.Event` say so), stored as
+eventsourcing always stored it, with no `class_version` key, except `CodeModule.Published`, which is
+version 2: since changesets (B6) it names its changeset and message, and `upcast_v1_v2` in
+`domain/model.py` reads a version 1 `Published` with neither as a single publish with no message.
 
 **Adding a field with a default** (say a definition gains `notes`, default ""):
 
@@ -17,8 +19,9 @@ stored for it is what eventsourcing always stored: no `class_version` key.
 2. Bump every event class that carries the changed shape, with an upcaster that fills the default
    into an older state: here the module events that carry a definition.
 
-       @upcast(CodeModule.Created, CodeModule.DraftChanged, CodeModule.Published,
-               CodeModule.Reverted, CodeModule.Recreated, to=2)
+       @upcast(CodeModule.Created, CodeModule.DraftChanged, CodeModule.Reverted,
+               CodeModule.Recreated, to=2)
+       @upcast(CodeModule.Published, to=3)  # already at 2 (B6): each class goes up one at a time
        def _definition_gains_notes(state: dict[str, Any]) -> None:
            state["definition"] = {**state["definition"], "notes": ""}
 
