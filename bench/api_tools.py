@@ -36,7 +36,7 @@ import anyio
 import httpx
 
 from bench._common import Progress, Row, median, quartiles, rotated, standalone
-from bench._server import Server, free_port, launch, stop
+from testing.launcher import Server, free_port, launch, stop
 
 TOKEN = "tsa_bench-admin-token"
 GOAL = 0.6

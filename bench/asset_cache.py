@@ -30,8 +30,8 @@ from typing import Any
 import httpx
 
 from bench._common import Progress, Row, format_table, machine_line, median, millis
-from bench._server import Server
 from bench.console import Assets
+from testing.launcher import Server
 
 TITLE = "Console static files on a repeat visit: kept by the browser (immutable under their hash) against revalidated"
 TOKEN = "tsa_bench-asset-cache-admin-token"

@@ -37,7 +37,8 @@ from typing import Any
 import httpx
 
 from bench._common import Progress, Row, bench_settings, format_table, machine_line, millis, rotated
-from bench._server import Server, serve_store
+from bench._server import serve_store
+from testing.launcher import Server
 
 TITLE = "Console pages (HTML) against the JSON of the same data, over {modules:,} modules; p50 / p95"
 TOKEN = "tsa_bench-console-admin-token"

@@ -29,8 +29,8 @@ from pathlib import Path
 import httpx
 
 from bench._common import Progress, Row, median, millis, quartiles, standalone
-from bench._server import Server
 from bench.search_tools import big_pdf
+from testing.launcher import Server
 
 TITLE = "Fair share of extraction: tenant B's one-page upload to READY, alone and while tenant A floods extraction, same run"
 NOTES = ("(each tenant's documents queue apart and are served in turn, at most half the extraction workers per tenant, "

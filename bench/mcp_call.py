@@ -37,7 +37,7 @@ import anyio
 import httpx
 
 from bench._common import Progress, Row, median, quartiles, rotated, standalone
-from bench._server import Server
+from testing.launcher import Server
 
 TOKEN = "tsa_bench-admin-token"
 TOOL = "countLines"

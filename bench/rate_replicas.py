@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench._common import Progress, Row, format_table, machine_line
-from bench._server import Server
+from testing.launcher import Server
 
 TITLE = "Rate limits across replicas: one token on two APIs sharing PostgreSQL buckets"
 TOKEN = "tsa_bench_rate_replicas_" + "x" * 24

@@ -34,7 +34,7 @@ from pathlib import Path
 import httpx
 
 from bench._common import Progress, Row, format_table, machine_line, median
-from bench._server import SETTING_PREFIXES, TOOLSMITH, Server
+from testing.launcher import SETTING_PREFIXES, TOOLSMITH, Server
 
 TITLE = "Projections runner heartbeat: a dead runner in /healthz and for a waiting write"
 TOKEN = "tsa_bench_runner_heartbeat_" + "x" * 24

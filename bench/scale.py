@@ -47,7 +47,8 @@ import anyio
 import httpx
 
 from bench._common import Progress, Row, bench_settings, format_table, machine_line, millis
-from bench._server import Server, serve_store
+from bench._server import serve_store
+from testing.launcher import Server
 
 TITLE = "Scale: each write and read at {small:,} and {large:,} modules, one toolsmith serve each (embedded defaults); p50 / p95"
 TOKEN = "tsa_bench-scale-admin-token"

@@ -41,7 +41,7 @@ from pathlib import Path
 import httpx
 
 from bench._common import Progress, Row, format_table, machine_line, median
-from bench._server import SETTING_PREFIXES, TOOLSMITH, Server
+from testing.launcher import SETTING_PREFIXES, TOOLSMITH, Server
 
 TITLE = "Scale-out: two APIs on PostgreSQL, an external projections runner"
 TOKEN = "tsa_bench_scale_out_" + "x" * 24

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench._common import Progress, Row, standalone
-from bench._server import Server
+from testing.launcher import Server
 
 TITLE = "Benchmark — API process memory while a 25 MB PDF is uploaded and extracted (File Search tools)"
 GOAL_MB = 50

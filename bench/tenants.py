@@ -40,8 +40,8 @@ from typing import Any
 import httpx
 
 from bench._common import Progress, Row, median, millis, quartiles, standalone
-from bench._server import Server
 from bench.tool_call import EXPECTED, INPUT, SOURCE, TOOL
+from testing.launcher import Server
 
 TITLE = "Fair share: tenant B's tool calls alone and while tenant A floods the sandbox with infinite loops, same run"
 NOTES = ("(a program running past 20 ms has its worker lowered: niceness 19, or SCHED_IDLE in a tenant's sessions beyond "

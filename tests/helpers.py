@@ -7,7 +7,7 @@ import re
 import os
 from typing import Any
 
-from bench._server import free_port
+from testing.launcher import free_port
 
 __all__ = ["ADMIN_TOKEN", "environment_without_settings", "expect", "free_port", "unique_id"]
 

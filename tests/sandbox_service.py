@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from bench._server import launch, stop
 from sandbox.remote import RemoteSandbox
+from testing.launcher import launch, stop
 from tests.helpers import free_port
 
 SECRET = "contract-test-sandbox-secret"

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bench._server import Server
+from testing.launcher import Server
 from tests.upstream import Upstream, running
 
 ROOT = Path(__file__).resolve().parents[2]

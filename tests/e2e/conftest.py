@@ -1,4 +1,4 @@
-"""A real `toolsmith serve` process on a free port, driven over HTTP (the launcher is `bench/_server.py`)."""
+"""A real `toolsmith serve` process on a free port, driven over HTTP (the launcher is `testing/launcher.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench._server import TOOLSMITH, Server
+from testing.launcher import TOOLSMITH, Server
 
 __all__ = ["TOOLSMITH", "Server", "mcp_client", "printed_tokens"]
 

@@ -33,7 +33,7 @@ import httpx
 import pytest
 import uvicorn
 
-from bench._server import free_port
+from testing.launcher import free_port
 from tests.e2e.conftest import Server
 from tests.engines import PROJECT, engine_missing
 

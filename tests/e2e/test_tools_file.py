@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench._server import launch, stop
+from testing.launcher import launch, stop
 from tests.helpers import ADMIN_TOKEN, environment_without_settings, free_port
 from tests.sandbox_service import PROJECT
 
