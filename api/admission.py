@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from application.tenants import Tenants
-from infrastructure.auth import OPERATOR, Authenticator, Principal, token_digest
+from application.principals import OPERATOR, Authenticator, Principal
+from domain.callers import token_digest
 from infrastructure.ratelimit import RateLimiter, retry_after
 
 

@@ -8,7 +8,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from domain.catalog import Permissions
-from infrastructure.auth import ADMIN, AUDITOR, CALLER, OPERATOR, Principal
+from application.principals import ADMIN, AUDITOR, CALLER, OPERATOR, Principal
 from api.admission import Refusal, client_address
 from api.services import Services
 

@@ -54,11 +54,11 @@ from api.mcp_direct import DirectCalls, read_body, replay_body
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
 from domain.errors import UnknownRecord
-from infrastructure.auth import ADMIN, CALLER, Principal
+from application.principals import ADMIN, CALLER, Principal
 from api.services import Services
 
 DEFAULT_PATH = "/mcp"
-ROLES = (ADMIN, CALLER)
+MCP_ROLES = (ADMIN, CALLER)
 # How often the sessions of suspended tenants are looked for (a suspension made in this process
 # is seen at the next sweep; one made by another replica within the tenants' cache, a second, too).
 SWEEP_SECONDS = 0.5
@@ -262,8 +262,8 @@ class McpEndpoint:
             principal = self.services.admission.admit(_bearer(request), client_address(scope))
         except Refusal as refusal:
             return problems.problem(refusal.status, refusal.code, refusal.detail, headers=refusal.headers)
-        if principal.role not in ROLES:
-            return problems.problem(403, "forbidden", f"MCP needs the role {' or '.join(ROLES)}")
+        if principal.role not in MCP_ROLES:
+            return problems.problem(403, "forbidden", f"MCP needs the role {' or '.join(MCP_ROLES)}")
         server_id = scope.get("path_params", {}).get("server_id")
         try:
             offer = await anyio.to_thread.run_sync(take_offer, self.services, principal, server_id)

@@ -26,7 +26,7 @@ from domain.catalog import Permissions, ToolEntry
 from domain.errors import ModuleError
 from domain.ports import ExecutionResult
 from api.services import Services
-from infrastructure.auth import Principal
+from application.principals import Principal
 
 log = logging.getLogger("toolsmith.mcp")
 

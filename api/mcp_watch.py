@@ -39,7 +39,7 @@ from mcp_types import (
 from api.deps import permissions_of
 from domain.catalog import Permissions, ToolEntry, shown_alike
 from domain.errors import UnknownRecord
-from infrastructure.auth import Principal
+from application.principals import Principal
 from api.services import Services
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from domain.catalog import Permissions, ToolEntry
 from domain.errors import UnknownModule
 from domain.model import CodeModule
 from domain.rules import id_violations, is_valid_id
-from infrastructure.auth import Principal
+from application.principals import Principal
 from projections.interface import ListQuery, Page, ReadModelUnavailable
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from application.modules import MAX_CHANGESET
 from application.tokens import MAX_NAME as MAX_TOKEN_NAME
-from application.tokens import ROLES
+from application.principals import ROLES
 from domain import callers, rules, tenants
 from toolkinds.search_tools import model as search_tools
 from domain import secrets as domain_secrets

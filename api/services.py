@@ -19,7 +19,7 @@ from application.usage import Usage
 from api.admission import Admission
 from application.toolbox import Toolbox
 from domain.ports import GraphLock, Sandbox
-from infrastructure.auth import Authenticator
+from application.principals import Authenticator
 from infrastructure.settings import Settings
 from projections.interface import ModuleReadModel
 from projections.runner import PullingProjectionRunner, TrackingWatcher

@@ -21,7 +21,8 @@ from typing import Any
 
 from application.commands import Change, CommandRunner
 from application.store import Store
-from application.tokens import public_token, token_digest
+from application.tokens import public_token
+from domain.callers import token_digest
 from domain.callers import KINDS as RECORD_KINDS
 from domain.errors import InvalidRecord, RecordTaken, TenantNotEmpty, UnknownRecord, Violation
 from domain.tenants import (

@@ -6,21 +6,16 @@ Every token of every tenant is an entry of the one `TokenRegistry`, changed by t
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 
 from application.commands import Change, CommandRunner
+from application.principals import CALLER, ROLES
 from application.store import Store
-from domain.callers import PROFILE, Record
+from domain.callers import PROFILE, Record, token_digest
 from domain.errors import InvalidRecord, UnknownRecord, Violation
 
-ROLES = ("admin", "auditor", "caller")
 MAX_NAME = 200
 TOKEN = "token"
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class Tokens:
@@ -40,7 +35,7 @@ class Tokens:
         if not name or len(name) > MAX_NAME:
             found.append(Violation("name", "docs/security.md", f"a token has a name of 1 to {MAX_NAME} characters"))
         if usage_profile is not None:
-            if role != "caller":
+            if role != CALLER:
                 found.append(Violation("usageProfile", "R14", "only caller tokens have a usage profile"))
             elif self._store.registry(tenant).get(PROFILE, usage_profile) is None:
                 found.append(Violation("usageProfile", "R14", f"no usage profile {usage_profile!r}"))

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.admission import TOO_MANY_FAILURES, Refusal, client_address
 from console.session import COOKIE, Session, Sessions, Visitor
-from infrastructure.auth import ADMIN, AUDITOR, OPERATOR
+from application.principals import ADMIN, AUDITOR, OPERATOR
 
 CSP = "; ".join((
     "default-src 'self'",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from infrastructure.auth import Principal
+from application.principals import Principal
 
 COOKIE = "toolsmith_session"
 KEY_FILE = "session.key"

@@ -18,6 +18,7 @@ snapshot's state, each with an upcaster (`domain/versions.py`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime
 from functools import lru_cache
@@ -123,6 +124,11 @@ class CallerRegistry(Chained):
         server = dict(self.records[SERVER][server_id])
         server["tools"] = [t for t in server["tools"] if t != tool]
         self.records[SERVER][server_id] = _touched(server, by, timestamp)
+
+
+def token_digest(token: str) -> str:
+    """What the registry keeps of a bearer token, and what a presented one is looked up by: its SHA-256."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class TokenRegistry(Chained):

@@ -33,7 +33,8 @@ from domain.documents import DocumentIndex
 from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
-from infrastructure.auth import ADMIN, OPERATOR, Authenticator, Principal, admin_token_digest, operator_token_digest
+from application.principals import ADMIN, OPERATOR, Authenticator, Principal
+from infrastructure.auth import admin_token_digest, operator_token_digest
 from infrastructure.ratelimit import RateLimiter
 from infrastructure.secret_vault import ephemeral_vault, open_vault
 from infrastructure.settings import POSTGRES, Settings

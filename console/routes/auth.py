@@ -14,7 +14,8 @@ from api.admission import TOO_MANY_FAILURES, Refusal, client_address
 from console.routing import ConsoleRoute
 from console.security import Anyone, check_same_site, session_of, sessions_of
 from console.session import COOKIE
-from infrastructure.auth import ADMIN, AUDITOR, OPERATOR, Principal, token_digest
+from application.principals import ADMIN, AUDITOR, OPERATOR, Principal
+from domain.callers import token_digest
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 

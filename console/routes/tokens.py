@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from api.routes.tokens import issue_token, list_tokens, revoke_token
 from api.schemas import TokenIn
-from application.tokens import ROLES
+from application.principals import ROLES
 from console.routes.callers import FormProblem, problem_of_error, problem_of_validation
 from console.routing import ConsoleRoute
 from console.security import Reader, Refused, Writer

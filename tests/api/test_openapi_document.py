@@ -16,7 +16,7 @@ from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
 from application.modules import MAX_CHANGESET
-from application.tokens import ROLES
+from application.principals import ROLES
 from domain import callers, rules, secrets
 from toolkinds.search_tools import model as search_tools
 from toolkinds.api_tools import model as api_tools

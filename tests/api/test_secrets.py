@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from api.kinds import KindPlugin
 from application.kinds.base import Tools
-from application.tokens import token_digest
+from domain.callers import token_digest
 from domain.catalog import ToolEntry
 from domain.errors import SecretUnreadable
 from domain.ports import ExecutionResult
@@ -26,7 +26,7 @@ from entrypoints.compose import bootstrap
 from entrypoints.kinds import DEFAULT_KINDS
 from entrypoints.web import create_app
 from infrastructure.audit import export_chunks, verify
-from infrastructure.auth import ADMIN, Principal
+from application.principals import ADMIN, Principal
 from infrastructure.settings import Settings
 from tests.api.test_console_others import console, post
 from tests.helpers import ADMIN_TOKEN, expect, unique_id

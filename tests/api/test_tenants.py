@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from entrypoints.compose import bootstrap
 from entrypoints.web import create_app
 from infrastructure import audit
-from infrastructure.auth import token_digest
+from domain.callers import token_digest
 from infrastructure.ratelimit import RateLimiter
 from infrastructure.settings import Settings
 from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN

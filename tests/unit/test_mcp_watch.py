@@ -11,7 +11,7 @@ from api.mcp_watch import ToolWatch, take_offer
 from application.toolbox import Change
 from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry
 from domain.errors import UnknownRecord
-from infrastructure.auth import Principal
+from application.principals import Principal
 
 ADMIN = Principal(name="admin", role="admin", tenant="t")
 CALLER = Principal(name="c", role="caller", tenant="t", usage_profile="p")

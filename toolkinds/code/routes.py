@@ -35,7 +35,7 @@ from api.schemas import (
 from application.modules import UNSET, Written
 from domain.model import STATES
 from application.toolbox import answered
-from infrastructure.auth import Principal
+from application.principals import Principal
 from api.services import Services
 from projections.interface import MAX_LIMIT, ORDER_FIELDS
 
