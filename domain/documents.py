@@ -4,8 +4,9 @@ extraction process, the blob store and the chunk index say to each other.
 A document's original bytes live in a content-addressed blob store (`BlobStore`, SHA-256), and so
 does the text extracted from them. The text is split into `Chunk`s (about 1,500 characters, 200
 overlapping, along headings and paragraphs), which the chunk index (`DocumentIndex`) holds: a read
-model, rebuildable from the events and the blobs, an SQLite FTS5 file by default and OpenSearch
-when `OPENSEARCH_URL` is set, both held to one contract suite.
+model, built from the events and the blobs by a projection (`projections/chunks.py`), which
+writes its changes with its tracking position (`apply`) and resumes from it (`position`): an SQLite
+FTS5 file by default and OpenSearch when `OPENSEARCH_URL` is set, both held to one contract suite.
 
 A chunk id is `<documentId>#<n>`; a document id is never holding `#`. A query reaches an engine
 only as its words (`query_terms`): no syntax character of FTS5 or OpenSearch ever does.
@@ -126,6 +127,46 @@ class StoredChunk:
     page: int | None = None
 
 
+@dataclass(frozen=True)
+class PutDocument:
+    """A change of the index: `chunks` become the document's chunks."""
+
+    tenant: str
+    tool: str
+    document: IndexedDocument
+    chunks: Sequence[Chunk]
+
+
+@dataclass(frozen=True)
+class RemoveDocument:
+    """A change of the index: the document's chunks are gone."""
+
+    tenant: str
+    tool: str
+    document_id: str
+
+
+@dataclass(frozen=True)
+class DropTool:
+    """A change of the index: every chunk of the tool is gone."""
+
+    tenant: str
+    tool: str
+
+
+IndexChange = PutDocument | RemoveDocument | DropTool
+
+
+@dataclass(frozen=True)
+class IndexPosition:
+    """How far the index has applied an application's notification log (the projection's tracking
+    record), and the identity of the event store that log is of (`projections/store_identity.py`)."""
+
+    application_name: str
+    notification_id: int
+    store: str | None = None
+
+
 class IndexUnavailable(DocumentsUnavailable):
     """The chunk index cannot be reached now (OpenSearch down): a 503, never a 500. Raise it with
     a message saying what failed (`IndexUnavailable("OpenSearch: connection refused")`)."""
@@ -170,7 +211,20 @@ class DocumentIndex(ABC):
 
     @abstractmethod
     def clear(self) -> None:
-        """Every chunk of every tenant is gone (a rebuild starts here)."""
+        """Every chunk of every tenant is gone, and every position recorded (a rebuild starts here)."""
+
+    @abstractmethod
+    def apply(self, changes: Sequence[IndexChange], position: IndexPosition | None = None) -> None:
+        """Makes the changes in their order, then records `position` (when given): a position the
+        index holds has every change before it (the engine allowing, in one transaction)."""
+
+    @abstractmethod
+    def position(self, application_name: str) -> IndexPosition | None:
+        """The last position recorded for the application's log, None when none is."""
+
+    @abstractmethod
+    def total(self) -> int:
+        """How many chunks the index holds, of every tenant and tool."""
 
     def close(self) -> None:
         """Releases what the index keeps open."""

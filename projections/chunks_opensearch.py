@@ -17,6 +17,10 @@ tenant in one index, behind an alias.
   unless the alias (or an index of that name) exists; two processes racing on it make one index.
   Writes require the alias (`require_alias`), so a deleted index is never re-created with a
   dynamic mapping by a write: the index is prepared again and the call retried once.
+- **Its own tracking record.** The chunk projection's position is a document of the index (id
+  `~tracking~<application>`, no tenant or tool, so no query scoped to a tool ever sees it),
+  written after the changes of its batch, refreshed with them. An index made by a release before
+  it gets the position's fields added to its mapping when first used (a mapping only grows).
 - **Unavailable is an answer.** A request that cannot reach OpenSearch (or gets 429 past the
   retries, or 502-504) raises `IndexUnavailable`, which the API serves as a 503.
 """
@@ -38,9 +42,13 @@ from domain.documents import (
     MARK_START,
     Chunk,
     DocumentIndex,
+    DropTool,
     Hit,
+    IndexChange,
     IndexedDocument,
+    IndexPosition,
     IndexUnavailable,
+    PutDocument,
     StoredChunk,
     chunk_id,
 )
@@ -73,14 +81,23 @@ MAPPINGS: dict[str, Any] = {
         "text": _TEXT,
         "name": _KEPT,
         "media_type": _KEPT,
+        # The tracking document's.
+        "application_name": _KEYWORD,
+        "notification_id": {"type": "long"},
+        "store": _KEPT,
     },
 }
+TRACKING_FIELDS = ("application_name", "notification_id", "store")
 
 
 def index_settings(replicas: int) -> dict[str, Any]:
     # The translog is synced in the background, as the module read model's: the index is a
     # projection, rebuilt from the events and the blobs, and a crash loses only the newest writes.
     return {"number_of_shards": 1, "number_of_replicas": replicas, "translog.durability": "async"}
+
+
+def tracking_doc_id(application_name: str) -> str:
+    return f"~tracking~{application_name}"
 
 
 def chunk_doc_id(tenant: str, tool: str, document_id: str, n: int) -> str:
@@ -149,6 +166,41 @@ class OpenSearchDocumentIndex(DocumentIndex):
 
     def clear(self) -> None:
         self._delete_by_query({"match_all": {}})
+
+    def apply(self, changes: Sequence[IndexChange], position: IndexPosition | None = None) -> None:
+        """Puts go together (`put_many`) until a removal, which goes after them, in the changes'
+        order; the position last, with a refresh."""
+        puts: dict[tuple[str, str, str], tuple[str, str, IndexedDocument, Sequence[Chunk]]] = {}
+        for change in changes:
+            if isinstance(change, PutDocument):
+                puts[(change.tenant, change.tool, change.document.document_id)] = (
+                    change.tenant, change.tool, change.document, change.chunks)
+                continue
+            if puts:
+                self.put_many(list(puts.values()))
+                puts = {}
+            if isinstance(change, DropTool):
+                self.drop(change.tenant, change.tool)
+            else:
+                self.remove(change.tenant, change.tool, change.document_id)
+        if puts:
+            self.put_many(list(puts.values()))
+        if position is not None:
+            source = {"application_name": position.application_name, "notification_id": position.notification_id,
+                      "store": position.store}
+            self._call(lambda: self.client.index(index=self.index, id=tracking_doc_id(position.application_name),
+                                                 body=source, refresh="true", require_alias=True))
+
+    def position(self, application_name: str) -> IndexPosition | None:
+        found = self._call(lambda: self.client.get(index=self.index, id=tracking_doc_id(application_name), ignore=[404]))
+        source = found.get("_source") if found.get("found") else None
+        if not source:
+            return None
+        return IndexPosition(application_name, int(source["notification_id"]), source.get("store"))
+
+    def total(self) -> int:
+        body = {"query": {"exists": {"field": "tenant"}}}
+        return int(self._call(lambda: self.client.count(index=self.index, body=body))["count"])
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -238,6 +290,10 @@ class OpenSearchDocumentIndex(DocumentIndex):
                         index=f"{self.index}-000001",
                         body={"settings": index_settings(self.replicas), "mappings": MAPPINGS, "aliases": {self.index: {}}},
                     )
+                else:
+                    # An index made before the projection's tracking record: its fields are added.
+                    self.client.indices.put_mapping(index=self.index, body={"properties": {
+                        name: MAPPINGS["properties"][name] for name in TRACKING_FIELDS}})
             except TransportConnectionError as error:
                 raise IndexUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
             except TransportError as error:

@@ -25,6 +25,9 @@
   `MARK_START` and `MARK_END`, cut ends shown as "…". A query's cost grows with the chunks its
   words match: over one tool of 100,000 chunks (bench.search_index), a rare word answers in
   about 5 ms and a word found in three chunks of four in about 110 ms (FTS5 ranks every match).
+- **Its own tracking record.** `positions` holds, per application, the last notification the
+  chunk projection applied and the event store it is of; `apply` writes a batch's changes and its
+  position in one transaction, so the file never holds a position without its changes.
 - **Threads.** Writes go through one connection under a lock (`BEGIN IMMEDIATE`, so another
   process's writer waits on the busy timeout); reads borrow a connection from a pool, so readers
   never wait for each other or for a writer (WAL). A committed write is seen by the next query
@@ -45,14 +48,18 @@ from domain.documents import (
     MARK_START,
     Chunk,
     DocumentIndex,
+    DropTool,
     Hit,
+    IndexChange,
     IndexedDocument,
+    IndexPosition,
     IndexUnavailable,
+    PutDocument,
     StoredChunk,
     chunk_id,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the projection's `positions`
 SNIPPET_TOKENS = 32
 ELLIPSIS = "…"
 TITLE_WEIGHT = 2.0
@@ -77,6 +84,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     scope, title, text,
     content = 'chunks', content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS positions (
+    application_name TEXT PRIMARY KEY,
+    notification_id INTEGER NOT NULL,
+    store TEXT
 );
 INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('rank', 'bm25(0.0, {TITLE_WEIGHT}, 1.0)');
 PRAGMA user_version = {SCHEMA_VERSION};
@@ -121,24 +133,36 @@ class SqliteDocumentIndex(DocumentIndex):
     # -- writes ----------------------------------------------------------------------------------
 
     def put(self, tenant: str, tool: str, document: IndexedDocument, chunks: Sequence[Chunk]) -> None:
-        key = (tenant, tool, document.document_id)
-        scope = scope_token(tenant, tool)
-        rows = [(tenant, tool, document.document_id, c.n, c.start, c.end, c.page, scope, document.title, c.text) for c in chunks]
         with self._write() as db:
-            _delete(db, _DOCUMENT, key)
-            db.executemany(_INSERT, rows)
-            db.execute(_INDEX_ROWS.format(where=_DOCUMENT), key)
+            _put(db, tenant, tool, document, chunks)
 
     def put_many(self, documents: Sequence[tuple[str, str, IndexedDocument, Sequence[Chunk]]]) -> None:
         """Every `put` in one transaction."""
         with self._write() as db:
             for tenant, tool, document, chunks in documents:
-                key = (tenant, tool, document.document_id)
-                scope = scope_token(tenant, tool)
-                _delete(db, _DOCUMENT, key)
-                db.executemany(_INSERT, [(tenant, tool, document.document_id, c.n, c.start, c.end, c.page, scope,
-                                          document.title, c.text) for c in chunks])
-                db.execute(_INDEX_ROWS.format(where=_DOCUMENT), key)
+                _put(db, tenant, tool, document, chunks)
+
+    def apply(self, changes: Sequence[IndexChange], position: IndexPosition | None = None) -> None:
+        """The changes and the position in one transaction."""
+        with self._write() as db:
+            for change in changes:
+                if isinstance(change, PutDocument):
+                    _put(db, change.tenant, change.tool, change.document, change.chunks)
+                elif isinstance(change, DropTool):
+                    _delete(db, _TOOL, (change.tenant, change.tool))
+                else:
+                    _delete(db, _DOCUMENT, (change.tenant, change.tool, change.document_id))
+            if position is not None:
+                db.execute("INSERT INTO positions (application_name, notification_id, store) VALUES (?, ?, ?)"
+                           " ON CONFLICT (application_name) DO UPDATE SET notification_id = excluded.notification_id,"
+                           " store = excluded.store",
+                           (position.application_name, position.notification_id, position.store))
+
+    def position(self, application_name: str) -> IndexPosition | None:
+        with self._read() as db:
+            row = db.execute("SELECT notification_id, store FROM positions WHERE application_name = ?",
+                             (application_name,)).fetchone()
+        return None if row is None else IndexPosition(application_name, row[0], row[1])
 
     def remove(self, tenant: str, tool: str, document_id: str) -> None:
         with self._write() as db:
@@ -152,6 +176,7 @@ class SqliteDocumentIndex(DocumentIndex):
         with self._write() as db:
             db.execute("DELETE FROM chunks")
             db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
+            db.execute("DELETE FROM positions")
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -199,6 +224,10 @@ class SqliteDocumentIndex(DocumentIndex):
     def count(self, tenant: str, tool: str) -> int:
         with self._read() as db:
             return db.execute(f"SELECT count(*) FROM chunks WHERE {_TOOL}", (tenant, tool)).fetchone()[0]
+
+    def total(self) -> int:
+        with self._read() as db:
+            return db.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
     def close(self) -> None:
         with self._write_lock, self._pool_lock:
@@ -263,6 +292,15 @@ class SqliteDocumentIndex(DocumentIndex):
     def _check_open(self) -> None:
         if self._closed:
             raise IndexUnavailable(f"the chunk index {self.path} is closed")
+
+
+def _put(db: sqlite3.Connection, tenant: str, tool: str, document: IndexedDocument, chunks: Sequence[Chunk]) -> None:
+    key = (tenant, tool, document.document_id)
+    scope = scope_token(tenant, tool)
+    _delete(db, _DOCUMENT, key)
+    db.executemany(_INSERT, [(tenant, tool, document.document_id, c.n, c.start, c.end, c.page, scope, document.title, c.text)
+                             for c in chunks])
+    db.execute(_INDEX_ROWS.format(where=_DOCUMENT), key)
 
 
 def _delete(db: sqlite3.Connection, where: str, parameters: tuple[str, ...]) -> None:

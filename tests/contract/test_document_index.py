@@ -21,8 +21,12 @@ from domain.documents import (
     TEXT,
     Chunk,
     DocumentIndex,
+    DropTool,
     IndexedDocument,
+    IndexPosition,
     IndexUnavailable,
+    PutDocument,
+    RemoveDocument,
     query_terms,
 )
 from projections.chunks_opensearch import OpenSearchDocumentIndex
@@ -298,6 +302,33 @@ def test_clear_empties_every_tenant_and_tool(index: DocumentIndex) -> None:
     assert found(index, "capybara") == [] and found(index, "capybara", tenant=OTHER_TENANT, tool=OTHER_TOOL) == []
     put(index, "a", "The capybara is back.")  # a rebuild starts from here
     assert found(index, "capybara") == ["a#0"]
+
+
+def test_apply_makes_the_changes_in_their_order_then_records_the_position(
+        open_index: Callable[[], DocumentIndex]) -> None:
+    index = open_index()
+    assert index.position("Store") is None
+    index.apply([
+        PutDocument(TENANT, TOOL, document("a"), chunks_of("The capybara swims.")),
+        PutDocument(TENANT, TOOL, document("b"), chunks_of("The capybara naps.", "It wakes.")),
+        PutDocument(TENANT, OTHER_TOOL, document("c"), chunks_of("The capybara hides.")),
+        RemoveDocument(TENANT, TOOL, "a"),
+        PutDocument(TENANT, TOOL, document("a"), chunks_of("The capybara is back.")),  # after its removal: kept
+        DropTool(TENANT, OTHER_TOOL),
+        RemoveDocument(TENANT, TOOL, "never-there"),
+    ], IndexPosition("Store", 7, "store-1"))
+
+    assert sorted(found(index, "capybara")) == ["a#0", "b#0"]
+    assert index.count(TENANT, OTHER_TOOL) == 0 and index.total() == 3
+    # The position is the index's own record: a process opening it again resumes from it.
+    assert open_index().position("Store") == IndexPosition("Store", 7, "store-1")
+    index.apply([], IndexPosition("Store", 9, "store-1"))
+    assert index.position("Store") == IndexPosition("Store", 9, "store-1") and index.position("Other") is None
+    # A position is no chunk: no tool counts it, nothing finds it.
+    assert index.total() == 3 and found(index, "store") == []
+
+    index.clear()
+    assert index.position("Store") is None and index.total() == 0
 
 
 def test_words_beyond_ascii_are_found(index: DocumentIndex) -> None:
