@@ -31,6 +31,7 @@ from domain.topics import moved
 moved("domain.search_tools", __name__)
 
 FILE_SEARCH = "FILE_SEARCH"
+LABEL = "File Search tool"
 MAX_NAME = 40
 DOCUMENT_ID_CHARS = 20
 

@@ -1,0 +1,396 @@
+"""A File Search tool's documents coming in and going out (docs/kinds/file-search-tools.md).
+
+An upload's bytes go into the blob store (by SHA-256) and a `DocumentAdded` event (`PROCESSING`)
+is recorded; then, in the background, extraction in a separate process with time and memory limits
+(`Files.extract`), the text into the blob store too, its chunks into the chunk index (`chunks`),
+and a `DocumentReady` event with the counts, or `DocumentFailed` with the reason. A document
+deleted while it is extracted never reaches the index (its chunks are taken out again if they got
+there first). A document left `PROCESSING` by a process that stopped is extracted again when the
+service starts (`start`).
+
+Extraction is shared fairly between tenants (docs/tenants.md, `application.fair_queue`): each tenant's
+documents queue apart, a free extraction goes to the tenant running the fewest (round robin among
+equals), a tenant runs at most `Files.tenant_workers` at once (`TOOLSMITH_TENANT_MAX_EXTRACTIONS`),
+and its smallest file first; a long extraction is lowered in priority by the pool. One upload's
+documents all end within `Files.upload_max_seconds` of the upload (`TOOLSMITH_UPLOAD_MAX_SECONDS`):
+past it, the one being extracted is stopped and those not reached end `FAILED`, with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from application.commands import Change
+from application.fair_queue import FairQueue
+from domain.chunking import chunk_text
+from domain.documents import PROCESSING, BlobStore, DocumentIndex, Extracted, ExtractionFailed, IndexUnavailable
+from domain.errors import InvalidInput, QuotaExceeded, UnknownRecord, Violation
+from domain.tenants import DOCUMENTS, STORED_BYTES
+from toolkinds.search_tools import chunks
+from toolkinds.search_tools.model import LABEL, Document, SearchTool, document_id, search_tool_id
+
+if TYPE_CHECKING:
+    from toolkinds.search_tools.kind import SearchToolKind
+
+log = logging.getLogger("toolsmith.search_tools")
+
+DOCUMENT = "document"
+MAX_FILES = 100
+MAX_FILE_NAME = 255
+
+
+@dataclass(frozen=True)
+class Files:
+    """What the kind needs to keep documents: the blob store, the chunk index, and extraction
+    (`sniff(path, name)` the media type from the bytes; `extract(path, media_type, background=,
+    deadline=, overdue=)` in a separate process, raising `ExtractionFailed`, as
+    `infrastructure.extraction.ExtractorPool.extract` does), with a folder for the files being
+    extracted. `workers` extractions run at once, at most `tenant_workers` of one tenant (unset:
+    half the workers, at least one), and one upload's all end within `upload_max_seconds`."""
+
+    blobs: BlobStore
+    index: DocumentIndex
+    sniff: Callable[[str, str], str]
+    extract: Callable[..., Extracted]
+    workdir: Path
+    workers: int = 2
+    tenant_workers: int | None = None
+    upload_max_seconds: float = 900.0
+    max_upload_bytes: int = 25 * 1_048_576
+    close: Callable[[], None] = lambda: None
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One uploaded file, spooled to `path` (the kind takes it over: it is gone after its extraction)."""
+
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class _Extraction:
+    """A document waiting for its extraction: the file spooled for it, and its upload's deadline."""
+
+    tenant: str
+    name: str
+    document: Document
+    path: Path
+    deadline: float | None
+
+
+class Ingest:
+    """The kind's documents pipeline: uploads, deletes, the extraction queue and its pool of
+    workers (made at the first upload), and recording each extraction's outcome. It reads the
+    kind's `files` at each use (never keeps them), and its tools through the kind."""
+
+    def __init__(self, kind: SearchToolKind) -> None:
+        self.kind = kind
+        self._extractions: FairQueue[_Extraction] | None = None
+        self._extractions_lock = threading.Lock()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._closed = False
+
+    @property
+    def files(self) -> Files:
+        return self.kind.files
+
+    # -- commands: documents -------------------------------------------------------------------
+
+    def upload(self, tenant: str, name: str, uploads: Sequence[Upload], *, by: str) -> list[Document]:
+        """Adds each file as a document (`PROCESSING`) and starts its extraction; the same bytes
+        the tool has already are the document it has (202 either way). Takes over the files."""
+        files = self.files
+        deps = self.kind.deps
+        taken: list[tuple[Upload, str, int, str]] = []
+        new: list[tuple[Document, Upload]] = []
+        quotas = deps.quotas
+        try:
+            if not uploads:
+                raise InvalidInput([Violation("files", "DOC", "no file was uploaded (the multipart field is `files`)")])
+            if len(uploads) > MAX_FILES:
+                raise InvalidInput([Violation("files", "DOC", f"at most {MAX_FILES} files per upload, got {len(uploads)}")])
+            known = self.kind.get(tenant, name)  # an unknown tool is 404 before any byte is stored
+            if quotas is not None and quotas.limited(tenant, DOCUMENTS, STORED_BYTES):
+                # Refused before any byte is kept (and checked again, exactly, under the lock below).
+                quotas.check_all(tenant, _adding(known, [(_sha256(upload.path), upload.path.stat().st_size) for upload in uploads]))
+            for upload in uploads:
+                with open(upload.path, "rb") as source:
+                    sha256, size = files.blobs.put(tenant, source)
+                taken.append((upload, sha256, size, files.sniff(str(upload.path), upload.name)))
+            added: list[Document] = []
+
+            def attempt() -> Change[None]:
+                added.clear()
+                new.clear()
+                tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
+                if tool is None or tool.deleted:
+                    raise UnknownRecord(LABEL, name)
+                for upload, sha256, size, media_type in taken:
+                    document, is_new = tool.add_document(sha256, _file_name(upload.name), media_type, size, by)
+                    added.append(document)
+                    if is_new:
+                        new.append((document, upload))
+                        if not files.blobs.exists(tenant, sha256):  # a delete's clean-up took it meanwhile
+                            with open(upload.path, "rb") as source:
+                                files.blobs.put(tenant, source)
+                if new and quotas is not None:
+                    quotas.check_all(tenant, {DOCUMENTS: len(new), STORED_BYTES: sum(int(document["size"]) for document, _ in new)})
+                return Change(None, save=[tool] if new else [], subject=deps.commands.subject(tool, name))
+
+            deps.commands.run(attempt, name=name, lock=tenant)
+        except BaseException as error:
+            for upload in uploads:
+                upload.path.unlink(missing_ok=True)
+            if isinstance(error, QuotaExceeded):
+                # Refused under the lock after the bytes were kept (another upload took the room
+                # meanwhile): the bytes that no document holds go.
+                self.collect(tenant, [document for document, _ in new])
+            raise
+        queued = {id(upload) for _, upload in new}
+        for upload in uploads:
+            if id(upload) not in queued:
+                upload.path.unlink(missing_ok=True)
+        deadline = time.monotonic() + files.upload_max_seconds  # one upload's documents, all
+        for document, upload in new:
+            self._queue(tenant, name, document, upload.path, deadline)
+        log.info("documents uploaded", extra={"tenant": tenant, "tool": name, "files": len(uploads), "new": len(new)})
+        return added
+
+    def delete_document(self, tenant: str, name: str, doc_id: str, *, by: str) -> int | None:
+        """The document is gone from every capability's answers when this returns."""
+        deps = self.kind.deps
+        gone: list[Document] = []
+
+        def attempt() -> Change[None]:
+            tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
+            if tool is None or tool.deleted:
+                raise UnknownRecord(LABEL, name)
+            if doc_id not in tool.documents:
+                raise UnknownRecord(DOCUMENT, doc_id)
+            gone[:] = [tool.remove_document(doc_id, by)]
+            return Change(None, save=[tool], subject=deps.commands.subject(tool, name))
+
+        _, position = deps.commands.run(attempt, name=name, lock=tenant)
+        files = self.files
+        chunks.remove_document(files.index, tenant, name, doc_id)
+        self.collect(tenant, gone)
+        return position
+
+    def collect(self, tenant: str, gone: Sequence[Document]) -> None:
+        """Deletes the blobs of `gone` documents that no other document of the tenant holds."""
+        deps = self.kind.deps
+        files = deps.resources.get(self.kind.call_type)
+        if files is None or not gone:
+            return
+
+        def attempt() -> Change[None]:
+            held: set[str] = set()
+            for tool in self.kind.tools(tenant):
+                for document in tool.documents.values():
+                    held.update(h for h in (document["sha256"], document["textSha256"]) if h)
+            for document in gone:
+                for digest in (document["sha256"], document["textSha256"]):
+                    if digest and digest not in held:
+                        files.blobs.delete(tenant, digest)
+            return Change(None)
+
+        # Under the tenant's lock: an upload of the same bytes records its document under it too.
+        deps.commands.run(attempt, name="documents", lock=tenant)
+
+    # -- extraction ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Extracts again what a stopped process left `PROCESSING` (in the background)."""
+        if self.kind.deps.resources.get(self.kind.call_type) is None:
+            return
+        threading.Thread(target=self._resume, name="toolsmith-documents-resume", daemon=True).start()
+
+    def _resume(self) -> None:
+        try:
+            for tool in self.kind._all():
+                if tool.deleted:
+                    continue
+                deadline = time.monotonic() + self.files.upload_max_seconds  # a tool's resumed documents: one upload
+                for document in tool.documents.values():
+                    if document["state"] == PROCESSING and not self._closed:
+                        path = self._spool_blob(tool.tenant, document["sha256"])
+                        if path is not None:
+                            self._queue(tool.tenant, tool.tool_id, document, path, deadline)
+        except Exception:
+            log.exception("documents left processing could not be resumed")
+
+    def _spool_blob(self, tenant: str, sha256: str) -> Path | None:
+        files = self.files
+        handle, path = tempfile.mkstemp(prefix="resume-", dir=files.workdir)
+        try:
+            with os.fdopen(handle, "wb") as target:
+                files.blobs.copy_to(tenant, sha256, target)
+        except KeyError:
+            Path(path).unlink(missing_ok=True)
+            return None
+        return Path(path)
+
+    def _queue(self, tenant: str, name: str, document: Document, path: Path, deadline: float) -> None:
+        files = self.files
+        with self._idle:
+            self._pending += 1
+        with self._extractions_lock:
+            if self._closed:  # the service is stopping: the document stays PROCESSING, extracted at the next start
+                self._done(path)
+                return
+            if self._extractions is None:
+                per_tenant = files.tenant_workers or max(1, files.workers // 2)
+                self._extractions = FairQueue(self._extract, self._overdue, workers=files.workers,
+                                              per_tenant=min(per_tenant, files.workers), name="toolsmith-extract")
+            extractions = self._extractions
+        job = _Extraction(tenant, name, dict(document), path, deadline)
+        try:
+            extractions.put(tenant, job, size=int(document["size"]), deadline=deadline)
+        except RuntimeError:  # closed meanwhile: the document stays PROCESSING, extracted at the next start
+            self._done(job.path)
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Whether every queued extraction finished within `timeout` (tests and the CLI)."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def _extract(self, job: _Extraction, background: bool) -> None:
+        self._process(job.tenant, job.name, job.document, job.path, background=background, deadline=job.deadline)
+
+    def _overdue(self, job: _Extraction) -> None:
+        """A document its upload's time ran out for before its turn came: FAILED, with the reason."""
+        try:
+            self._record(job.tenant, job.name, job.document["id"], failed=self._overdue_reason())
+            log.info("document failed", extra={"tenant": job.tenant, "tool": job.name, "document": job.document["id"],
+                                               "reason": "its upload's time limit passed before its extraction"})
+        except Exception:
+            log.exception("the failure could not be recorded", extra={"tenant": job.tenant, "tool": job.name,
+                                                                      "document": job.document["id"]})
+        finally:
+            self._done(job.path)
+
+    def _overdue_reason(self) -> str:
+        return (f"its upload's documents were not all extracted within {self.files.upload_max_seconds:g} s (the limit "
+                f"for one upload); upload this file again, alone or with fewer files")
+
+    def _done(self, path: Path) -> None:
+        """The extraction of the file at `path` is over (or will not happen in this process)."""
+        path.unlink(missing_ok=True)
+        with self._idle:
+            self._pending -= 1
+            self._idle.notify_all()
+
+    def _process(self, tenant: str, name: str, document: Document, path: Path, *, background: bool = False,
+                 deadline: float | None = None) -> None:
+        files = self.files
+        doc_id = document["id"]
+        started = time.perf_counter()
+        try:
+            try:
+                extracted = files.extract(str(path), document["mediaType"], background=background, deadline=deadline,
+                                          overdue=self._overdue_reason())
+                found = chunk_text(extracted, document["mediaType"])
+                if not found:
+                    raise ExtractionFailed("the document holds no text to search")
+                text = extracted.text
+                text_sha = files.blobs.put_bytes(tenant, text.encode("utf-8"))
+                title = (extracted.title or "").strip() or document["name"]
+                chunks.put_document(files.index, tenant, name, document, title, found)
+            except ExtractionFailed as failure:
+                self._record(tenant, name, doc_id, failed=failure.reason)
+                # The reason's words only: what a parser said in parentheses may quote the document.
+                log.info("document failed", extra={"tenant": tenant, "tool": name, "document": doc_id,
+                                                   "reason": failure.reason.split(" (", 1)[0]})
+                return
+            except IndexUnavailable as error:
+                self._record(tenant, name, doc_id, failed=f"the search index could not be reached ({error}); upload the file again")
+                return
+            recorded = self._record(tenant, name, doc_id, ready=(text_sha, text, len(found), list(extracted.page_starts),
+                                                                 extracted.title))
+            if not recorded:  # deleted meanwhile: its chunks must not stay
+                chunks.remove_document(files.index, tenant, name, doc_id)
+            log.info("document ready", extra={"tenant": tenant, "tool": name, "document": doc_id, "characters": len(text),
+                                              "chunks": len(found), "millis": round((time.perf_counter() - started) * 1000)})
+        except Exception:
+            log.exception("document extraction failed unexpectedly", extra={"tenant": tenant, "tool": name, "document": doc_id})
+            try:
+                self._record(tenant, name, doc_id, failed="extraction failed unexpectedly; the error is in the service's log")
+            except Exception:
+                log.exception("the failure could not be recorded", extra={"tenant": tenant, "tool": name, "document": doc_id})
+        finally:
+            self._done(path)
+
+    def _record(self, tenant: str, name: str, doc_id: str, *, failed: str | None = None,
+                ready: tuple[str, str, int, list[int], str | None] | None = None) -> bool:
+        files = self.files
+        deps = self.kind.deps
+        done = [False]
+
+        def attempt() -> Change[None]:
+            tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
+            if tool is None or tool.deleted:
+                done[0] = False
+                return Change(None)
+            if ready is not None:
+                text_sha, text, count, page_starts, title = ready
+                if not files.blobs.exists(tenant, text_sha):  # a delete's clean-up took it meanwhile
+                    files.blobs.put_bytes(tenant, text.encode("utf-8"))
+                done[0] = tool.document_ready(doc_id, text_sha, len(text), count, page_starts, title)
+            else:
+                done[0] = tool.document_failed(doc_id, failed or "extraction failed")
+            return Change(None, save=[tool] if done[0] else [], subject=deps.commands.subject(tool, name))
+
+        deps.commands.run(attempt, name=name, lock=tenant)
+        return done[0]
+
+    def close(self) -> None:
+        """Stops the pool; what never started stays `PROCESSING`, extracted again at the next start."""
+        self._closed = True
+        with self._extractions_lock:
+            extractions, self._extractions = self._extractions, None
+        if extractions is not None:
+            for job in extractions.close():
+                self._done(job.path)
+
+
+def _file_name(given: str) -> str:
+    """A file name as a person gave it, without any folder, control character or excess length."""
+    name = (given or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in name if c.isprintable()).strip()
+    return name[:MAX_FILE_NAME] or "document"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        while piece := source.read(1_048_576):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def _adding(tool: SearchTool, uploaded: Sequence[tuple[str, int]]) -> dict[str, int]:
+    """What (sha256, size) files would add to the tool's documents and their bytes (docs/tenants.md):
+    the bytes it has already, or has twice in the upload, are one document."""
+    new: dict[str, int] = {}
+    for sha256, size in uploaded:
+        doc_id = document_id(sha256)
+        if doc_id not in tool.documents:
+            new.setdefault(doc_id, size)
+    return {DOCUMENTS: len(new), STORED_BYTES: sum(new.values())}
