@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from urllib.parse import unquote_to_bytes
 
 from starlette.responses import JSONResponse, Response
@@ -181,13 +182,18 @@ def _authorization_problem(scope: Scope) -> Response | None:
     return None
 
 
-# Document uploads (docs/kinds/file-search-tools.md), over REST and from the console: multipart, streamed to the route
-# (never held whole here: a 25 MB upload must not cost the API process 25 MB), with their own cap.
-UPLOADS = re.compile(r"/(api/v1/admin|console)/search-tools/[^/]+/documents\Z")
+class Uploads:
+    """The routes that take uploads, over REST and from the console, as the kinds declare them
+    (`KindPlugin.uploads`, regular expressions of whole paths): multipart, streamed to the route
+    (never held whole here: a 25 MB upload must not cost the API process 25 MB), with their own cap."""
 
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        paths = tuple(paths)
+        self._pattern = re.compile("|".join(f"(?:{path})" for path in paths) + r"\Z") if paths else None
 
-def is_upload(scope: Scope) -> bool:
-    return scope.get("method") == "POST" and UPLOADS.match(scope.get("path", "")) is not None
+    def __call__(self, scope: Scope) -> bool:
+        return (self._pattern is not None and scope.get("method") == "POST"
+                and self._pattern.match(scope.get("path", "")) is not None)
 
 
 def _upload_problem(scope: Scope) -> Response | None:
@@ -207,10 +213,12 @@ def _method_not_answered(scope: Scope) -> bool:
 
 
 class RequestChecks:
-    """Refuses what no route may see (see the module's docstring), before routing."""
+    """Refuses what no route may see (see the module's docstring), before routing; `uploads` are
+    the routes whose bodies are streamed to them, checked for their media type only."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, uploads: Uploads | None = None) -> None:
         self.app = app
+        self.is_upload = uploads or Uploads()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -223,7 +231,7 @@ class RequestChecks:
         if scope["method"] in ("GET", "HEAD", "OPTIONS") or _method_not_answered(scope):
             await self.app(scope, receive, send)
             return
-        if is_upload(scope):
+        if self.is_upload(scope):
             refusal = _upload_problem(scope)
             if refusal is not None:
                 await refusal(scope, receive, send)

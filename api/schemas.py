@@ -9,7 +9,7 @@ length), from the domain's own constants, and checked by the domain alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from application.modules import MAX_CHANGESET
 from application.tokens import MAX_NAME as MAX_TOKEN_NAME
+from api.paths import ADMIN_API, OPERATOR_API
 from application.principals import ROLES
 from domain import callers, rules, tenants
-from toolkinds.search_tools import model as search_tools
 from domain import secrets as domain_secrets
 
 
@@ -96,21 +96,26 @@ class ToolSectionIn(_Request):
 
 
 # What each path parameter that names a thing may be, by the path it is in: an id that breaks its
-# rule can never name anything (a GET is 404), and a PUT that would create it is refused.
+# rule can never name anything (a GET is 404), and a PUT that would create it is refused. A kind
+# adds the rules of its own paths (`KindPlugin.path_rules`).
 PATH_RULES: tuple[tuple[re.Pattern[str], str, dict[str, Any]], ...] = (
-    (re.compile(r"/api/v1/admin/(code-modules|plans|api-tools)/\{id\}"), "id", IDENTIFIER),
-    (re.compile(r"/api/v1/admin/search-tools/\{id\}"), "id", {**IDENTIFIER, "maxLength": search_tools.MAX_NAME}),
-    (re.compile(r"/api/v1/admin/(agents|mcp-servers|usage-profiles)/\{id\}"), "id", SLUG),
-    (re.compile(r"/api/v1/admin/mcp-servers/\{id\}/tools/\{name\}"), "name", IDENTIFIER),
-    (re.compile(r"/api/v1/admin/secrets/\{id\}"), "id", {"pattern": json_pattern(domain_secrets._ID)}),
-    (re.compile(r"/api/v1/operator/tenants/\{id\}"), "id", {"pattern": json_pattern(tenants.TENANT_ID)}),
+    (re.compile(re.escape(ADMIN_API) + r"/(code-modules|plans)/\{id\}"), "id", IDENTIFIER),
+    (re.compile(re.escape(ADMIN_API) + r"/(agents|mcp-servers|usage-profiles)/\{id\}"), "id", SLUG),
+    (re.compile(re.escape(ADMIN_API) + r"/mcp-servers/\{id\}/tools/\{name\}"), "name", IDENTIFIER),
+    (re.compile(re.escape(ADMIN_API) + r"/secrets/\{id\}"), "id", {"pattern": json_pattern(domain_secrets._ID)}),
+    (re.compile(re.escape(OPERATOR_API) + r"/tenants/\{id\}"), "id", {"pattern": json_pattern(tenants.TENANT_ID)}),
 )
 
 
-def openapi_with_rules(document: dict[str, Any]) -> dict[str, Any]:
-    """The OpenAPI `document` with `PATH_RULES` on its path parameters (the domain checks them)."""
+PathRule = tuple[re.Pattern[str], str, dict[str, Any]]
+
+
+def openapi_with_rules(document: dict[str, Any], rules: Iterable[PathRule] = ()) -> dict[str, Any]:
+    """The OpenAPI `document` with `PATH_RULES` and `rules` (the kinds') on its path parameters (the
+    domain checks them)."""
+    every = (*PATH_RULES, *rules)
     for path, operations in document.get("paths", {}).items():
-        for pattern, name, keywords in PATH_RULES:
+        for pattern, name, keywords in every:
             if not pattern.match(path):
                 continue
             for operation in operations.values():
@@ -325,7 +330,8 @@ class Problem(BaseModel):
 class ToolOut(BaseModel):
     name: str
     description: str
-    callType: str = Field(description="LOCAL (native), CODE (code module), MCP (external MCP tool), PLAN, API_URL or FILE_SEARCH")
+    callType: str = Field(description="the tool's kind: LOCAL (native), CODE (code module), MCP (external MCP tool), PLAN, "
+                                      "or another kind's call type (the catalog's `callType` parameter lists every one)")
     tags: list[str]
     inputSchema: dict[str, Any]
     exposeInChat: bool
@@ -337,7 +343,7 @@ class ToolOut(BaseModel):
         "against the caller's usage profile before anything runs",
     )
     readOnly: bool = Field(False, description="the tool only reads what the server holds (MCP's readOnlyHint)")
-    group: str | None = Field(None, description="FILE_SEARCH: the File Search tool this capability belongs to")
+    group: str | None = Field(None, description="the tool this entry is a capability of, for a tool that stands for several")
 
 
 class NodeIn(_Request):

@@ -35,9 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     what = projections.add_subparsers(dest="action", required=True)
     what.add_parser("run", help="apply new events to the read models until stopped "
                     "(for API processes started with TOOLSMITH_PROJECTION_RUNNER=external)")
+    # The kinds are not imported to build the parser (the sandbox service's start does not load them).
     rebuild = what.add_parser("rebuild", help="build a fresh module index from every event, then swap the alias to it "
-                                                 "(with OPENSEARCH_URL); and the chunk index of File Search tools from the "
-                                                 "events and the blobs")
+                                                 "(with OPENSEARCH_URL); and what each kind of tool builds from the events "
+                                                 "and what it keeps beside them (its own index)")
     rebuild.add_argument("--keep-old", action="store_true", help="keep the replaced index instead of deleting it")
 
     audit = commands.add_parser("audit", help="verify the hash chains (B5), export or import the event store as JSON lines")
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from api.paths import ADMIN_API, OPERATOR_API
     from entrypoints.web import create_app
     from infrastructure import logs
     from entrypoints.compose import bootstrap
@@ -99,7 +101,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(
             f"\n  Toolsmith admin token (shown once, keep it safe):\n\n    {services.new_admin_token}\n\n"
             f"  Try: curl -H 'Authorization: Bearer {services.new_admin_token}' "
-            f"http://{args.host}:{args.port}/api/v1/admin/code-modules\n",
+            f"http://{args.host}:{args.port}{ADMIN_API}/code-modules\n",
             file=sys.stdout,
             flush=True,
         )
@@ -109,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"\n  Toolsmith operator token (manages organizations; shown once, keep it safe):\n\n"
             f"    {services.new_operator_token}\n\n"
             f"  Try: curl -H 'Authorization: Bearer {services.new_operator_token}' "
-            f"http://{args.host}:{args.port}/api/v1/operator/tenants\n",
+            f"http://{args.host}:{args.port}{OPERATOR_API}/tenants\n",
             file=sys.stdout,
             flush=True,
         )
@@ -214,7 +216,7 @@ def _projections(args: argparse.Namespace) -> int:
                 _rebuild(app, settings, args.keep_old)
             else:
                 print("  the module read model is in memory (no OPENSEARCH_URL): each API process rebuilds it at start", flush=True)
-            return _rebuild_chunks(app, settings)
+            return _rebuild_kinds(app, settings)
         # Like the API's own runner, it rebuilds an index that holds another event store's documents.
         identity = store_identity(app)
         view = build_read_model(settings, identity)
@@ -265,26 +267,31 @@ def _rebuild(app: Store, settings: Settings, keep_old: bool) -> int:
     return 0
 
 
-def _rebuild_chunks(app: Store, settings: Settings) -> int:
-    """The chunk index of File Search tools, made again from the events and the blobs."""
+def _rebuild_kinds(app: Store, settings: Settings) -> int:
+    """What each kind makes again from the events and what it keeps beside them (`KindPlugin.rebuild`),
+    one after the other, each with its progress and the line it answers."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from toolkinds.search_tools.kind import SearchToolKind
-    from entrypoints.compose import build_files, build_kinds
+    from entrypoints.compose import build_kinds, kind_resources
+    from entrypoints.kinds import DEFAULT_KINDS
 
-    files = build_files(settings, app)
-    kinds = build_kinds(app, files=files)
+    plugins = [plugin for plugin in DEFAULT_KINDS if plugin.rebuild is not None]
+    if not plugins:
+        return 0
+    kinds = build_kinds(app, resources=kind_resources(settings, app, plugins))
     try:
-        kind = kinds.find(SearchToolKind)
-        columns = (TextColumn("rebuilding the chunk index"), BarColumn(), MofNCompleteColumn(), TextColumn("documents"),
-                   TimeElapsedColumn())
-        with Progress(*columns, console=Console(stderr=True)) as bar:
-            task = bar.add_task("chunks", total=None)
-            chunks = kind.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total))
+        for plugin in plugins:
+            assert plugin.rebuild is not None
+            step = plugin.rebuild
+            columns = (TextColumn(f"rebuilding {step.what}"), BarColumn(), MofNCompleteColumn(), TextColumn(step.unit),
+                       TimeElapsedColumn())
+            with Progress(*columns, console=Console(stderr=True)) as bar:
+                task = bar.add_task(step.what, total=None)
+                done = step.run(kinds.of(plugin.call_type), lambda done, total: bar.update(task, completed=done, total=total))
+            print(f"  {done}", flush=True)
     finally:
         kinds.close()
-    print(f"  the chunk index holds {chunks} chunks again, from the events and the blobs", flush=True)
     return 0
 
 

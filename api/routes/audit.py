@@ -8,9 +8,10 @@ from fastapi.responses import StreamingResponse
 
 from api.deps import Reader, ServicesDep
 from api.problems import documented
+from api.paths import ADMIN_API
 from infrastructure.audit import export_chunks
 
-router = APIRouter(prefix="/api/v1/admin/audit", tags=["audit"])
+router = APIRouter(prefix=f"{ADMIN_API}/audit", tags=["audit"])
 
 _EXPORT = {
     200: {

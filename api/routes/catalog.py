@@ -11,6 +11,7 @@ from api import queries
 from api.deps import Reader, ServicesDep
 from api.problems import documented
 from api.schemas import ToolOut
+from api.paths import ADMIN_API
 from domain.catalog import ToolEntry
 from domain.errors import InvalidInput, Violation
 
@@ -38,7 +39,7 @@ def tool_out(entry: ToolEntry) -> dict[str, Any]:
 
 def router_for(call_types: Sequence[str]) -> APIRouter:
     """The catalog's router; `callType` accepts the call types of the service's kinds."""
-    router = APIRouter(prefix="/api/v1/admin/tools", tags=["tool catalog"])
+    router = APIRouter(prefix=f"{ADMIN_API}/tools", tags=["tool catalog"])
 
     @router.get("", response_model=list[ToolOut], responses=documented(400))
     def list_tools(

@@ -13,9 +13,10 @@ from fastapi import APIRouter
 from api.deps import Reader, ServicesDep
 from api.problems import documented
 from api.schemas import ChangesetOut
+from api.paths import ADMIN_API
 from domain.errors import UnknownRecord
 
-router = APIRouter(prefix="/api/v1/admin/changesets", tags=["changesets"])
+router = APIRouter(prefix=f"{ADMIN_API}/changesets", tags=["changesets"])
 
 
 @router.get("", response_model=list[ChangesetOut], responses=documented())

@@ -11,8 +11,9 @@ from fastapi import APIRouter, Response
 from api.deps import Operator, ServicesDep
 from api.problems import documented
 from api.schemas import TenantChange, TenantCreated, TenantIn, TenantPublic
+from api.paths import OPERATOR_API
 
-router = APIRouter(prefix="/api/v1/operator/tenants", tags=["operator"])
+router = APIRouter(prefix=f"{OPERATOR_API}/tenants", tags=["operator"])
 
 
 @router.get("", response_model=list[TenantPublic], responses=documented())

@@ -10,11 +10,12 @@ from fastapi import APIRouter, Response
 from api.deps import Admin, Reader, ServicesDep
 from api.problems import documented
 from api.schemas import HistoryOut, SecretFields, SecretIn, SecretPublic
+from api.paths import ADMIN_API
 from application.secrets import SECRET
 from domain import history
 from domain.errors import UnknownRecord
 
-router = APIRouter(prefix="/api/v1/admin/secrets", tags=["secrets"])
+router = APIRouter(prefix=f"{ADMIN_API}/secrets", tags=["secrets"])
 
 
 @router.get("", response_model=list[SecretPublic], responses=documented())

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Response
 from api.deps import Admin, ServicesDep
 from api.problems import documented
 from api.schemas import TokenIn, TokenIssued, TokenPublic
+from api.paths import ADMIN_API
 
-router = APIRouter(prefix="/api/v1/admin/tokens", tags=["tokens"])
+router = APIRouter(prefix=f"{ADMIN_API}/tokens", tags=["tokens"])
 
 
 @router.get("", response_model=list[TokenPublic], responses=documented())

@@ -12,9 +12,10 @@ from api.problems import documented
 from api.presenters import execution_out
 from api.queries import call_context
 from api.schemas import ExecutionOut
+from api.paths import API_V1
 from domain.errors import InvalidInput, Violation
 
-router = APIRouter(prefix="/api/v1/tools", tags=["tools"])
+router = APIRouter(prefix=f"{API_V1}/tools", tags=["tools"])
 
 
 @router.post("/{name}/call", response_model=ExecutionOut, responses=documented(400, 404, 413, 429, 503))
