@@ -1,7 +1,8 @@
 """Plans, agents, usage profiles and MCP servers (docs/kinds/index.md, 004; docs/rest-api.md, docs/mcp.md): the records that
 name tools. Each has a list, a page (with what it reaches now), and for admins a form to create,
 edit and delete it; a plan runs with an input; an MCP server has tools attached and detached.
-Every change goes through `services.records`, as the REST routes' do (api/routes/callers.py)."""
+Every change goes through `services.records`, as the REST routes' do (api/routes/callers.py); a plan runs by
+the plans kind's `run`, as its REST route does (toolkinds/plans/routes.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 
-from api.queries import reaches
-from api.routes.callers import run_plan
+from api.presenters import execution_out
+from api.queries import call_context, reaches
 from api.schemas import (
     AgentFields,
     AgentIn,
@@ -24,7 +26,6 @@ from api.schemas import (
     McpServerIn,
     PlanFields,
     PlanIn,
-    RunRequest,
     UsageProfileFields,
     UsageProfileIn,
 )
@@ -33,6 +34,7 @@ from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain import errors
 from domain.callers import AGENT, PLAN, PROFILE, SERVER
+from toolkinds.plans.kind import PlanKind
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 
@@ -331,7 +333,7 @@ def node_runs(record: dict[str, Any], result: dict[str, Any]) -> list[dict[str, 
 
 @router.post("/plans/{record_id}/run")
 async def run_plan_page(record_id: str, request: Request, visitor: Writer) -> Response:
-    """Runs the plan with the input given, by the REST plan run route's own function."""
+    """Runs the plan with the input given, as the REST plan run route does: by the plans kind's `run`."""
     form = await request.form()
     services = _services(request)
     record = services.records.get(visitor.principal.tenant, PLAN, record_id)
@@ -342,7 +344,9 @@ async def run_plan_page(record_id: str, request: Request, visitor: Writer) -> Re
         return _render_detail(request, PLANS, record, run_input=text,
                               run_error=f"The input is not JSON: {error.msg} (line {error.lineno}, column {error.colno}).")
     try:
-        result = await run_plan(record_id, RunRequest(input=value), services, visitor.principal)
+        ran = await run_in_threadpool(services.toolbox.kind(PlanKind).run, visitor.principal.tenant, record_id, value,
+                                      context=call_context(visitor.principal), tools=services.toolbox)
+        result = {**execution_out(ran), "nodes": list(ran.steps)}
     except (errors.InvalidInput, errors.ToolNotCallable) as error:
         result = {"output": None, "error": {"type": error.code, "message": error.detail}, "logs": [], "durationMillis": 0, "nodes": []}
     result = {**result, "nodes": node_runs(record, result)}
