@@ -6,7 +6,7 @@ DATA_DIR ?= .data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-quick test-browser bench clean
+.PHONY: install run test test-quick test-browser bench docs clean
 
 $(BIN)/toolsmith: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is needed (set PYTHON=...)"; exit 1; }
@@ -34,6 +34,11 @@ test: install
 	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); \
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory docs
+
+# The documentation (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor.
+docs: $(BIN)/toolsmith
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The inner loop (about a minute): unit, contract and kind tests on the embedded engines, no
 # PostgreSQL, OpenSearch or browser; stops at the first failure. `make test` runs everything.
@@ -49,7 +54,7 @@ bench: install
 	@$(WITH_WRK); $(WITH_POSTGRES); $(WITH_OPENSEARCH); $(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info console/node_modules console/static/dist
+	rm -rf $(VENV) .pytest_cache build site *.egg-info console/node_modules console/static/dist
 
 # -- PostgreSQL: the event store of several API processes (scripts/postgres.sh, data in .engines/) --
 .PHONY: postgres postgres-stop
