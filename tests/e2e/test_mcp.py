@@ -1,4 +1,4 @@
-"""MCP against a running `toolsmith serve`, driven by the SDK's own client (docs/mcp.md, docs/security.md; docs/kinds/code-modules.md, 003).
+"""MCP against a running `toolsmith serve`, driven by the SDK's own client (docs/mcp.md, docs/security.md; docs/kinds/code-modules.md).
 
 Both eras of the protocol: the handshake era ("legacy": initialize, session id, a GET stream for
 `tools/list_changed`) and the 2026-07-28 era (self-contained requests, `subscriptions/listen`).
