@@ -4,7 +4,8 @@ A call goes: V1 on the arguments, then the call's own checks (`toolkinds.api_too
 then the request is built — the URL from the template (each path value one encoded segment), the
 operator's fixed query, headers and body, the model's header values and body values placed into a
 JSON object at their `bodyPath`, the auth — and sent through the one egress path (`Outbound`),
-which resolves once, checks every address and every redirect hop, and caps bytes and time. A
+which resolves once, checks every address and every redirect hop, and caps bytes and time (the
+request's building is `request`, the OAuth tokens `oauth`). A
 non-2xx answer is an error result naming the status; a 2xx answer is extracted (JMESPath within a
 budget of what it builds and a deadline, `domain.jmes`, or a published code module's `run(response)`
 in the sandbox) and cut at `maxOutputChars` with a marker.
@@ -23,34 +24,28 @@ client, and a 401 from the API drops the token and retries the call once with a 
 
 from __future__ import annotations
 
-import base64
-import copy
 import dataclasses
 import functools
-import hashlib
 import json
 import logging
-import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
-from uritemplate import URITemplate
 
 from application.commands import Change
 from application.kinds.base import Ranked, ToolKind, Tools, tagged
-from application.redaction import Redactor
-from domain import callers, jmes
+from domain import jmes
 from toolkinds.api_tools.model import (
-    API_URL, ApiTool, Config, api_tool_id, as_text, call_violations, normalise, secret_ids, violations,
+    API_URL, ApiTool, Config, api_tool_id, call_violations, normalise, secret_ids, violations,
 )
 from domain.catalog import ToolEntry
 from domain.errors import IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
 from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
+from toolkinds.api_tools.oauth import Tokens
+from toolkinds.api_tools.request import Failed as _Failed, Trace, Used as _Used, build as build_request, secret as read_secret
 from domain.rules import id_violations, input_schema, validate_input
 from domain.tenants import TOOLS
 from domain.values import MAX_DEPTH
@@ -61,47 +56,6 @@ API_TAG = "api"
 LABEL = "API URL tool"
 CUT_MARKER = "\n[output cut: {shown} of {total} characters shown (maxOutputChars)]"
 ERROR_BODY_CHARS = 500
-TOKEN_LEEWAY_SECONDS = 60
-TOKEN_DEFAULT_LIFETIME = 3_600  # a token answer without expires_in (RFC 6749 leaves it optional)
-
-
-@dataclass
-class Trace:
-    """What one call did, as the Playground shows it: the request with every secret replaced, the
-    answer's status and size, and the time."""
-
-    method: str = ""
-    url: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    body: Any = None
-    status: int | None = None
-    bytes: int = 0
-    millis: float = 0.0
-    attempts: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"request": {"method": self.method, "url": self.url, "headers": self.headers, "body": self.body},
-                "status": self.status, "bytes": self.bytes, "durationMillis": round(self.millis, 3)}
-
-
-@dataclass
-class _Used:
-    """What one call read or obtained that must not come back out of it: the secrets by id, the
-    OAuth access tokens it was given, and the strings it sent encoded around them (`user:pass`)."""
-
-    secrets: dict[str, str] = field(default_factory=dict)
-    tokens: list[str] = field(default_factory=list)
-    sent: list[str] = field(default_factory=list)
-
-    def redactor(self) -> Redactor:
-        return Redactor([*self.secrets.values(), *self.tokens], sent=self.sent)
-
-
-class _Token:
-    __slots__ = ("value", "expires_at")
-
-    def __init__(self, value: str, expires_at: float) -> None:
-        self.value, self.expires_at = value, expires_at
 
 
 class ApiToolKind(ToolKind):
@@ -110,9 +64,7 @@ class ApiToolKind(ToolKind):
 
     def __init__(self, deps: Any) -> None:
         super().__init__(deps)
-        self._tokens: dict[tuple[Any, ...], _Token] = {}
-        self._token_locks: dict[tuple[Any, ...], threading.Lock] = {}
-        self._guard = threading.Lock()
+        self.tokens = Tokens(self._send, self._secret)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -295,9 +247,9 @@ class ApiToolKind(ToolKind):
         trace = Trace()
         used = _Used()
         try:
-            request, shown = self._request(tenant, name, config, arguments, used)
+            request, shown = build_request(self.deps.secrets, tenant, config, arguments, used)
             trace.method, trace.url, trace.headers, trace.body = shown
-            response = self._send_with_auth(tenant, name, config, request, used, trace)
+            response = self.tokens.send_with_auth(tenant, config, request, used, trace)
             trace.status, trace.bytes = response.status, response.bytes_read or len(response.body)
             result = self._answer(tenant, config, response, context)
         except OutboundError as error:
@@ -313,97 +265,10 @@ class ApiToolKind(ToolKind):
         if self.deps.outbound is not None:
             self.deps.outbound.close()
 
-    # -- the request ---------------------------------------------------------------------------
+    # -- sending ---------------------------------------------------------------------------------
 
     def _secret(self, tenant: str, secret_id: str, used: _Used) -> str:
-        secrets = self.deps.secrets
-        if secrets is None:
-            raise _Failed(ExecutionError("config", f"the secret {secret_id!r} cannot be read: secrets are not configured"))
-        try:
-            value = secrets.value(tenant, secret_id)
-        except UnknownRecord:
-            raise _Failed(ExecutionError("config", f"the secret {secret_id!r} no longer exists")) from None
-        used.secrets[secret_id] = value
-        return value
-
-    def _request(self, tenant: str, name: str, config: Config, arguments: dict[str, Any],
-                 secrets: _Used) -> tuple[OutboundRequest, tuple[str, str, dict[str, str], Any]]:
-        params = config["parameters"]
-        variables = {p["name"]: _url_value(arguments[p["name"]]) for p in params
-                     if p["location"] in ("path", "query") and arguments.get(p["name"]) is not None}
-        url = _template(config["urlTemplate"]).expand(variables)
-        query: list[tuple[str, str]] = [(k, as_text(v)) for k, v in config["fixedQuery"].items()]
-        shown_query = list(query)
-        auth = config["auth"]
-        headers: dict[str, str] = {}
-        shown_headers: dict[str, str] = {}
-        sensitive: set[str] = set()
-        for header, value in config["headers"].items():
-            if isinstance(value, dict):
-                headers[header] = self._secret(tenant, value["secret"], secrets)
-                shown_headers[header] = f"[secret {value['secret']}]"
-                sensitive.add(header.lower())
-            else:
-                headers[header] = value
-                shown_headers[header] = value
-        for p in params:
-            if p["location"] == "header" and arguments.get(p["name"]) is not None:
-                headers[p["header"]] = shown_headers[p["header"]] = as_text(arguments[p["name"]])
-        if auth["type"] == "apiKey":
-            key = self._secret(tenant, auth["secret"], secrets)
-            if auth["in"] == "header":
-                headers[auth["name"]] = key
-                shown_headers[auth["name"]] = f"[secret {auth['secret']}]"
-                sensitive.add(auth["name"].lower())
-            else:
-                query.append((auth["name"], key))
-                shown_query.append((auth["name"], f"[secret {auth['secret']}]"))
-        elif auth["type"] == "bearer":
-            headers["Authorization"] = "Bearer " + self._secret(tenant, auth["secret"], secrets)
-            shown_headers["Authorization"] = f"Bearer [secret {auth['secret']}]"
-        elif auth["type"] == "basic":
-            password = self._secret(tenant, auth["secret"], secrets)
-            pair = f"{auth['username']}:{password}"
-            secrets.sent.append(pair)
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-            shown_headers["Authorization"] = f"Basic {auth['username']}:[secret {auth['secret']}]"
-        elif auth["type"] == "oauth2ClientCredentials":
-            shown_headers["Authorization"] = "Bearer [token from " + auth["tokenUrl"] + "]"
-        body: Any = None
-        body_params = [p for p in params if p["location"] == "body"]
-        if config["fixedBody"] is not None or body_params:
-            body = copy.deepcopy(config["fixedBody"]) if config["fixedBody"] is not None else {}
-            for p in body_params:
-                if arguments.get(p["name"]) is not None:
-                    _place(body, p["bodyPath"].split("."), arguments[p["name"]])
-            headers.setdefault("Content-Type", "application/json")
-            shown_headers.setdefault("Content-Type", "application/json")
-        for name, value in (("Accept", "application/json, text/plain;q=0.9, */*;q=0.5"), ("User-Agent", "toolsmith-api-tool")):
-            if name.lower() not in {h.lower() for h in headers}:
-                headers[name] = shown_headers[name] = value
-        full_url = _with_query(url, query)
-        request = OutboundRequest(
-            method=config["method"], url=full_url, headers=headers,
-            body=None if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
-            sensitive=frozenset(sensitive | ({"authorization"} if "Authorization" in headers else set())),
-        )
-        return request, (config["method"], _with_query(url, shown_query, safe="[] "), shown_headers, body)
-
-    def _send_with_auth(self, tenant: str, name: str, config: Config, request: OutboundRequest,
-                        secrets: _Used, trace: Trace) -> OutboundResponse:
-        auth = config["auth"]
-        if auth["type"] != "oauth2ClientCredentials":
-            trace.attempts = 1
-            return self._send(config, request)
-        key = self._token_key(tenant, name, auth, secrets)
-        token = self._token(tenant, config, key, secrets, stale=None)
-        response = self._send(config, _bearer(request, token))
-        trace.attempts = 1
-        if response.status == 401:
-            token = self._token(tenant, config, key, secrets, stale=token)
-            response = self._send(config, _bearer(request, token))
-            trace.attempts = 2
-        return response
+        return read_secret(self.deps.secrets, tenant, secret_id, used)
 
     def _send(self, config: Config, request: OutboundRequest) -> OutboundResponse:
         outbound = self.deps.outbound
@@ -411,63 +276,6 @@ class ApiToolKind(ToolKind):
             raise _Failed(ExecutionError("config", "outbound requests are not configured in this service"))
         return outbound.send(request, seconds=config["timeoutMillis"] / 1000, connect_seconds=config["connectTimeoutMillis"] / 1000,
                              max_bytes=config["response"]["maxBytes"], max_redirects=config["maxRedirects"])
-
-    # -- OAuth 2 client credentials ------------------------------------------------------------
-
-    def _token_key(self, tenant: str, name: str, auth: dict[str, Any], secrets: _Used) -> tuple[Any, ...]:
-        client_secret = self._secret(tenant, auth["clientSecret"], secrets)
-        # The secret's value is part of the key (hashed): a rotated client secret gets a new token.
-        digest = hashlib.sha256(client_secret.encode()).hexdigest()
-        return (tenant, auth["tokenUrl"], auth["clientId"], auth.get("scope"), auth.get("audience"),
-                auth.get("clientAuth", "clientSecretBasic"), digest)
-
-    def _token(self, tenant: str, config: Config, key: tuple[Any, ...], secrets: _Used, stale: str | None) -> str:
-        """A token for `key`: the cached one while it is fresh (and is not `stale`, the one the API
-        just refused), else one fetched by one thread while the others wait for it. Each token
-        given to a call is one of its secrets (`_Used.tokens`): an API that echoes it is redacted."""
-        with self._guard:
-            lock = self._token_locks.setdefault(key, threading.Lock())
-        with lock:
-            cached = self._tokens.get(key)
-            if cached is None or cached.value == stale or time.monotonic() >= cached.expires_at:
-                cached = self._tokens[key] = self._fetch_token(config, secrets)
-        secrets.tokens.append(cached.value)
-        return cached.value
-
-    def _fetch_token(self, config: Config, secrets: _Used) -> _Token:
-        auth = config["auth"]
-        client_secret = secrets.secrets[auth["clientSecret"]]
-        form = {"grant_type": "client_credentials"}
-        for key in ("scope", "audience"):
-            if auth.get(key):
-                form[key] = auth[key]
-        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
-        if auth.get("clientAuth", "clientSecretBasic") == "clientSecretPost":
-            form.update(client_id=auth["clientId"], client_secret=client_secret)
-        else:
-            # RFC 6749 §2.3.1: each part form-encoded before the Basic encoding (as Authlib does).
-            pair = f"{quote(auth['clientId'], safe='')}:{quote(client_secret, safe='')}"
-            secrets.sent.append(pair)
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-        request = OutboundRequest(method="POST", url=auth["tokenUrl"], headers=headers, body=urlencode(form).encode(),
-                                  sensitive=frozenset({"authorization"}))
-        try:
-            response = self._send({**config, "maxRedirects": 0, "response": {**config["response"], "maxBytes": 65_536}}, request)
-        except OutboundError as error:
-            raise _Failed(ExecutionError("auth", f"the token request failed: {error}")) from None
-        if not 200 <= response.status < 300:
-            raise _Failed(ExecutionError("auth", f"the token endpoint answered {response.status}"))
-        try:
-            answer = json.loads(response.body)
-            value = answer["access_token"]
-            if not isinstance(value, str) or not value:
-                raise ValueError
-        except (ValueError, KeyError, TypeError):
-            raise _Failed(ExecutionError("auth", "the token endpoint's answer has no access_token")) from None
-        lifetime = answer.get("expires_in")
-        lifetime = float(lifetime) if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool) and lifetime > 0 else TOKEN_DEFAULT_LIFETIME
-        leeway = min(TOKEN_LEEWAY_SECONDS, lifetime / 2)
-        return _Token(value, time.monotonic() + lifetime - leeway)
 
     # -- the answer ----------------------------------------------------------------------------
 
@@ -505,14 +313,6 @@ class ApiToolKind(ToolKind):
             raise _Failed(ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep")) from None
 
 
-class _Failed(Exception):
-    """A call that ends in an error result (not a refusal): `error` is what the caller sees."""
-
-    def __init__(self, error: ExecutionError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
 _NOT_JSON: Any = object()
 # An outbound failure's kind, as the error result's type.
 _ERROR_TYPES = {"refused": "egress", "timeout": "timeout", "connect": "connect", "response": "response"}
@@ -542,44 +342,11 @@ def _aggregate_id(tenant: str, name: str) -> UUID:
     return api_tool_id(tenant, name)
 
 
-@functools.lru_cache(maxsize=1_024)
-def _template(text: str) -> URITemplate:
-    """A URL template, parsed once (it is checked when the tool is saved, and immutable)."""
-    return URITemplate(text)
-
-
 def _secret_field(config: Config, secret: str) -> str:
     for header, value in config["headers"].items():
         if isinstance(value, dict) and value.get("secret") == secret:
             return f"headers.{header}"
     return "auth.clientSecret" if config["auth"].get("clientSecret") == secret else "auth.secret"
-
-
-def _url_value(value: Any) -> Any:
-    if isinstance(value, list):
-        return [as_text(v) if not isinstance(v, (dict, list)) else json.dumps(v, separators=(",", ":")) for v in value]
-    return as_text(value)
-
-
-def _with_query(url: str, query: list[tuple[str, str]], safe: str = "") -> str:
-    """`url` with `query` appended, each name and value percent-encoded (`safe` left as is: the
-    placeholders of a URL shown back)."""
-    if not query:
-        return url
-    joiner = "&" if "?" in url else "?"
-    return url + joiner + "&".join(f"{quote(k, safe=safe)}={quote(v, safe=safe)}" for k, v in query)
-
-
-def _place(body: dict[str, Any], path: list[str], value: Any) -> None:
-    node = body
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
-
-
-def _bearer(request: OutboundRequest, token: str) -> OutboundRequest:
-    return dataclasses.replace(request, headers={**request.headers, "Authorization": f"Bearer {token}"},
-                   sensitive=request.sensitive | {"authorization"})
 
 
 def _text(response: OutboundResponse) -> str:
