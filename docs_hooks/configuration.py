@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
@@ -24,7 +26,11 @@ MARKER = "<!-- settings-table -->"
 
 def _settings_class() -> type:
     # Imported when rendering, not when MkDocs loads the hook, so that a broken import names itself
-    # in the build's error rather than stopping MkDocs before it reads its configuration.
+    # in the build's error rather than stopping MkDocs before it reads its configuration. The
+    # repository's root comes first on the path: the settings of this checkout, installed or not.
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
     from infrastructure.settings import Settings
 
     return Settings
