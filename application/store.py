@@ -11,17 +11,15 @@ cached and shared between request threads, which only ever read them (see
 from __future__ import annotations
 
 import functools
-import random
 import sys
 import threading
-import time
 from copy import deepcopy
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository
-from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError, InternalError, OperationalError, ProgrammingError
+from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError
 from eventsourcing.utils import get_topic
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
@@ -39,8 +37,15 @@ SNAPSHOT_INTERVAL = 200
 # Events a query of `Store.published_tools` reads, and the most modules one of its passes rebuilds.
 TOOLS_PAGE = 2_000
 TOOLS_PER_PASS = 10_000
-# Attempts at making the store's tables when other processes are making them at the same moment.
-CREATE_ATTEMPTS = 10
+
+T = TypeVar("T")
+# How the store's tables are made: `make()` once, unless the engine says otherwise (replicas racing
+# to make a PostgreSQL store's catalog try again: `infrastructure.postgres_store.created_despite_others`).
+Opening = Callable[[Callable[[], T]], T]
+
+
+def _made_once(make: Callable[[], T]) -> T:
+    return make()
 
 
 @functools.cache
@@ -58,34 +63,6 @@ def project_events(aggregate: Any, events: Any) -> Any:
     for domain_event in events:
         aggregate = domain_event.mutate(aggregate)
     return aggregate
-
-
-# What PostgreSQL answers a `CREATE ... IF NOT EXISTS` racing another process's: the object "already
-# exists" (duplicate table, object, schema or function: a ProgrammingError) though it did not when checked,
-# or the two transactions' catalog locks deadlocked (an OperationalError; PostgreSQL rolled one back).
-CREATED_MEANWHILE = frozenset({"42P07", "42710", "42P06", "42723", "40P01"})
-
-
-def created_meanwhile(error: Exception) -> bool:
-    """Whether `error` says another process created the same object at the same moment: a unique key
-    of the catalog, a catalog row changed concurrently, or a duplicate object. Any other error (a
-    missing privilege, a syntax error, a refused connection) is not: it would fail again."""
-    if isinstance(error, (IntegrityError, InternalError)):
-        return True
-    return isinstance(error, (ProgrammingError, OperationalError)) and getattr(error.__cause__, "sqlstate", None) in CREATED_MEANWHILE
-
-
-def created_despite_others(make: Any) -> Any:
-    """What `make` answers; tried again, after a random pause, while it fails because another process
-    is creating the same tables at the same moment (so `make` must be idempotent: `IF NOT EXISTS`)."""
-    for attempt in range(1, CREATE_ATTEMPTS + 1):
-        try:
-            return make()
-        except (IntegrityError, InternalError, ProgrammingError, OperationalError) as e:
-            if attempt == CREATE_ATTEMPTS or not created_meanwhile(e):
-                raise
-            time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - a pause, not a secret
-    raise AssertionError("unreachable")
 
 
 class NewestAggregateCache(LRUCache):
@@ -166,22 +143,22 @@ class Store(Application):
         SearchTool: SNAPSHOT_INTERVAL,
     }
 
-    def __init__(self, env: dict[str, str] | None = None, *, tool_names: ToolNames | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, *, tool_names: ToolNames | None = None,
+                 opening: Opening[Any] = _made_once) -> None:
+        # Set before eventsourcing's constructor opens the recorder and the snapshot store.
+        self._opening = opening
         super().__init__(env)
         self._tool_names = tool_names or NoOtherTools()
 
-    # Opening the store makes its tables, indexes, types and functions if they are missing
-    # (`CREATE ... IF NOT EXISTS`, `CREATE OR REPLACE FUNCTION`). On PostgreSQL, replicas that
-    # start at the same moment race on the catalog: the loser's statement fails ("duplicate key
-    # value violates unique constraint pg_type_typname_nsp_index", "tuple concurrently updated")
-    # though what it wanted to make is there, or soon will be. Every statement is idempotent, so
-    # the loser tries again after a random pause, which takes the replicas out of step.
+    # Opening the store makes its tables, indexes, types and functions if they are missing, by
+    # idempotent statements (`CREATE ... IF NOT EXISTS`); `opening` says what to do when another
+    # process makes them at the same moment (the composition root's: `infrastructure/postgres_store.py`).
 
     def construct_recorder(self) -> ApplicationRecorder:
-        return created_despite_others(super().construct_recorder)
+        return self._opening(super().construct_recorder)
 
     def construct_snapshot_store(self) -> EventStore[Any]:
-        return created_despite_others(super().construct_snapshot_store)
+        return self._opening(super().construct_snapshot_store)
 
     def construct_repository(self) -> Repository:
         """eventsourcing's settings, with a cache whose aggregates threads may share (see

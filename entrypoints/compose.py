@@ -33,6 +33,7 @@ from domain.documents import DocumentIndex
 from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
+from infrastructure.postgres_store import created_despite_others
 from application.principals import ADMIN, OPERATOR, Authenticator, Principal
 from infrastructure.auth import admin_token_digest, operator_token_digest
 from infrastructure.ratelimit import RateLimiter
@@ -172,7 +173,7 @@ def build_admission(settings: Settings, store: Store, authenticator: Authenticat
 def open_event_store(settings: Settings, *, tool_names: ToolNames | None = None) -> Store:
     """The event store with `settings` (SQLite in the data dir, or PostgreSQL): for the service, and
     alone for a CLI command."""
-    return Store(settings.event_store_env(), tool_names=tool_names)
+    return Store(settings.event_store_env(), tool_names=tool_names, opening=created_despite_others)
 
 
 @dataclass(frozen=True)

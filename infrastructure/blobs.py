@@ -40,9 +40,9 @@ from typing import Any, BinaryIO
 
 from eventsourcing.persistence import IntegrityError
 
-from application.store import created_despite_others
 from domain.documents import BlobStore
 from infrastructure.data_dir import DIR_MODE
+from infrastructure.postgres_store import created_despite_others
 from infrastructure.settings import Settings
 
 log = logging.getLogger("toolsmith.blobs")

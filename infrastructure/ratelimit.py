@@ -139,7 +139,7 @@ class SharedRateLimiter(RateLimiter):
         self._empty_until: dict[str, float] = {}  # key: when the shared bucket has a request again (local clock)
         self._leases = 0
         if self.enabled:
-            from application.store import created_despite_others
+            from infrastructure.postgres_store import created_despite_others
 
             # Replicas opening a new store at once race on creating the table.
             created_despite_others(self._create)

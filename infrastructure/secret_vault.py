@@ -27,10 +27,10 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from application.store import created_despite_others
 from domain.errors import SecretUnreadable
 from domain.ports import SecretVault
 from infrastructure.data_dir import FILE_MODE
+from infrastructure.postgres_store import created_despite_others
 from infrastructure.settings import POSTGRES, Settings
 
 log = logging.getLogger("toolsmith.secrets")

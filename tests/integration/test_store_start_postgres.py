@@ -19,9 +19,11 @@ _REPLICA = """
 import sys
 from application.store import Store
 from infrastructure.blobs import PostgresBlobStore
+from infrastructure.postgres_store import created_despite_others
 from infrastructure.secret_vault import rows_of
 sys.stdin.readline()  # every replica opens the store at once, when the test says go
-store = Store()
+# As the composition root opens it (entrypoints.compose.open_event_store).
+store = Store(opening=created_despite_others)
 assert rows_of(store).ids("default") == []
 assert not PostgresBlobStore(store.recorder.datastore).exists("default", "0" * 64)
 store.close()

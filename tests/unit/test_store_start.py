@@ -1,5 +1,5 @@
 """Opening a store while another process opens it: a table creation that lost a race with another
-process's is tried again; any other failure is not (application.store.created_despite_others)."""
+process's is tried again; any other failure is not (infrastructure.postgres_store.created_despite_others)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import psycopg.errors
 import pytest
 from eventsourcing.persistence import IntegrityError, InternalError, OperationalError, ProgrammingError
 
-import application.store as store
-from application.store import CREATE_ATTEMPTS, created_despite_others
+import infrastructure.postgres_store as store
+from infrastructure.postgres_store import CREATE_ATTEMPTS, created_despite_others
 
 
 def as_eventsourcing_raises(error: psycopg.Error, wrapper: type[Exception]) -> Exception:
