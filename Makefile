@@ -36,9 +36,10 @@ test: install
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory docs
 
-# The documentation (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor.
+# The documentation (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor
+# (not with --quiet, which hides the warnings that --strict counts).
 docs: $(BIN)/toolsmith
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The inner loop (about a minute): unit, contract and kind tests on the embedded engines, no
 # PostgreSQL, OpenSearch or browser; stops at the first failure. `make test` runs everything.

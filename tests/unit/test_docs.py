@@ -11,8 +11,10 @@ Each check is a function over texts, so that it is also shown to fail on a text 
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
@@ -196,3 +198,16 @@ def test_a_setting_added_to_the_settings_object_appears_in_the_table() -> None:
 
     table = render_settings_table(More)
     assert "| `TOOLSMITH_BRAND_NEW` | integer | `3` | A setting nobody documented by hand. |" in table
+
+
+# -- the site builds -----------------------------------------------------------------------------
+
+def test_the_site_builds_with_no_warning(tmp_path: Path) -> None:
+    """`mkdocs build --strict` (what `make docs` runs): a broken link or anchor, a page left out of
+    the navigation or a failing hook stops it."""
+    built = subprocess.run(
+        # Not --quiet: it hides the warnings --strict counts, and the build then passes whatever they say.
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=120)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "TOOLSMITH_DATA_DIR" in (tmp_path / "site" / "configuration" / "index.html").read_text(encoding="utf-8")
