@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from opensearchpy import OpenSearch
 
@@ -58,6 +59,21 @@ def client(settings: Settings, shared_sandbox: EmbeddedSandbox) -> Iterator[Test
     app = create_app(wire(settings, shared_sandbox))
     with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def app(settings: Settings, shared_sandbox: EmbeddedSandbox) -> Iterator[FastAPI]:
+    """An app started once (one lifespan, which every client of it shares: two lifespans would close
+    one store twice), for tests that need clients of their own: the console's and the REST API's."""
+    application = create_app(wire(settings, shared_sandbox))
+    with TestClient(application):
+        yield application
+
+
+@pytest.fixture
+def api(app: FastAPI) -> TestClient:
+    """The REST API of `app` with the admin's bearer token."""
+    return TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
 
 
 @pytest.fixture(scope="session")

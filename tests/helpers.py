@@ -34,7 +34,7 @@ def expect(response: Any, status: int) -> Any:
     return response
 
 
-# -- the console without a browser (tests/api/test_console_*.py) --------------------------------------
+# -- the console without a browser (tests/console/) ----------------------------------------------------
 
 CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
 

@@ -19,9 +19,9 @@ from toolkinds.search_tools.kind import SearchToolKind, Upload
 from application.store import Store
 from domain.ports import GraphLock
 from entrypoints.compose import ApplicationServices, build_application
-from tests.api.test_console_api_tools import weather_form
-from tests.api.test_console_others import console, post
-from tests.api.test_console_search_tools import tool_form
+from tests.console.test_console_api_tools import weather_form
+from tests.console.test_console_others import console, post
+from tests.console.test_console_search_tools import tool_form
 from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN, page_csrf
 
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}

@@ -28,7 +28,7 @@ from entrypoints.web import create_app
 from infrastructure.audit import export_chunks, verify
 from application.principals import ADMIN, Principal
 from infrastructure.settings import Settings
-from tests.api.test_console_others import console, post
+from tests.console.test_console_others import console, post
 from tests.helpers import ADMIN_TOKEN, expect, unique_id
 from tests.kinds.constant import ConstantKind, router as constants_router
 

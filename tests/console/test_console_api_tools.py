@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from entrypoints.web import create_app
 from infrastructure.settings import Settings
-from tests.api.test_console_others import console, post
+from tests.console.test_console_others import console, post
 from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect, unique_id
 from tests.upstream import Upstream, running

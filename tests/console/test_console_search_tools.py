@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from toolkinds.search_tools.kind import SearchToolKind
 from toolkinds.search_tools import pages
-from tests.api.test_console_others import ORIGIN, console, post
+from tests.console.test_console_others import ORIGIN, console, post
 from tests.helpers import ADMIN_TOKEN, expect, page_csrf, unique_id
 
 TOOLS = "/api/v1/admin/search-tools"
