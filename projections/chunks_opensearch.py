@@ -19,8 +19,10 @@ tenant in one index, behind an alias.
   dynamic mapping by a write: the index is prepared again and the call retried once.
 - **Its own tracking record.** The chunk projection's position is a document of the index (id
   `~tracking~<application>`, no tenant or tool, so no query scoped to a tool ever sees it),
-  written after the changes of its batch, refreshed with them. An index made by a release before
-  it gets the position's fields added to its mapping when first used (a mapping only grows).
+  written after the changes of its batch, refreshed with them. Replicas following one log into one
+  index may write it out of order: a position moved back makes changes apply again, and changes
+  are idempotent. An index made by a release before it gets the position's fields added to its
+  mapping when first used (a mapping only grows).
 - **Unavailable is an answer.** A request that cannot reach OpenSearch (or gets 429 past the
   retries, or 502-504) raises `IndexUnavailable`, which the API serves as a 503.
 """
