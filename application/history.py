@@ -1,18 +1,67 @@
 """A module's past (docs/rules.md B1, B2): every event through all its lives, its published versions,
-and the tenant's import graph as it changed; read from the event store, never from a cache."""
+and the tenant's import graph as it changed; read from the event store, never from a cache. The
+tenant's changesets (B6) are a projection of the log's `Published` events (`Changesets`), caught up
+before every answer (`application/projected.py`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from eventsourcing.persistence import Tracking
+from eventsourcing.popo import POPOTrackingRecorder
+from eventsourcing.projection import Projection
+
+from application.projected import Follower, topics_of
 from application.store import Store
 from domain.model import CodeModule, Definition, graph_aggregate_id, module_aggregate_id
 from domain.rules import id_violations
 
 
+class ChangesetsView(POPOTrackingRecorder):
+    """By tenant, each changeset (id, message, who, when) with the modules it published, in the
+    order they were recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tenants: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def of(self, tenant: str) -> list[dict[str, Any]]:
+        """The tenant's changesets, newest first, each a copy."""
+        with self._database_lock:
+            found = [{**entry, "modules": [dict(m) for m in entry["modules"]]} for entry in self._tenants.get(tenant, {}).values()]
+        return sorted(found, key=lambda c: c["at"], reverse=True)
+
+    def published(self, event: Any, tracking: Tracking) -> None:
+        with self._database_lock:
+            self._assert_tracking_uniqueness(tracking)
+            changesets = self._tenants.setdefault(event.tenant, {})
+            entry = changesets.setdefault(event.changeset, {"id": event.changeset, "message": event.message, "by": event.by,
+                                                            "at": event.timestamp, "modules": []})
+            entry["modules"].append({"id": event.module_id, "version": event.version})
+            self._insert_tracking(tracking)
+
+
+class Changesets(Projection[ChangesetsView]):
+    """Every tenant's changesets, from the `Published` events that name one."""
+
+    name = "changesets"
+    topics = topics_of(CodeModule.Published)
+
+    def process_event(self, domain_event: Any, tracking: Tracking) -> None:
+        if isinstance(domain_event, CodeModule.Published) and getattr(domain_event, "changeset", None) is not None:
+            self.view.published(domain_event, tracking)
+        else:
+            self.view.insert_tracking(tracking)
+
+
 class History:
     def __init__(self, store: Store) -> None:
         self._store = store
+        self.changesets_follower: Follower[ChangesetsView] = Follower(store, Changesets(view=ChangesetsView()))
+
+    def projections(self) -> tuple[Follower[Any], ...]:
+        """The read models the projection runner keeps up to date for this service."""
+        return (self.changesets_follower,)
 
     def module_events(self, tenant: str, module_id: str) -> list[Any]:
         """Every event of a module, in order, through all its lives (B2); empty when it never existed."""
@@ -29,13 +78,6 @@ class History:
 
     def changesets(self, tenant: str) -> list[dict[str, Any]]:
         """Every changeset of the tenant (B6), newest first: id, message, who, when, and each module
-        it published with the version it made. Read from the `Published` events of the log."""
-        found: dict[str, dict[str, Any]] = {}
-        for notification in self._store.notifications_of(CodeModule.Published):
-            event = self._store.mapper.to_domain_event(notification)
-            if event.tenant != tenant or getattr(event, "changeset", None) is None:
-                continue
-            entry = found.setdefault(event.changeset, {"id": event.changeset, "message": event.message, "by": event.by,
-                                                       "at": event.timestamp, "modules": []})
-            entry["modules"].append({"id": event.module_id, "version": event.version})
-        return sorted(found.values(), key=lambda c: c["at"], reverse=True)
+        it published with the version it made. From the `Changesets` projection of the log's
+        `Published` events, caught up first: it costs the tenant's changesets, not the log."""
+        return self.changesets_follower.current().view.of(tenant)

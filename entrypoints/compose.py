@@ -15,6 +15,7 @@ from application.execution import Execution
 from application.fair_share import TenantSessions
 from application.history import History
 from application.modules import Modules
+from application.projected import followers_of
 from application.quotas import Quotas
 from application.records import CallerRecords
 from application.secrets import Secrets
@@ -46,7 +47,7 @@ from projections.memory import InMemoryModuleReadModel
 from projections.modules import ModuleSummaries
 from projections.opensearch import OpenSearchModuleReadModel
 from projections.rebuild import rebuild
-from projections.runner import PullingProjectionRunner, TrackingWatcher, runner_id
+from projections.runner import Following, PullingProjectionRunner, TrackingWatcher, runner_id
 from projections.store_identity import store_identity
 from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
@@ -107,12 +108,13 @@ def build_read_model(settings: Settings, store: str | None = None) -> ModuleRead
 
 def build_runner(app: Application, view: ModuleReadModel, *, poll_seconds: float = 0.5,
                  channels: StoreChannels | None = None, announce: bool = False,
-                 heartbeat_seconds: float | None = None) -> PullingProjectionRunner:
+                 heartbeat_seconds: float | None = None, followers: Sequence[Following] = ()) -> PullingProjectionRunner:
     """The projection runner, in the API process or `toolsmith projections run`. On OpenSearch it
     rebuilds the index from `app`'s store when it finds another store's documents there. With a
     PostgreSQL store's `channels` it wakes on every write, and with `announce` (a runner of its
     own process) it tells the API processes of each position applied. With `heartbeat_seconds`
-    (a runner of its own process, on OpenSearch) it beats in the index that often."""
+    (a runner of its own process, on OpenSearch) it beats in the index that often. It runs the
+    `followers` too, the other projections (`projections_of`)."""
     beat = None
     if heartbeat_seconds is not None and isinstance(view, OpenSearchModuleReadModel):
         me = runner_id()
@@ -127,7 +129,13 @@ def build_runner(app: Application, view: ModuleReadModel, *, poll_seconds: float
     return PullingProjectionRunner(app, ModuleSummaries(view=view), rebuild=replace, poll_seconds=poll_seconds,
                                    listen=channels.listen_to_writes if channels is not None else None,
                                    announce=channels.announce if channels is not None and announce else None,
-                                   heartbeat=beat, heartbeat_seconds=heartbeat_seconds or 2.0)
+                                   heartbeat=beat, heartbeat_seconds=heartbeat_seconds or 2.0, followers=followers)
+
+
+def projections_of(app: ApplicationServices, kinds: ToolKinds) -> list[Following]:
+    """Every projection besides the module summaries that the one runner runs (issue 29, 3): the
+    services' (changesets, usage) and each installed kind's (its tool index)."""
+    return followers_of([app.history, app.usage, *kinds])
 
 
 def store_channels(settings: Settings, app: Application, store: str) -> StoreChannels | None:
@@ -337,9 +345,11 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
         runner = TrackingWatcher(store, read_model, max_lag_seconds=settings.read_model_max_lag_seconds,
                                  listen=channels.listen_to_positions if channels is not None else None,
                                  heartbeat=(lambda: heard(store.name)) if heard is not None else None,
-                                 heartbeat_seconds=settings.projection_heartbeat_seconds)
+                                 heartbeat_seconds=settings.projection_heartbeat_seconds,
+                                 followers=projections_of(app, names))
     else:
-        runner = build_runner(store, read_model, poll_seconds=settings.projection_poll_seconds, channels=channels)
+        runner = build_runner(store, read_model, poll_seconds=settings.projection_poll_seconds, channels=channels,
+                              followers=projections_of(app, names))
 
     authenticator = Authenticator(app.tokens.find_digest)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None

@@ -22,9 +22,16 @@ interval and counts the runner dead once its counter has not changed for two int
 API's own clock (`Pulse`): a dead runner shows while nothing is written, and no clock skew between
 the machines matters (issue 28, 11). A write waiting for a runner known dead stops waiting.
 
+The runner runs every other projection too (issue 29, 3: the tool indexes, the changesets, the
+usage counts, each with its own tracking record): its `followers` (`application/projected.py`),
+each caught up after every pass over the module summaries, and at the start (the replay, with its
+progress logged). A follower also catches itself up when it is read, so a list is exact in any
+process; the runner's passes leave it little or nothing to read then. A runner of another process
+(`TrackingWatcher`'s side) keeps the API process's followers up to date in its own thread.
+
 `health` is what `/healthz` says of the read side: the positions, the lag in events and in
 seconds (the age of the oldest event not applied yet), whether the runner runs (its thread, or
-its heartbeat), and `degraded` with the reasons.
+its heartbeat), each projection's position and lag, and `degraded` with the reasons.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,6 +60,45 @@ from projections.store_identity import store_identity
 log = logging.getLogger("toolsmith.projections")
 
 BATCH = 500
+
+
+class Following(Protocol):
+    """A projection besides the module summaries, with its own tracking record
+    (`application.projected.Follower`)."""
+
+    name: str
+    error: BaseException | None
+
+    def position(self) -> int: ...
+
+    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int: ...
+
+
+def catch_up_followers(followers: Sequence[Following]) -> None:
+    """Catches each follower up; one that fails is logged (its `error` says so in the health) and
+    the others still run: it is tried again at the next pass, or by its next reader."""
+    for follower in followers:
+        try:
+            follower.catch_up()
+        except Exception as error:  # noqa: BLE001 - reported by the health and the log, retried
+            log.error("projection failed; retrying", extra={"projection": follower.name, "error": str(error)})
+
+
+def replay_followers(followers: Sequence[Following]) -> None:
+    """The start's catch-up of each follower, its progress logged (a replay of a large store takes
+    a while: the log says how far it got)."""
+    for follower in followers:
+        def said(position: int, head: int, name: str = follower.name) -> None:
+            log.debug("projection replaying", extra={"projection": name, "position": position, "head": head})
+        started = time.monotonic()
+        try:
+            applied = follower.catch_up(said)
+        except Exception as error:  # noqa: BLE001 - reported by the health and the log, retried
+            log.error("projection failed; retrying", extra={"projection": follower.name, "error": str(error)})
+        else:
+            log.info("projection ready", extra={"projection": follower.name, "events": applied,
+                                                "position": follower.position(),
+                                                "seconds": round(time.monotonic() - started, 3)})
 
 
 class Listening(Protocol):
@@ -197,14 +243,16 @@ class PullingProjectionRunner:
         announce: Callable[[int], None] | None = None,
         heartbeat: Callable[[int], None] | None = None,
         heartbeat_seconds: float = 2.0,
+        followers: Sequence[Following] = (),
     ) -> None:
-        """`rebuild` replaces the view's storage with one built from `app`'s store (for a view
+        """`followers` are the other projections it runs (see the module's docstring). `rebuild` replaces the view's storage with one built from `app`'s store (for a view
         found holding another event store's documents). `listen(wake)` starts listening to the
         store's writes (PostgreSQL); `announce(position)` tells the API processes of each new
         position applied, and `heartbeat(beats)` writes the `beats`th heartbeat, every
         `heartbeat_seconds` (both for a runner in a process of its own)."""
         self.app = app
         self.projection = projection
+        self.followers: tuple[Following, ...] = tuple(followers)
         self.view: ModuleReadModel = projection.view
         self.poll_seconds = poll_seconds
         self.batch = batch
@@ -250,6 +298,7 @@ class PullingProjectionRunner:
             self.catch_up()
         except Exception as error:  # noqa: BLE001 - reported by `error` and the log, retried by the thread
             self._failed(error)
+        replay_followers(self.followers)
         self._thread = threading.Thread(target=self._follow, name=f"projection-{self.projection.name}", daemon=True)
         self._thread.start()
         if self._listen is not None:
@@ -321,7 +370,10 @@ class PullingProjectionRunner:
         if self.error is not None or not self.alive():
             return False
         self.poke()
-        return self._applied.wait(notification_id, timeout)
+        if not self._applied.wait(notification_id, timeout):
+            return False
+        self._followers_reach(notification_id)
+        return True
 
     async def wait_async(self, notification_id: int | None, timeout: float) -> bool:
         """`wait` for a request on the event loop: it holds no thread while it waits."""
@@ -330,7 +382,19 @@ class PullingProjectionRunner:
         if self.error is not None or not self.alive():
             return False
         self.poke()
-        return await self._applied.wait_async(notification_id, timeout)
+        if not await self._applied.wait_async(notification_id, timeout):
+            return False
+        if self._followers_behind(notification_id):
+            await anyio.to_thread.run_sync(self._followers_reach, notification_id)
+        return True
+
+    def _followers_behind(self, notification_id: int) -> bool:
+        return any(follower.position() < notification_id for follower in self.followers)
+
+    def _followers_reach(self, notification_id: int) -> None:
+        """Catches up the followers that have not applied `notification_id` yet (the runner's
+        thread does so right after its pass: this is rarely needed, and short)."""
+        catch_up_followers([f for f in self.followers if f.position() < notification_id])
 
     def catch_up(self, progress: Callable[[int, int], None] | None = None, *, pipelined: bool = False) -> int:
         """Applies every notification after the view's stored position; answers how many.
@@ -452,9 +516,11 @@ class PullingProjectionRunner:
             except Exception as error:  # noqa: BLE001 - reported by `error` and the log, retried
                 self._failed(error)
                 self._opened = False  # the storage may be gone (an index deleted): prepare it again
+                catch_up_followers(self.followers)
                 self._stopping.wait(1.0)
             else:
                 self.error = None
+                catch_up_followers(self.followers)
 
 
 class TrackingWatcher:
@@ -468,14 +534,16 @@ class TrackingWatcher:
                  fallback_seconds: float = 0.25, max_lag_seconds: float | None = None,
                  listen: Callable[[Callable[[int], None], Callable[[], None]], Listening] | None = None,
                  heartbeat: Callable[[], object] | None = None, heartbeat_seconds: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, followers: Sequence[Following] = ()) -> None:
         """`max_lag_seconds`: past this age of the oldest event not applied, the runner counts as
         dead. `listen(heard, on_connect)` starts listening to the runner's announced positions.
         `heartbeat()` reads the runner's heartbeat (a value that changes at each beat, None when
         none was ever written), which it writes every `heartbeat_seconds`; without one, only the
-        lag tells of a dead runner."""
+        lag tells of a dead runner. `followers`: the projections this process keeps itself (in
+        memory), caught up in the watcher's thread."""
         self.app = app
         self.view = view
+        self.followers: tuple[Following, ...] = tuple(followers)
         self.poll_seconds = poll_seconds
         self.fallback_seconds = fallback_seconds
         self.max_lag_seconds = max_lag_seconds
@@ -503,6 +571,7 @@ class TrackingWatcher:
             self.error = error
         self._applied.advance(self.position())
         self.listen_to_heart()
+        replay_followers(self.followers)
         self._thread = threading.Thread(target=self._follow, name="read-model-position", daemon=True)
         self._thread.start()
         if self._listen is not None:
@@ -628,6 +697,7 @@ class TrackingWatcher:
             read_now, self._read_now = self._read_now, False
             if self._applied.waiting() and (read_now or not woken):
                 self._read()
+            catch_up_followers(self.followers)
 
     def _read(self) -> None:
         position = self.position()
@@ -657,6 +727,12 @@ def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, 
                         f"every {runner.heartbeat_seconds:g} s): is `toolsmith projections run` running?")
     elif not alive:
         problems.append("the projection runner is not running")
+    projections = {runner_name(runner): {"position": applied, "lag": lag}}
+    for follower in runner.followers:
+        position = follower.position()
+        projections[follower.name] = {"position": position, "lag": max(stored - position, 0)}
+        if follower.error is not None:
+            problems.append(f"the projection {follower.name!r} fails (its error is in the log); it is retried")
     return {
         "status": "degraded" if problems else "ok",
         "eventStore": {"position": stored},
@@ -666,8 +742,15 @@ def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, 
             "lagSeconds": round(behind, 3),
             "runner": {"mode": runner.mode, "alive": alive and behind <= max_lag_seconds},
             "problems": problems,
+            # Every projection the runner runs, each by its own tracking record (issue 29, 3).
+            "projections": projections,
         },
     }
+
+
+def runner_name(runner: PullingProjectionRunner | TrackingWatcher) -> str:
+    """The module summaries' projection's name, as the health reports it."""
+    return runner.projection.name if isinstance(runner, PullingProjectionRunner) else ModuleSummaries.name
 
 
 def _age_of_event(app: Application, notification_id: int) -> float:

@@ -25,29 +25,22 @@ client, and a 401 from the API drops the token and retries the call once with a 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError
-
-from application.commands import Change
-from application.kinds.base import Ranked, ToolKind, Tools, tagged
+from application.kinds.base import Tools, tagged
+from application.kinds.configured import ConfiguredKind
 from domain import jmes
-from toolkinds.api_tools.model import (
-    API_URL, ApiTool, Config, api_tool_id, call_violations, normalise, secret_ids, violations,
-)
+from toolkinds.api_tools.model import API_URL, ApiTool, Config, call_violations, normalise, secret_ids, violations
 from domain.catalog import ToolEntry
-from domain.errors import IdTaken, InUse, InvalidDefinition, InvalidInput, ToolNotCallable, UnknownRecord, Violation
+from domain.errors import InvalidDefinition, InvalidInput, ToolNotCallable, Violation
 from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
 from toolkinds.api_tools.oauth import Tokens
 from toolkinds.api_tools.request import Failed as _Failed, Trace, Used as _Used, build as build_request, secret as read_secret
-from domain.rules import id_violations, input_schema, validate_input
-from domain.tenants import TOOLS
+from domain.rules import input_schema, validate_input
 from domain.values import MAX_DEPTH
 
 log = logging.getLogger("toolsmith.api_tools")
@@ -58,111 +51,25 @@ CUT_MARKER = "\n[output cut: {shown} of {total} characters shown (maxOutputChars
 ERROR_BODY_CHARS = 500
 
 
-class ApiToolKind(ToolKind):
+class ApiToolKind(ConfiguredKind[ApiTool]):
     call_type = API_URL
     label = LABEL
+    aggregate = ApiTool
+    index_name = "api tool index"
 
     def __init__(self, deps: Any) -> None:
         super().__init__(deps)
         self.tokens = Tokens(self._send, self._secret)
 
-    # -- queries -------------------------------------------------------------------------------
+    # -- the configuration (`ConfiguredKind` does the CRUD) -----------------------------------
 
-    def tools(self, tenant: str) -> list[ApiTool]:
-        """Every live API URL tool of `tenant`, by name (the log's `Created` events say which exist)."""
-        found: dict[str, ApiTool] = {}
-        for aggregate_id in self.deps.store.originators_of(ApiTool.Created):
-            tool = self._load(aggregate_id)
-            if tool is not None and tool.tenant == tenant and not tool.deleted:
-                found[tool.tool_id] = tool
-        return [found[name] for name in sorted(found)]
+    def normalise(self, given: dict[str, Any]) -> Config:
+        return normalise(given)
 
-    def find(self, tenant: str, name: str) -> ApiTool | None:
-        """The live tool `name` of `tenant`, or None."""
-        if not isinstance(name, str) or id_violations(name):
-            return None
-        tool = self._load(_aggregate_id(tenant, name))
-        return tool if tool is not None and not tool.deleted else None
+    def violations(self, name: str, given: dict[str, Any], config: Config) -> list[Violation]:
+        return violations(config)
 
-    def get(self, tenant: str, name: str) -> ApiTool:
-        tool = self.find(tenant, name)
-        if tool is None:
-            raise UnknownRecord(LABEL, name)
-        return tool
-
-    def events(self, tenant: str, name: str) -> list[Any]:
-        """Every event of the tool through all its lives (history, `asOf`); empty when it never existed."""
-        if not isinstance(name, str) or id_violations(name):
-            return []
-        return self.deps.store.stored_events(api_tool_id(tenant, name))
-
-    def _load(self, aggregate_id: UUID, *, for_update: bool = False) -> ApiTool | None:
-        try:
-            return self.deps.store.repository.get(aggregate_id, deepcopy_from_cache=for_update)
-        except AggregateNotFoundError:
-            return None
-
-    # -- commands ------------------------------------------------------------------------------
-
-    def save(self, tenant: str, name: str, given: dict[str, Any], *, by: str, create: bool,
-             expected: int | None = None) -> tuple[ApiTool, int | None]:
-        """POST (create) or PUT (replace) a tool; every change is live at once. Answers the tool and
-        the log position to wait for (None when nothing changed)."""
-        config = normalise(given)
-        found = id_violations(name) + violations(config)
-        if found:
-            raise InvalidDefinition(found)
-        aggregate_id = api_tool_id(tenant, name)
-
-        def attempt() -> Change[ApiTool]:
-            # Under the tenant's lock, as a secret's delete is: a secret cannot go between this
-            # check and the save that refers to it.
-            self._check_references(tenant, config)
-            existing = self._load(aggregate_id, for_update=True)
-            live = existing is not None and not existing.deleted
-            if create:
-                if live:
-                    raise IdTaken(name, LABEL)
-                holder = self.deps.names.holder_of(tenant, name, besides=self.label)  # R2 across every kind
-                if holder is not None:
-                    raise IdTaken(name, holder)
-                if self.deps.quotas is not None:  # under the tenant's lock, as docs/tenants.md asks
-                    self.deps.quotas.check(tenant, TOOLS)
-                if existing is None:
-                    tool = ApiTool(tenant=tenant, tool_id=name, config=config, by=by)
-                else:
-                    tool = existing
-                    tool.recreate(config, by)
-                return Change(tool, save=[tool], subject=self.deps.commands.subject(tool, name))
-            if not live:
-                raise UnknownRecord(LABEL, name)
-            assert existing is not None
-            subject = self.deps.commands.subject(existing, name, expected)
-            changed = existing.change(config, by)
-            return Change(existing, save=[existing] if changed else [], subject=subject)
-
-        return self.deps.commands.run(attempt, name=name, lock=tenant)
-
-    def set_enabled(self, tenant: str, name: str, enabled: bool, *, by: str) -> tuple[ApiTool, int | None]:
-        tool = self.get(tenant, name)
-        return self.save(tenant, name, {**tool.config, "enabled": enabled}, by=by, create=False)
-
-    def delete(self, tenant: str, name: str, *, by: str) -> int | None:
-        """Deletes the tool; refused (R12) while a plan or an agent names it."""
-        def attempt() -> Change[None]:
-            tool = self._load(api_tool_id(tenant, name), for_update=True)
-            if tool is None or tool.deleted:
-                raise UnknownRecord(LABEL, name)
-            users = self.deps.store.registry(tenant).users_of(name)
-            if any(users.values()):
-                raise InUse(name, users)
-            tool.delete(by)
-            return Change(None, save=[tool], subject=self.deps.commands.subject(tool, name))
-
-        _, position = self.deps.commands.run(attempt, name=name, lock=tenant)
-        return position
-
-    def _check_references(self, tenant: str, config: Config) -> None:
+    def check_references(self, tenant: str, config: Config) -> None:
         """What only the store can say: each secret exists, the post-processing module is a
         published tool module."""
         found = []
@@ -184,18 +91,8 @@ class ApiToolKind(ToolKind):
 
     # -- the catalog and R2 --------------------------------------------------------------------
 
-    def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
-        return [api_entry(tool) for tool in self.tools(tenant)]
-
-    def entry(self, tenant: str, name: str) -> ToolEntry | None:
-        tool = self.find(tenant, name)
-        return None if tool is None else api_entry(tool)
-
-    def touched(self, event: Any) -> Collection[str] | None:
-        return (event.tool_id,) if isinstance(event, ApiTool.Event) else None
-
-    def holds(self, tenant: str, name: str) -> bool:
-        return self.find(tenant, name) is not None
+    def entries_of(self, tool: ApiTool) -> list[ToolEntry]:
+        return [api_entry(tool)]
 
     def secrets_used(self, tenant: str) -> Mapping[str, Sequence[str]]:
         used: dict[str, list[str]] = {}
@@ -203,12 +100,6 @@ class ApiToolKind(ToolKind):
             for secret in secret_ids(tool.config):
                 used.setdefault(secret, []).append(tool.tool_id)
         return used
-
-    def tenant_of(self, state: Mapping[str, Any], aggregate_id: UUID) -> str | None:
-        tenant, name = state.get("tenant"), state.get("tool_id")
-        if isinstance(tenant, str) and isinstance(name, str) and api_tool_id(tenant, name) == aggregate_id:
-            return tenant
-        return None
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -335,11 +226,6 @@ def _schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
     if not parameters:
         return {"type": "object", "properties": {}, "additionalProperties": False}
     return input_schema([{k: v for k, v in p.items() if k in ("name", "description", "type", "required", "default")} for p in parameters])
-
-
-@functools.lru_cache(maxsize=4_096)
-def _aggregate_id(tenant: str, name: str) -> UUID:
-    return api_tool_id(tenant, name)
 
 
 def _secret_field(config: Config, secret: str) -> str:
