@@ -12,6 +12,7 @@ from bench import (
 )
 from bench import tenant_filter, tenants
 from bench import asset_cache, extraction_fairness, jmespath_bound, rate_replicas, redaction, runner_heartbeat
+from bench import list_cost
 from bench._common import format_table, machine_line
 
 
@@ -23,7 +24,7 @@ def _load(load: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -77,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         tables.append(format_table(tenants.TITLE, rows) + f"\n{tenants.NOTES}\n(load average {info['load']})")
     # issue 28: the hardening's costs and guarantees
     for bench_module, name in ((redaction, "redaction"), (jmespath_bound, "jmespath_bound"), (extraction_fairness, "extraction_fairness"),
-                               (rate_replicas, "rate_replicas"), (runner_heartbeat, "runner_heartbeat"), (asset_cache, "asset_cache")):
+                               (rate_replicas, "rate_replicas"), (runner_heartbeat, "runner_heartbeat"), (asset_cache, "asset_cache"),
+                               # issue 29: every list is a projection
+                               (list_cost, "list_cost")):
         if args.only in (None, name):
             rows, info = bench_module.run(common)
             notes = getattr(bench_module, "NOTES", None)
