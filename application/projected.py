@@ -70,6 +70,12 @@ class Follower(Generic[V]):
         self.catch_up()
         return self.projection
 
+    def reset(self, clear: Callable[[], None]) -> None:
+        """Empties the view by `clear` (which forgets its tracking record too) while no catch-up
+        is in flight: the next one replays the log from its start (a rebuild)."""
+        with self._lock:
+            clear()
+
     def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Applies every notification of the projection's topics after the view's position, up
         to the log's head as read first; answers how many were applied. A replay longer than

@@ -166,3 +166,15 @@ def test_a_failing_projection_is_reported_and_the_others_run(failing: str) -> No
         assert answer["readModel"]["projections"]["api tool index"]["lag"] == 0
     finally:
         runner.stop()
+
+
+def test_a_reset_follower_replays_from_the_start() -> None:
+    store = popo()
+    store.save(api_tool("t", "a"))
+    kind = build_kinds(store).find(ApiToolKind)
+    assert [tool.tool_id for tool in kind.tools("t")] == ["a"]
+    follower = kind.index.follower
+    follower.reset(lambda: follower.projection._view.__init__())  # an empty view, tracking record and all
+    assert follower.position() == 0
+    assert [tool.tool_id for tool in kind.tools("t")] == ["a"]  # replayed at the next read
+    assert follower.position() == store.position()
