@@ -34,6 +34,10 @@ fetch_jars() {
 }
 
 start() {
+    # Two callers at once (make and a test, or the workers of one test run) must not both start a node.
+    mkdir -p "$NODE_DIR"
+    exec 9>"$NODE_DIR/.start.lock"
+    flock 9
     if answers; then
         say "reusing the node that answers on $URL"
         echo "$URL"
@@ -41,14 +45,14 @@ start() {
     fi
     command -v "$JAVA" >/dev/null || { say "Java 17 or newer is needed (set JAVA_HOME)"; exit 1; }
     fetch_jars
-    mkdir -p "$NODE_DIR"
     local home log pid
     home=$(cd "$NODE_DIR" && pwd)
     log=$home/launcher.log
     say "starting a node on $URL (data and logs in $NODE_DIR)"
     # setsid: the node outlives this script and the make that ran it; its pid is kept for stop.
+    # 9>&-: the node must not inherit the lock, or the next start would wait for it forever.
     setsid "$JAVA" "-Xms$HEAP" "-Xmx$HEAP" -Djava.awt.headless=true \
-        -cp "$PWD/$LIB_DIR/*" scripts/opensearch/Launcher.java "$home" "$PORT" >"$log" 2>&1 < /dev/null &
+        -cp "$PWD/$LIB_DIR/*" scripts/opensearch/Launcher.java "$home" "$PORT" >"$log" 2>&1 < /dev/null 9>&- &
     pid=$!
     echo "$pid" > "$home/pid"
     for _ in $(seq 180); do

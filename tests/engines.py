@@ -12,6 +12,9 @@ OpenSearch: `OPENSEARCH_URL` when set (`make test` exports it after starting the
 else, where a Docker engine answers, testcontainers' OpenSearch; else the project's own node from
 Maven Central (`scripts/opensearch.sh start`). The variable is taken out of the environment at
 import, so only tests that ask for OpenSearch use it; each of them gets indices of its own.
+
+Under pytest-xdist every worker asks for the engines itself; both scripts hold a lock while they
+start one, so the first worker starts it and the others reuse the one that answers.
 """
 
 from __future__ import annotations
