@@ -69,3 +69,37 @@ def test_two_replicas_of_a_postgresql_store_share_blobs_and_the_index(
             assert found and found[0]["documentId"] == doc_id and found[0]["page"] == 2
             page = call(two, "docs_fetch", {"id": doc_id})["output"]
             assert PAGE_TWO_WORD in page["text"].lower()
+
+
+def test_a_chunk_index_lost_or_left_by_the_release_before_is_built_again_from_the_log_and_the_blobs(
+        tmp_path: Path, opensearch_url: str, opensearch_index: str, opensearch: OpenSearch, shared_sandbox: Any) -> None:
+    from projections.chunks_opensearch import MAPPINGS, TRACKING_FIELDS
+
+    chunks_alias = f"{opensearch_index}-chunks"
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, opensearch_url=SecretStr(opensearch_url),
+                        opensearch_index=opensearch_index, opensearch_chunks_index=chunks_alias, opensearch_replicas=0)
+
+    def service() -> TestClient:
+        return TestClient(create_app(wire(settings, shared_sandbox)), headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+
+    def found(client: TestClient) -> list[dict[str, Any]]:
+        return call(client, "docs_search", {"query": PAGE_TWO_WORD})["output"]["results"]
+
+    with service() as api:
+        create(api)
+        doc_id = upload(api, "docs", ("atlas.pdf", documents.two_page_pdf(PAGE_TWO_WORD)))[0]["id"]
+        assert settled(api, "docs", doc_id)["state"] == "READY"
+        live = found(api)
+        assert live and live[0]["documentId"] == doc_id and live[0]["page"] == 2
+        # The index is lost while the service runs: the next search finds the document again.
+        opensearch.indices.delete(index=f"{chunks_alias}-*")
+        assert unscored(found(api)) == unscored(live)
+    # The service stopped; an index as the release before made it (no position, no field for one)
+    # holds nothing of the document: started again, the service replays the log into it.
+    opensearch.indices.delete(index=f"{chunks_alias}-*")
+    before = {name: field for name, field in MAPPINGS["properties"].items() if name not in TRACKING_FIELDS}
+    opensearch.indices.create(index=f"{chunks_alias}-000001", body={
+        "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+        "mappings": {"dynamic": "strict", "properties": before}, "aliases": {chunks_alias: {}}})
+    with service() as again:
+        assert unscored(found(again)) == unscored(live)

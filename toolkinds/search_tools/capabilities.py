@@ -22,7 +22,6 @@ from domain.catalog import ToolEntry
 from domain.documents import MAX_QUERY_CHARS, READY, IndexUnavailable, query_terms, split_chunk_id
 from domain.errors import InvalidInput, Violation
 from domain.ports import ExecutionError, ExecutionResult
-from toolkinds.search_tools import chunks
 from toolkinds.search_tools.model import (
     CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, enabled_capabilities,
 )
@@ -39,8 +38,8 @@ _SUFFIXES = sorted(CAPABILITIES, key=len, reverse=True)
 
 
 class Capabilities:
-    """Answers a capability's call on a tool: the index through `chunks`, the texts from the blob
-    store (the kind's `files`, read at each use)."""
+    """Answers a capability's call on a tool: the index through `chunks` (its projection caught up
+    first), the texts from the blob store (the kind's `files`, read at each use)."""
 
     def __init__(self, kind: SearchToolKind) -> None:
         self.kind = kind
@@ -78,7 +77,7 @@ class Capabilities:
         ready_ids = {d["id"] for d in self._ready(tool, document_ids)}
         if document_ids is not None and not ready_ids:
             return {"query": args["query"], "results": []}
-        hits = chunks.search(self.kind.files.index, tenant, tool.tool_id, terms, limit, document_ids)
+        hits = self.kind.chunk_index.search(tenant, tool.tool_id, terms, limit, document_ids)
         return {"query": args["query"], "results": [
             {"id": h.chunk_id, "documentId": h.document_id, "title": h.title, "snippet": h.snippet,
              "score": round(h.score, 6), **({"page": h.page} if h.page is not None else {})}
@@ -98,7 +97,7 @@ class Capabilities:
         text = self._text(tenant, document)
         offset = args.get("offset")
         if offset is None and chunk is not None:
-            found = chunks.chunk_range(self.kind.files.index, tenant, tool.tool_id, doc_id, chunk[1], chunk[1])
+            found = self.kind.chunk_index.chunk_range(tenant, tool.tool_id, doc_id, chunk[1], chunk[1])
             if not found:
                 raise _Failed("not-found", f"no chunk {given!r} in the document {doc_id!r}")
             offset = found[0].start
@@ -153,7 +152,7 @@ class Capabilities:
         default = _default(tool.config, "read_context")
         before, after = args.get("before", default), args.get("after", default)
         n = parsed[1]
-        found = chunks.chunk_range(self.kind.files.index, tenant, tool.tool_id, parsed[0], max(0, n - before), n + after)
+        found = self.kind.chunk_index.chunk_range(tenant, tool.tool_id, parsed[0], max(0, n - before), n + after)
         if not any(c.n == n for c in found):
             raise _Failed("not-found", f"no chunk {given!r} in the document {parsed[0]!r}")
         return {"chunkId": given, "documentId": parsed[0], "title": _title(document), "chunks": [

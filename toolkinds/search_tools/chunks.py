@@ -1,77 +1,93 @@
-"""The File Search chunk index as the kind writes and reads it (docs/kinds/file-search-tools.md).
+"""The File Search chunk index as the kind reads it, and the projection that writes it
+(docs/kinds/file-search-tools.md).
 
-Every touch of the chunk index (`DocumentIndex`: an SQLite FTS5 file, or OpenSearch) goes through
-here: a ready document's chunks put, a deleted document's or tool's taken out, the capabilities'
-searches and chunk ranges, and `rebuild`, which makes the index again from the events and the blobs
-(the index is a read model of them). Chunking itself is `domain.chunking`.
+The kind never writes the index: it records what happened to a document (`DocumentReady` with the
+SHA-256 of its text, `DocumentRemoved`, the tool's `Deleted`), and the chunk projection
+(`projection.ChunkIndex`, through a `Follower` the one projection runner catches up) builds the
+index from those events and the blobs. Every read catches the projection up first, so a search
+right after a document is `READY` finds it, in any process (read-your-writes). `rebuild` empties
+the index and replays the log into it (`toolsmith projections rebuild`); an index lost (a data dir's
+file deleted, an OpenSearch index dropped) has no position, and is replayed the same way.
+Chunking itself is `domain.chunking`.
 """
 
 from __future__ import annotations
 
-import logging
+import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
-from domain.chunking import chunk_text
-from domain.documents import BlobStore, Chunk, DocumentIndex, Extracted, Hit, IndexedDocument, StoredChunk
-from toolkinds.search_tools.model import Document, SearchTool
+from eventsourcing.application import AggregateNotFoundError
 
-log = logging.getLogger("toolsmith.search_tools")
+from application.projected import Follower
+from domain.documents import DocumentIndex, Hit, StoredChunk
+from domain.errors import DocumentsUnavailable
+from projections.chunks import ChunkView
+from projections.store_identity import store_identity
+from toolkinds.search_tools.model import SearchTool
+from toolkinds.search_tools.projection import ChunkIndex
 
-REBUILD_BATCH_CHARS = 8_000_000  # a rebuild writes the chunks of documents of about this much text at once
-
-
-def put_document(index: DocumentIndex, tenant: str, name: str, document: Document, title: str,
-                 chunks: Sequence[Chunk]) -> None:
-    """A document's chunks, searchable under `title` (before its `DocumentReady` is recorded)."""
-    index.put(tenant, name, IndexedDocument(document["id"], title, document["name"], document["mediaType"]), chunks)
-
-
-def remove_document(index: DocumentIndex, tenant: str, name: str, doc_id: str) -> None:
-    index.remove(tenant, name, doc_id)
+if TYPE_CHECKING:
+    from toolkinds.search_tools.ingest import Files
+    from toolkinds.search_tools.kind import SearchToolKind
 
 
-def drop_tool(index: DocumentIndex, tenant: str, name: str) -> None:
-    index.drop(tenant, name)
+class Chunks:
+    """The kind's chunk index: its projection's follower (made on first use, when documents are
+    configured), and the reads, each once the projection has applied the log up to now."""
 
+    def __init__(self, kind: SearchToolKind) -> None:
+        self.kind = kind
+        self._follower: Follower[ChunkView] | None = None
+        self._files: Files | None = None
+        self._lock = threading.Lock()
 
-def search(index: DocumentIndex, tenant: str, name: str, terms: Sequence[str], limit: int,
-           document_ids: Sequence[str] | None) -> list[Hit]:
-    return index.search(tenant, name, terms, limit, document_ids)
-
-
-def chunk_range(index: DocumentIndex, tenant: str, name: str, doc_id: str, first: int, last: int) -> list[StoredChunk]:
-    """The document's chunks numbered `first` to `last`, in order (those that exist)."""
-    return index.chunks(tenant, name, doc_id, first, last)
-
-
-def rebuild(blobs: BlobStore, index: DocumentIndex, ready: Sequence[tuple[SearchTool, Document]],
-            progress: Callable[[int, int], None] | None = None) -> int:
-    """Makes the chunk index again from the `ready` documents' texts in the blob store, chunked
-    again. Answers the chunks indexed."""
-    index.clear()
-    total = 0
-    batch: list[tuple[str, str, IndexedDocument, list[Any]]] = []
-    batch_chars = 0
-    for i, (tool, document) in enumerate(ready, 1):
+    def follower(self) -> Follower[ChunkView] | None:
+        """None when the service keeps no documents."""
         try:
-            text = blobs.get(tool.tenant, document["textSha256"]).decode("utf-8")
-        except KeyError:
-            log.warning("a document's text is missing from the blob store", extra={
-                "tenant": tool.tenant, "tool": tool.tool_id, "document": document["id"]})
-            continue
-        extracted = Extracted(text, tuple(document["pageStarts"] or ()), document["title"])
-        chunks = chunk_text(extracted, document["mediaType"])
-        title = (document["title"] or "").strip() or document["name"]
-        batch.append((tool.tenant, tool.tool_id, IndexedDocument(document["id"], title, document["name"],
-                                                                 document["mediaType"]), chunks))
-        batch_chars += len(text)
-        total += len(chunks)
-        if batch_chars >= REBUILD_BATCH_CHARS or i == len(ready):
-            index.put_many(batch)
-            batch, batch_chars = [], 0
-        if progress is not None:
-            progress(i, len(ready))
-    if batch:
-        index.put_many(batch)
-    return total
+            files = self.kind.files
+        except DocumentsUnavailable:
+            return None
+        with self._lock:
+            if self._follower is None or self._files is not files:
+                store = self.kind.deps.store
+                view = ChunkView(files.index, store_identity(store))
+                self._follower = Follower(store, ChunkIndex(view, blobs=files.blobs, tool_at=self._tool_at))
+                self._files = files
+            return self._follower
+
+    def _index(self) -> DocumentIndex:
+        """The index, with the projection caught up to the log's head as of now."""
+        index = self.kind.files.index
+        follower = self.follower()
+        if follower is not None:
+            follower.catch_up()
+        return index
+
+    def search(self, tenant: str, name: str, terms: Sequence[str], limit: int,
+               document_ids: Sequence[str] | None) -> list[Hit]:
+        return self._index().search(tenant, name, terms, limit, document_ids)
+
+    def chunk_range(self, tenant: str, name: str, doc_id: str, first: int, last: int) -> list[StoredChunk]:
+        """The document's chunks numbered `first` to `last`, in order (those that exist)."""
+        return self._index().chunks(tenant, name, doc_id, first, last)
+
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Empties the index, then applies every event again, reading the texts from the blob
+        store; `progress(position, head)` after each page of the log. Answers the chunks indexed."""
+        files = self.kind.files
+        follower = self.follower()
+        assert follower is not None
+        # With no catch-up in flight: one recording its position after the index was emptied
+        # would make the replay start there.
+        follower.reset(follower.view.clear)
+        follower.catch_up(progress)
+        return files.index.total()
+
+    def _tool_at(self, aggregate_id: UUID, version: int) -> Any:
+        try:
+            tool = self.kind.deps.store.repository.get(aggregate_id, version=version)
+        except AggregateNotFoundError:
+            return None
+        return tool if isinstance(tool, SearchTool) else None

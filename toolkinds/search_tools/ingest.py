@@ -2,11 +2,12 @@
 
 An upload's bytes go into the blob store (by SHA-256) and a `DocumentAdded` event (`PROCESSING`)
 is recorded; then, in the background, extraction in a separate process with time and memory limits
-(`Files.extract`), the text into the blob store too, its chunks into the chunk index (`chunks`),
-and a `DocumentReady` event with the counts, or `DocumentFailed` with the reason. A document
-deleted while it is extracted never reaches the index (its chunks are taken out again if they got
-there first). A document left `PROCESSING` by a process that stopped is extracted again when the
-service starts (`start`).
+(`Files.extract`), the text into the blob store too, and a `DocumentReady` event with its SHA-256
+and the counts, or `DocumentFailed` with the reason. Nothing here writes the chunk index: its
+projection (`chunks`) indexes the text a `DocumentReady` names, after the event, so a document
+deleted while it is extracted (its `DocumentReady` is then never recorded) never reaches it. A
+document left `PROCESSING` by a process that stopped is extracted again when the service starts
+(`start`).
 
 Extraction is shared fairly between tenants (docs/tenants.md, `application.fair_queue`): each tenant's
 documents queue apart, a free extraction goes to the tenant running the fewest (round robin among
@@ -32,10 +33,9 @@ from typing import TYPE_CHECKING
 from application.commands import Change
 from application.fair_queue import FairQueue
 from domain.chunking import chunk_text
-from domain.documents import PROCESSING, BlobStore, DocumentIndex, Extracted, ExtractionFailed, IndexUnavailable
+from domain.documents import PROCESSING, BlobStore, DocumentIndex, Extracted, ExtractionFailed
 from domain.errors import InvalidInput, QuotaExceeded, UnknownRecord, Violation
 from domain.tenants import DOCUMENTS, STORED_BYTES
-from toolkinds.search_tools import chunks
 from toolkinds.search_tools.model import LABEL, Document, SearchTool, document_id, search_tool_id
 
 if TYPE_CHECKING:
@@ -182,8 +182,6 @@ class Ingest:
             return Change(None, save=[tool], subject=deps.commands.subject(tool, name))
 
         _, position = deps.commands.run(attempt, name=name, lock=tenant)
-        files = self.files
-        chunks.remove_document(files.index, tenant, name, doc_id)
         self.collect(tenant, gone)
         return position
 
@@ -311,21 +309,16 @@ class Ingest:
                     raise ExtractionFailed("the document holds no text to search")
                 text = extracted.text
                 text_sha = files.blobs.put_bytes(tenant, text.encode("utf-8"))
-                title = (extracted.title or "").strip() or document["name"]
-                chunks.put_document(files.index, tenant, name, document, title, found)
             except ExtractionFailed as failure:
                 self._record(tenant, name, doc_id, failed=failure.reason)
                 # The reason's words only: what a parser said in parentheses may quote the document.
                 log.info("document failed", extra={"tenant": tenant, "tool": name, "document": doc_id,
                                                    "reason": failure.reason.split(" (", 1)[0]})
                 return
-            except IndexUnavailable as error:
-                self._record(tenant, name, doc_id, failed=f"the search index could not be reached ({error}); upload the file again")
-                return
-            recorded = self._record(tenant, name, doc_id, ready=(text_sha, text, len(found), list(extracted.page_starts),
-                                                                 extracted.title))
-            if not recorded:  # deleted meanwhile: its chunks must not stay
-                chunks.remove_document(files.index, tenant, name, doc_id)
+            # The chunk projection indexes the text once this is recorded (not at all when the
+            # document was deleted meanwhile: nothing is recorded then).
+            self._record(tenant, name, doc_id, ready=(text_sha, text, len(found), list(extracted.page_starts),
+                                                      extracted.title))
             log.info("document ready", extra={"tenant": tenant, "tool": name, "document": doc_id, "characters": len(text),
                                               "chunks": len(found), "millis": round((time.perf_counter() - started) * 1000)})
         except Exception:
