@@ -1,12 +1,14 @@
 """RFC 9457 problem details: the one place where errors become HTTP responses.
 
-Each domain error maps to a status here; request-shape errors, unknown routes and anything
+Each domain error maps to a status here, or in its kind's plugin (`KindPlugin.statuses`, for the
+errors that are one kind's own); request-shape errors, unknown routes and anything
 unexpected get a problem too. No stack trace ever reaches a client.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -119,11 +121,25 @@ def problem(status: int, code: str, detail: str, *, headers: dict[str, str] | No
     return JSONResponse(well_formed(body), status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
+# The statuses of the kinds' own errors, as each kind declares them (`KindPlugin.statuses`).
+_KIND_STATUSES: dict[type[errors.ModuleError], int] = {}
+
+
+def add_statuses(statuses: Mapping[type[errors.ModuleError], int]) -> None:
+    """A kind's errors and their statuses (by exact type), for every problem made from now on. An
+    error keeps the one status it was given: two kinds cannot give it two."""
+    for error, status in statuses.items():
+        if _KIND_STATUSES.setdefault(error, status) != status:
+            raise ValueError(f"{error.__name__} is given two statuses ({_KIND_STATUSES[error]} and {status})")
+
+
 def _status(error: errors.ModuleError) -> int:
     if isinstance(error, errors.QuotaExceeded) and error.quota == "storedBytes":
         return 413
     if isinstance(error, (errors.ImportRefused, errors.ImportCycle)):
         return 422 if error.at_publish else 400
+    if type(error) in _KIND_STATUSES:
+        return _KIND_STATUSES[type(error)]
     return {
         errors.InvalidDefinition: 400,
         errors.InvalidInput: 400,
@@ -145,8 +161,6 @@ def _status(error: errors.ModuleError) -> int:
         errors.RecordTaken: 409,
         errors.SecretInUse: 409,
         errors.SecretUnreadable: 503,
-        errors.UploadTooLarge: 413,
-        errors.DocumentsUnavailable: 503,
         errors.QuotaExceeded: 409,
         errors.TenantBusy: 429,
         errors.TenantNotEmpty: 409,

@@ -14,7 +14,7 @@ import functools
 import sys
 import threading
 from copy import deepcopy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
@@ -29,7 +29,6 @@ from domain.model import CodeModule, ImportGraph, graph_aggregate_id, module_agg
 from domain.ports import NoOtherTools, ToolNames
 from domain.rules import id_violations
 from domain.topics import stored_topics
-from toolkinds.search_tools.model import SearchTool
 
 # 200 events: a cold load then decodes at most 199 events after the snapshot (a few milliseconds),
 # and a tenant's graph of 10,000 events holds 50 snapshot rows.
@@ -139,8 +138,6 @@ class Store(Application):
     snapshotting_intervals: ClassVar[dict[type[Any], int]] = {
         ImportGraph: SNAPSHOT_INTERVAL, CallerRegistry: SNAPSHOT_INTERVAL, TokenRegistry: SNAPSHOT_INTERVAL,
         TenantRegistry: SNAPSHOT_INTERVAL,
-        # A File Search tool's documents are events of the tool: thousands, for a large collection.
-        SearchTool: SNAPSHOT_INTERVAL,
     }
 
     def __init__(self, env: dict[str, str] | None = None, *, tool_names: ToolNames | None = None,
@@ -149,6 +146,14 @@ class Store(Application):
         self._opening = opening
         super().__init__(env)
         self._tool_names = tool_names or NoOtherTools()
+        # This store's: the core's (`snapshotting_intervals`), and the kinds' aggregates that `snapshot` adds.
+        self.snapshot_intervals: dict[type[Any], int] = dict(type(self).snapshotting_intervals)
+
+    def snapshot(self, aggregates: Iterable[type[Any]]) -> None:
+        """Snapshots these aggregates too, at the same interval: the kinds' own that grow for as long
+        as they live (`KindPlugin.snapshotted`), which the composition root hands every store it opens."""
+        for aggregate in aggregates:
+            self.snapshot_intervals[aggregate] = SNAPSHOT_INTERVAL
 
     # Opening the store makes its tables, indexes, types and functions if they are missing, by
     # idempotent statements (`CREATE ... IF NOT EXISTS`); `opening` says what to do when another
@@ -299,7 +304,7 @@ class Store(Application):
             return
         for event in processing_event.events:
             aggregate = processing_event.aggregates.get(event.originator_id)
-            interval = self.snapshotting_intervals.get(type(aggregate))
+            interval = self.snapshot_intervals.get(type(aggregate))
             if aggregate is None or interval is None or event.originator_version % interval:
                 continue
             if aggregate.version == event.originator_version:

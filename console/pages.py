@@ -6,31 +6,34 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+if TYPE_CHECKING:
+    from api.kinds import Nav
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 STATIC_URL = "/console/static"
 
-# Where the console's links lead, in the order the navigation shows them: (path, label).
+# Where the console's own links lead, each with its rank among every entry: (path, label, rank). A kind's
+# pages have an entry of their own (`KindPlugin.navigation`), ranked among these; the navigation shows
+# them all by rank.
 NAVIGATION = (
-    ("/console/modules", "Code modules"),
-    ("/console/tools", "Tool catalog"),
-    ("/console/api-tools", "API tools"),
-    ("/console/search-tools", "File search"),
-    ("/console/playground", "Playground"),
-    ("/console/plans", "Plans"),
-    ("/console/agents", "Agents"),
-    ("/console/profiles", "Usage profiles"),
-    ("/console/servers", "MCP servers"),
-    ("/console/tokens", "Tokens"),
-    ("/console/secrets", "Secrets"),
-    ("/console/audit", "Audit"),
+    ("/console/tools", "Tool catalog", 20),
+    ("/console/playground", "Playground", 50),
+    ("/console/plans", "Plans", 60),
+    ("/console/agents", "Agents", 70),
+    ("/console/profiles", "Usage profiles", 80),
+    ("/console/servers", "MCP servers", 90),
+    ("/console/tokens", "Tokens", 100),
+    ("/console/secrets", "Secrets", 110),
+    ("/console/audit", "Audit", 120),
 )
 # The operator's (docs/tenants.md): it manages the organizations and nothing inside them.
 OPERATOR_NAVIGATION = (
@@ -39,8 +42,10 @@ OPERATOR_NAVIGATION = (
 
 
 class Pages:
-    def __init__(self, templates: Path | tuple[Path, ...] = TEMPLATES, static: Path = STATIC) -> None:
-        """`templates`: the console's folder of templates, or it and the kinds' folders, searched in order."""
+    def __init__(self, templates: Path | tuple[Path, ...] = TEMPLATES, static: Path = STATIC,
+                 navigation: Iterable[Nav] = ()) -> None:
+        """`templates`: the console's folder of templates, or it and the kinds' folders, searched in order;
+        `navigation`: the kinds' entries, shown among the console's own by rank."""
         self.env = Environment(loader=FileSystemLoader(templates), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True)
         self.static = static
@@ -48,7 +53,9 @@ class Pages:
         # The files there are (relative names, as URLs spell them): only these are ever hashed.
         self.static_names = frozenset(p.relative_to(static).as_posix() for p in static.rglob("*") if p.is_file()) \
             if static.is_dir() else frozenset()
-        self.env.globals.update(asset=self.asset, navigation=NAVIGATION, operator_navigation=OPERATOR_NAVIGATION,
+        entries = sorted([*NAVIGATION, *((entry.path, entry.label, entry.rank) for entry in navigation)], key=lambda e: e[2])
+        self.env.globals.update(asset=self.asset, navigation=tuple((path, label) for path, label, _ in entries),
+                                operator_navigation=OPERATOR_NAVIGATION,
                                 tojson=_tojson)
         self.env.filters["tojson"] = _tojson
 

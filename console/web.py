@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
+from api.kinds import Nav
 from console.pages import STATIC, STATIC_URL, TEMPLATES, Pages
 from console.routes import ROUTERS
 from console.security import VersionedAssets
@@ -32,14 +33,15 @@ DOCS = """<!doctype html>
 """
 
 
-def mount(app: FastAPI, routers: tuple = (), templates: tuple[Path, ...] = ()) -> None:  # noqa: ANN401 - routers: APIRouters
+def mount(app: FastAPI, routers: tuple = (), templates: tuple[Path, ...] = (),  # noqa: ANN401 - routers: APIRouters
+          navigation: tuple[Nav, ...] = ()) -> None:
     """Adds the console to `app` (whose `state.services` is set); `routers` are the kinds' own pages,
-    `templates` the folders of their templates."""
+    `templates` the folders of their templates, `navigation` their entries in the navigation."""
     services = app.state.services
     settings = services.settings
     key = session_key(settings.data_dir, settings.session_key.get_secret_value() if settings.session_key else None)
     app.state.console_sessions = Sessions(key, settings.session_hours * 3600)
-    pages = Pages(templates=(TEMPLATES, *templates))
+    pages = Pages(templates=(TEMPLATES, *templates), navigation=navigation)
     app.state.console_pages = pages
     # Compressed for browsers that ask (the editor bundle is a third of its size gzipped); kept by
     # browsers for a year under a URL that names the file's hash (console.security.VersionedAssets).

@@ -71,8 +71,13 @@ EVERYTHING = Permissions(everything=True)
 NOTHING = Permissions()
 
 
+# The call types of the tools the tools file declares: native tools and external MCP tools.
+LOCAL = "LOCAL"
+MCP = "MCP"
+
+
 class DeclaredTool(ABC):
-    """A native or external MCP tool declared in the tools file, not in the event store."""
+    """A native (`LOCAL`) or external MCP (`MCP`) tool declared in the tools file, not in the event store."""
 
     entry: ToolEntry
 

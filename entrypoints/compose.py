@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.application import Application
 from opensearchpy import OpenSearch
@@ -27,10 +27,8 @@ from application.toolbox import Toolbox
 from domain.catalog import DeclaredTool
 from domain.errors import SandboxUnavailable
 from domain.ports import GraphLock, Outbound, Sandbox, SecretValues, SecretVault, ToolNames
-from api.kinds import KindPlugin
+from api.kinds import KindPlugin, Wiring
 from application.kinds.base import KindDeps, ToolKinds
-from toolkinds.search_tools.kind import Files
-from domain.documents import DocumentIndex
 from entrypoints.kinds import DEFAULT_KINDS
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
@@ -178,10 +176,13 @@ def build_admission(settings: Settings, store: Store, authenticator: Authenticat
                      failures=limiter("failed-authentication", failures / 60.0, max(1, failures)))
 
 
-def open_event_store(settings: Settings, *, tool_names: ToolNames | None = None) -> Store:
+def open_event_store(settings: Settings, *, tool_names: ToolNames | None = None,
+                     kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> Store:
     """The event store with `settings` (SQLite in the data dir, or PostgreSQL): for the service, and
-    alone for a CLI command."""
-    return Store(settings.event_store_env(), tool_names=tool_names, opening=created_despite_others)
+    alone for a CLI command. It snapshots the aggregates `kinds` say grow for as long as they live."""
+    store = Store(settings.event_store_env(), tool_names=tool_names, opening=created_despite_others)
+    store.snapshot(aggregate for plugin in kinds for aggregate in plugin.snapshotted)
+    return store
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
                       declared: Sequence[DeclaredTool] = (), code_sandbox: Sandbox | None = None,
                       names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
                       secrets: SecretValues | None = None, outbound: Outbound | None = None,
-                      vault: SecretVault | None = None, files: Files | None = None,
+                      vault: SecretVault | None = None, resources: Mapping[str, Any] | None = None,
                       own_tenant: str = "default", tenant_sessions: int | None = None) -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
     refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
@@ -214,6 +215,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     installed in `names` (the registry `store` asks for R2; a new one by default); `secrets` and
     `outbound` are what a kind reads secrets with and sends its outbound requests through (the
     tenants' secrets, kept in `vault`, by default; without a vault, one whose key dies with it);
+    `resources` what each kind's plugin built for it from the settings, by call type (`kind_resources`);
     `tenant_sessions` is the most sandbox sessions one tenant holds at once (None: no share)."""
     commands = CommandRunner(store, graph_lock)
     execution = Execution(store, sandbox, TenantSessions(tenant_sessions) if tenant_sessions is not None else None)
@@ -226,7 +228,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     quotas = Quotas(tenants, usage)
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
                                          sandbox=code_sandbox, kinds=kinds, secrets=secrets or secret_service,
-                                         outbound=outbound, files=files, quotas=quotas))
+                                         outbound=outbound, resources=resources, quotas=quotas))
     return ApplicationServices(
         store=store,
         commands=commands,
@@ -246,16 +248,18 @@ def build_kinds(store: Store, execution: Execution | None = None, names: ToolKin
                 commands: CommandRunner | None = None, declared: Sequence[DeclaredTool] = (),
                 sandbox: Sandbox | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
                 secrets: SecretValues | None = None, outbound: Outbound | None = None,
-                files: Files | None = None, quotas: Quotas | None = None) -> ToolKinds:
+                resources: Mapping[str, Any] | None = None, quotas: Quotas | None = None) -> ToolKinds:
     """Each kind of `kinds`, built on `store`, installed in `names` (a new registry by default)
     in their order; a CLI command needs them without a sandbox or a tools file (the audit export
-    asks them whose events are whose), and then runs nothing."""
+    asks them whose events are whose), and then runs nothing. `store` snapshots the aggregates
+    the kinds say grow for as long as they live."""
+    store.snapshot(aggregate for plugin in kinds for aggregate in plugin.snapshotted)
     if execution is None:
         execution = Execution(store, _runs_no_code)
     installed = names if names is not None else ToolKinds()
     deps = KindDeps(store=store, execution=execution, commands=commands or CommandRunner(store), names=installed,
-                    declared=tuple(declared), sandbox=sandbox, secrets=secrets, outbound=outbound, files=files,
-                    quotas=quotas)
+                    declared=tuple(declared), sandbox=sandbox, secrets=secrets, outbound=outbound,
+                    resources=dict(resources or {}), quotas=quotas)
     installed.install(plugin.kind(deps) for plugin in kinds)
     return installed
 
@@ -267,38 +271,11 @@ def api_outbound(settings: Settings) -> Outbound:
     return ApiOutbound(settings.api_policy())
 
 
-def build_files(settings: Settings, store: Store) -> Files:
-    """What File Search tools keep documents with (docs/kinds/file-search-tools.md): the blob store beside the event
-    store (a folder in the data dir, or a table of the PostgreSQL store), the chunk index (an
-    SQLite FTS5 file in the data dir, or OpenSearch when `OPENSEARCH_URL` is set), and the pool of
-    extraction processes, started on first use."""
-    from infrastructure.blobs import open_blob_store
-    from infrastructure.extraction import ExtractorPool, sniff_file
-    from projections.chunks_opensearch import OpenSearchDocumentIndex
-    from projections.chunks_sqlite import SqliteDocumentIndex
-
-    blobs = open_blob_store(settings, store)
-    index: DocumentIndex
-    if settings.opensearch_url is not None:
-        index = OpenSearchDocumentIndex(opensearch_client(settings), index=settings.opensearch_chunks_index,
-                                        replicas=settings.opensearch_replicas)
-    else:
-        index = SqliteDocumentIndex(settings.data_dir / "documents.sqlite")
-    workdir = settings.data_dir / "uploads"
-    workdir.mkdir(mode=0o700, exist_ok=True)
-    for stale in workdir.iterdir():  # files a stopped process was extracting: resumed from the blobs
-        stale.unlink(missing_ok=True)
-    pool = ExtractorPool(workers=settings.extract_workers, timeout_seconds=settings.extract_timeout_seconds,
-                         memory_mb=settings.extract_memory_mb)
-
-    def close() -> None:
-        pool.close()
-        index.close()
-        blobs.close()
-
-    return Files(blobs=blobs, index=index, sniff=sniff_file, extract=pool.extract, workdir=workdir,
-                 workers=settings.extract_workers, tenant_workers=settings.tenant_max_extractions,
-                 upload_max_seconds=settings.upload_max_seconds, max_upload_bytes=settings.max_upload_mb * 1_048_576, close=close)
+def kind_resources(settings: Settings, store: Store, kinds: Sequence[KindPlugin] = DEFAULT_KINDS) -> dict[str, Any]:
+    """What each of `kinds` needs built from `settings` (its adapters: a File Search tool's blobs,
+    chunk index and extraction), by call type; a kind that needs nothing is not asked."""
+    wiring = Wiring(settings=settings, store=store, opensearch=lambda: opensearch_client(settings))
+    return {plugin.call_type: plugin.resources(wiring) for plugin in kinds if plugin.resources is not None}
 
 
 def _runs_no_code() -> Sandbox:
@@ -329,11 +306,11 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     graph_lock = build_graph_lock(settings, event_store_env)
     # R2 asks every kind, and the kinds are built on the store: the registry is filled once they are.
     names = ToolKinds()
-    store = open_event_store(settings, tool_names=names)
+    store = open_event_store(settings, tool_names=names, kinds=kinds)
     app = build_application(store, sandbox=sandbox_or_refuse, graph_lock=graph_lock, declared=declared,
                             code_sandbox=sandbox, names=names, kinds=kinds,  # type: ignore[arg-type]
                             vault=open_vault(settings, store), outbound=api_outbound(settings),
-                            files=build_files(settings, store), own_tenant=settings.tenant,
+                            resources=kind_resources(settings, store, kinds), own_tenant=settings.tenant,
                             tenant_sessions=settings.tenant_session_cap())
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)

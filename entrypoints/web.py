@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
-from api.edge import HeadAsGet, RequestChecks, is_upload
+from api.edge import HeadAsGet, RequestChecks, Uploads
 from api.routes import audit, callers, catalog, changesets, operator, secrets, tokens, tools
 from api.schemas import openapi_with_rules
 from console import web as console
@@ -25,19 +25,20 @@ MULTIPART_ALLOWANCE = 256 * 1024
 
 
 class BodyLimit:
-    """Refuses bodies over `limit` bytes with 413, by Content-Length or while streaming; a
-    document upload's limit is `upload_limit` (`TOOLSMITH_MAX_UPLOAD_MB`) instead."""
+    """Refuses bodies over `limit` bytes with 413, by Content-Length or while streaming; the limit
+    of an upload (to a route of `uploads`) is `upload_limit` (`TOOLSMITH_MAX_UPLOAD_MB`) instead."""
 
-    def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None) -> None:
+    def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None, uploads: Uploads | None = None) -> None:
         self.app = app
         self.default_limit = limit
         self.upload_limit = upload_limit
+        self.is_upload = uploads or Uploads()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        upload = self.upload_limit is not None and is_upload(scope)
+        upload = self.upload_limit is not None and self.is_upload(scope)
         limit = self.upload_limit + MULTIPART_ALLOWANCE if upload and self.upload_limit is not None else self.default_limit
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -117,7 +118,8 @@ def create_app(services: Services) -> FastAPI:
     mcp_endpoint = mcp.mount(app, services)
     # The admin console (docs/console.md), with each kind's own pages.
     console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console),
-                  templates=tuple(plugin.templates for plugin in services.plugins if plugin.templates is not None))
+                  templates=tuple(plugin.templates for plugin in services.plugins if plugin.templates is not None),
+                  navigation=tuple(plugin.navigation for plugin in services.plugins if plugin.navigation is not None))
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, Any]:
@@ -131,16 +133,18 @@ def create_app(services: Services) -> FastAPI:
         }
 
     # Outermost last: HEAD as GET, the body's size, then what no route may see (api.edge).
-    app.add_middleware(RequestChecks)
+    uploads = Uploads(path for plugin in services.plugins for path in plugin.uploads)
+    app.add_middleware(RequestChecks, uploads=uploads)
     app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes,
-                       upload_limit=services.settings.max_upload_mb * 1_048_576)
+                       upload_limit=services.settings.max_upload_mb * 1_048_576, uploads=uploads)
     app.add_middleware(HeadAsGet)
     app.add_middleware(SecurityHeaders)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             app.openapi_schema = problems.openapi_with_problems(openapi_with_rules(
-                get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+                get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes),
+                rules=tuple(rule for plugin in services.plugins for rule in plugin.path_rules),
             ))
         return app.openapi_schema
 

@@ -654,7 +654,9 @@ def _snapshotted(app: Application, events: list[StoredEvent]) -> UUID | None:
     """An aggregate of the export that the store already holds a snapshot of, if any."""
     if app.snapshots is None:
         return None
-    kinds = {topic for cls in type(app).snapshotting_intervals for topic in stored_topics(cls)}
+    # The store's own (`Store.snapshot_intervals`: the kinds' snapshotted aggregates too), else its class's.
+    intervals = getattr(app, "snapshot_intervals", type(app).snapshotting_intervals)
+    kinds = {topic for cls in intervals for topic in stored_topics(cls)}
     # An aggregate's event topics are its class's topic and the event's name: `module:Class.Event`.
     ids = {e.originator_id for e in events if e.topic.rpartition(".")[0] in kinds}
     return next((i for i in ids if app.snapshots.recorder.select_events(i, limit=1)), None)

@@ -20,8 +20,7 @@ from jsonschema import Draft202012Validator, SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from toolkinds.declared.kind import LOCAL, MCP
-from domain.catalog import DeclaredTool, ToolEntry
+from domain.catalog import LOCAL, MCP, DeclaredTool, ToolEntry
 from domain.errors import Violation
 from domain.rules import MAX_TAG_LENGTH, MAX_TAGS, description_violations, id_violations
 from infrastructure.mcp_tool import McpTool

@@ -1,36 +1,30 @@
-"""Plans, agents, MCP servers and usage profiles (docs/rest-api.md, docs/mcp.md; docs/kinds/index.md and docs/kinds/code-modules.md): records that
-name tools. One router per kind, all built alike: list, get, create, replace, delete."""
+"""Agents, MCP servers and usage profiles (docs/rest-api.md, docs/mcp.md; docs/kinds/index.md and docs/kinds/code-modules.md): records that
+name tools. One router per kind of record, all built alike (`records_router`): list, get, create, replace, delete. Plans are
+records too, and a kind of tool: their router is the plans kind's own, built the same way."""
 
 
 from typing import Any
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 
 from api.deps import Admin, Reader, ServicesDep
-from api.presenters import execution_out
 from api.problems import documented
-from api.queries import call_context, reaches
+from application.queries import reaches
 from api.schemas import (
     AgentFields,
     AgentIn,
     AgentPublic,
-    PlanRunOut,
     McpServerFields,
     McpServerIn,
     McpServerPublic,
-    PlanFields,
-    PlanIn,
-    PlanPublic,
-    RunRequest,
     UsageProfileFields,
     UsageProfileIn,
     UsageProfilePublic,
 )
-from toolkinds.plans.kind import PlanKind
-from domain.callers import AGENT, PLAN, PROFILE, SERVER
+from domain.callers import AGENT, PROFILE, SERVER
 from api.services import Services
+from api.paths import ADMIN_API
 
 
 def _presented(services: Services, tenant: str, kind: str, record: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +35,7 @@ def _presented(services: Services, tenant: str, kind: str, record: dict[str, Any
     return record
 
 
-def _records_router(kind: str, prefix: str, tag: str, create: type[BaseModel], fields: type[BaseModel], public: type[BaseModel]) -> APIRouter:
+def records_router(kind: str, prefix: str, tag: str, create: type[BaseModel], fields: type[BaseModel], public: type[BaseModel]) -> APIRouter:
     router = APIRouter(prefix=prefix, tags=[tag])
 
     @router.get("", response_model=list[public], responses=documented(), summary=f"List the {tag}")  # type: ignore[valid-type]
@@ -70,19 +64,9 @@ def _records_router(kind: str, prefix: str, tag: str, create: type[BaseModel], f
     return router
 
 
-plans = _records_router(PLAN, "/api/v1/admin/plans", "plans", PlanIn, PlanFields, PlanPublic)
-agents = _records_router(AGENT, "/api/v1/admin/agents", "agents", AgentIn, AgentFields, AgentPublic)
-servers = _records_router(SERVER, "/api/v1/admin/mcp-servers", "MCP servers", McpServerIn, McpServerFields, McpServerPublic)
-profiles = _records_router(PROFILE, "/api/v1/admin/usage-profiles", "usage profiles", UsageProfileIn, UsageProfileFields, UsageProfilePublic)
-
-
-@plans.post("/{id}/run", response_model=PlanRunOut, responses=documented(400, 404, 429, 503))
-async def run_plan(id: str, body: RunRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
-    """Run a plan's DIRECT_TOOL nodes in order, each output the next input; no LLM."""
-    result = await run_in_threadpool(
-        services.toolbox.kind(PlanKind).run, principal.tenant, id, body.input, context=call_context(principal), tools=services.toolbox
-    )
-    return {**execution_out(result), "nodes": list(result.steps)}
+agents = records_router(AGENT, f"{ADMIN_API}/agents", "agents", AgentIn, AgentFields, AgentPublic)
+servers = records_router(SERVER, f"{ADMIN_API}/mcp-servers", "MCP servers", McpServerIn, McpServerFields, McpServerPublic)
+profiles = records_router(PROFILE, f"{ADMIN_API}/usage-profiles", "usage profiles", UsageProfileIn, UsageProfileFields, UsageProfilePublic)
 
 
 @servers.put("/{id}/tools/{name}", response_model=McpServerPublic, responses=documented(404))

@@ -14,7 +14,14 @@ A kind says:
   asks beyond the entry itself (a plan's nodes), `call_unlisted` explains a name the catalog does
   not list (a module's own reason);
 - whose events are whose: `tenant_of` tells the audit export which tenant an event of its
-  aggregates belongs to.
+  aggregates belongs to;
+- what it keeps up to date from the log: `projections`, the read models it contributes (the one
+  runner catches each up).
+
+What it counts toward a tenant's quotas (`Counted`), which of its aggregates the store snapshots,
+its CLI rebuild, its console navigation entry, the HTTP status of its own errors and the adapters
+it needs from the settings are declared beside its routes (`api/kinds.py: KindPlugin`), so that the
+core asks the registered kinds and names none.
 
 Its REST and console routes are FastAPI routers, which this layer may not import: `api/kinds.py`
 pairs a kind with them, and `entrypoints/kinds.py` is the one registry of the kinds.
@@ -27,8 +34,8 @@ a plan runs any kind's tools without knowing which.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
@@ -103,8 +110,23 @@ class KindDeps:
     sandbox: Sandbox | None = None  # None: code execution is switched off
     secrets: SecretValues | None = None  # the tenants' secrets, read by id during a call
     outbound: Outbound | None = None  # the one egress path for a kind's outbound requests (docs/kinds/api-url-tools.md)
-    files: Any = None  # a File Search tool's blobs, chunk index and extraction (`toolkinds.search_tools.kind.Files`)
+    # What each kind's plugin built for it from the settings (`KindPlugin.resources`), by call type.
+    resources: Mapping[str, Any] = field(default_factory=dict)
     quotas: Any = None  # the tenants' quotas, checked by a kind's creates (`application.quotas.Quotas`; None: none are)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What one aggregate type of a kind counts toward a tenant's quotas (docs/tenants.md): each live
+    `aggregate` (created, or created again, and not deleted since: its `Created`, `Recreated` and
+    `Deleted` events, each naming its `tenant`) is one of `quota`; `contents` says what a live one
+    holds of the quotas `holds` (a File Search tool's documents and their bytes), read from the
+    aggregate as the store has it."""
+
+    aggregate: type[Any]
+    quota: str  # named as `domain/tenants.py` names the quotas
+    contents: Callable[[Any], Mapping[str, int]] | None = None
+    holds: tuple[str, ...] = ()
 
 
 # What `ToolKind.touched` answers for a kind that cannot say which of its tools an event changed.
@@ -192,6 +214,13 @@ class ToolKind(ABC):
         """The tenant an event of this kind's aggregates belongs to: the one its state names, when
         the aggregate's id (derived from the tenant) confirms it; None for any other event."""
         return None
+
+    # -- read models ---------------------------------------------------------------------------
+
+    def projections(self) -> Sequence[Any]:
+        """The read models this kind contributes, each a follower the one projection runner
+        catches up (`application/projected.py: Follower`); none by default."""
+        return ()
 
     def start(self) -> None:
         """Starts what the kind does in the background (the service's start; a CLI never calls it)."""

@@ -1,8 +1,8 @@
 """Plans, agents, usage profiles and MCP servers (docs/kinds/index.md, 004; docs/rest-api.md, docs/mcp.md): the records that
 name tools. Each has a list, a page (with what it reaches now), and for admins a form to create,
 edit and delete it; a plan runs with an input; an MCP server has tools attached and detached.
-Every change goes through `services.records`, as the REST routes' do (api/routes/callers.py); a plan runs by
-the plans kind's `run`, as its REST route does (toolkinds/plans/routes.py)."""
+Every change goes through `services.records`, as the REST routes' do (api/routes/callers.py); a plan's run is
+the plans kind's own page (toolkinds/plans/pages.py), answered with the plan's page here (`render_detail`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
-from starlette.concurrency import run_in_threadpool
 
-from api.presenters import execution_out
-from api.queries import call_context, reaches
+from application.queries import reaches
 from api.schemas import (
     AgentFields,
     AgentIn,
@@ -34,7 +32,6 @@ from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain import errors
 from domain.callers import AGENT, PLAN, PROFILE, SERVER
-from toolkinds.plans.kind import PlanKind
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 
@@ -203,7 +200,7 @@ def _detail_context(request: Request, k: Kind, record: dict[str, Any]) -> dict[s
     return context
 
 
-def _render_detail(request: Request, k: Kind, record: dict[str, Any], *, status: int = 200, message: str = "",
+def render_detail(request: Request, k: Kind, record: dict[str, Any], *, status: int = 200, message: str = "",
                    problem: str = "", run: dict[str, Any] | None = None, run_input: str = "", run_error: str = "") -> Response:
     return request.app.state.console_pages.render(
         request, f"{k.template}/detail.html", status=status, k=k, r=record, message=message, problem_text=problem,
@@ -268,7 +265,7 @@ def _register(k: Kind) -> None:
     @router.get(f"/{k.plural}/{{record_id}}", name=f"console-{k.plural}-detail")
     def record_page(record_id: str, request: Request, visitor: Reader) -> Response:
         record = _services(request).records.get(visitor.principal.tenant, k.kind, record_id)
-        return _render_detail(request, k, record, message=_message(request))
+        return render_detail(request, k, record, message=_message(request))
 
     @router.post(f"/{k.plural}/{{record_id}}", name=f"console-{k.plural}-save")
     async def save_record(record_id: str, request: Request, visitor: Writer) -> Response:
@@ -299,7 +296,7 @@ def _register(k: Kind) -> None:
             records.delete(principal.tenant, k.kind, record_id, by=principal.name)
         except errors.InUse as error:
             record = records.get(principal.tenant, k.kind, record_id)
-            return _render_detail(request, k, record, problem=f"Not deleted: {error.detail}")
+            return render_detail(request, k, record, problem=f"Not deleted: {error.detail}")
         return _redirect(k.base, deleted=record_id)
 
 
@@ -331,28 +328,6 @@ def node_runs(record: dict[str, Any], result: dict[str, Any]) -> list[dict[str, 
     return runs
 
 
-@router.post("/plans/{record_id}/run")
-async def run_plan_page(record_id: str, request: Request, visitor: Writer) -> Response:
-    """Runs the plan with the input given, as the REST plan run route does: by the plans kind's `run`."""
-    form = await request.form()
-    services = _services(request)
-    record = services.records.get(visitor.principal.tenant, PLAN, record_id)
-    text = str(form.get("input", ""))
-    try:
-        value = json.loads(text) if text.strip() else None
-    except json.JSONDecodeError as error:
-        return _render_detail(request, PLANS, record, run_input=text,
-                              run_error=f"The input is not JSON: {error.msg} (line {error.lineno}, column {error.colno}).")
-    try:
-        ran = await run_in_threadpool(services.toolbox.kind(PlanKind).run, visitor.principal.tenant, record_id, value,
-                                      context=call_context(visitor.principal), tools=services.toolbox)
-        result = {**execution_out(ran), "nodes": list(ran.steps)}
-    except (errors.InvalidInput, errors.ToolNotCallable) as error:
-        result = {"output": None, "error": {"type": error.code, "message": error.detail}, "logs": [], "durationMillis": 0, "nodes": []}
-    result = {**result, "nodes": node_runs(record, result)}
-    return _render_detail(request, PLANS, record, run=result, run_input=text)
-
-
 # -- an MCP server's tools -----------------------------------------------------------------------
 
 
@@ -364,14 +339,14 @@ async def attach_tool(record_id: str, request: Request, visitor: Writer) -> Resp
     records = _services(request).records
     if not name:
         record = records.get(principal.tenant, SERVER, record_id)
-        return _render_detail(request, SERVERS, record, problem="Choose a tool to attach.")
+        return render_detail(request, SERVERS, record, problem="Choose a tool to attach.")
     try:
         records.attach(principal.tenant, record_id, name, by=principal.name)
     except errors.UnknownRecord as error:
         if error.record_id != name:
             raise
         record = records.get(principal.tenant, SERVER, record_id)
-        return _render_detail(request, SERVERS, record, problem=f"Not attached: {error.detail}.")
+        return render_detail(request, SERVERS, record, problem=f"Not attached: {error.detail}.")
     return _redirect(f"/console/servers/{quote(record_id, safe='')}", attached=name)
 
 

@@ -12,11 +12,8 @@ from collections.abc import Collection
 from typing import Any
 
 from application.kinds.base import KindDeps, Ranked, ToolKind, Tools, validated
-from domain.catalog import ToolEntry
+from domain.catalog import LOCAL, MCP, ToolEntry
 from domain.ports import ExecutionResult
-
-LOCAL = "LOCAL"
-MCP = "MCP"
 
 
 class DeclaredKind(ToolKind):
