@@ -11,9 +11,10 @@ import re
 import secrets
 from typing import Any
 
-from toolkinds.api_tools.model import AUTH_TYPES, CLIENT_AUTH, LOCATIONS, METHODS
+from console.configured import expected_version
 from domain.errors import Violation
 from domain.rules import PARAMETER_TYPES
+from toolkinds.api_tools.model import AUTH_TYPES, CLIENT_AUTH, LOCATIONS, METHODS, ApiTool
 
 # Each auth type's own fields, in the order the form shows them (`secret` fields name a secret by id).
 AUTH_FIELDS: dict[str, tuple[str, ...]] = {
@@ -249,17 +250,6 @@ def _json_error(error: ValueError) -> str:
 # -- where each message goes --------------------------------------------------------------------
 
 
-def path_of(loc: tuple[Any, ...] | list[Any]) -> str:
-    """A pydantic error location as the API's field path: ('parameters', 0, 'type') → parameters[0].type."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += ("." if path else "") + str(part)
-    return path
-
-
 def anchor_of(field: str, values: Values) -> tuple[str, str]:
     """The id of the form field a rule's field path names, and the label a person reads for it."""
     match = re.match(r"parameters\[(\d+)\](?:\.(\w+))?", field)
@@ -310,3 +300,23 @@ def example_arguments(parameters: list[dict[str, Any]]) -> str:
 
 CHOICES = {"methods": METHODS, "types": PARAMETER_TYPES, "locations": LOCATIONS, "auth_types": AUTH_TYPES,
            "auth_labels": AUTH_LABELS, "client_auth": CLIENT_AUTH}
+
+
+class ApiToolForm:
+    """The editor's form as the pages every configured kind shares use it (`console/configured.py: Form`)."""
+
+    def values_of(self, tool: ApiTool | None) -> Values:
+        return values_of(None) if tool is None else values_of(tool.config, tool.tool_id, tool.version)
+
+    def form_values(self, form: Any, tool_id: str | None) -> Values:
+        return form_values(form, tool_id)
+
+    def body_of(self, values: Values) -> tuple[dict[str, Any], list[Violation]]:
+        return body_of(values)
+
+    def messages_of(self, found: list[Violation], values: Values) -> dict[str, list[str]]:
+        return messages_of(found, values)
+
+    def expected(self, kind: Any, tenant: str, name: str, values: Values, config: dict[str, Any]) -> int | None:
+        # The version the form was opened with: a save after someone else's is refused (B7).
+        return expected_version(values)

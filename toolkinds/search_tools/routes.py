@@ -7,175 +7,43 @@ the tool has already answer that document); extraction runs in the background, a
 `GET /{id}/documents/{docId}` says `READY` with its counts or `FAILED` with the reason. An upload
 over `TOOLSMITH_MAX_UPLOAD_MB` is refused with 413 before its body is read past the cap (the body
 limit of `entrypoints/web.py`). `POST /{id}/test` runs one capability, enabled or not.
+
+The routes every configured kind shares (list, create, read with `asOf`, replace with
+`If-Match`, delete, history) are `api/configured.py`'s; this module adds the kind's own.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Header, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Body, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
 
+from api.configured import ConfiguredApi, configured_routes
 from api.deps import Admin, Reader, ServicesDep
+from api.paths import ADMIN_API
 from api.presenters import execution_out
-from api.problems import documented, etag, if_match_version
-from toolkinds.search_tools.kind import SearchToolKind, Upload
+from api.problems import documented
 from application.toolbox import answered
-from api.schemas import DESCRIPTION, IDENTIFIER, TAGS, documents, requires
-from domain import history
-from domain.errors import InvalidDefinition, InvalidInput, UnknownRecord, UploadTooLarge, Violation
-from toolkinds.search_tools.model import FILE_SEARCH, MAX_NAME, SearchTool
+from toolkinds.search_tools.kind import SearchToolKind
+from toolkinds.search_tools.schemas import SearchToolBody, SearchToolCreate, SearchToolTestCall, public, public_document
+from toolkinds.search_tools.uploads import spooled, uploaded
 
-router = APIRouter(prefix="/api/v1/admin/search-tools", tags=["File Search tools"])
-
-CHUNK = 1_048_576
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Capability(_Strict):
-    enabled: bool | None = None
-    maxResults: int | None = None
-    maxResultsCap: int | None = None
-    maxChars: int | None = None
-    maxCharsCap: int | None = None
-    limit: int | None = None
-    limitCap: int | None = None
-    maxMatches: int | None = None
-    maxMatchesCap: int | None = None
-    neighbours: int | None = None
-    neighboursCap: int | None = None
-
-
-class Capabilities(_Strict):
-    search: Capability = Field(default_factory=Capability, description="ranked passages (on by default; maxResults 10, cap 50)")
-    fetch: Capability = Field(default_factory=Capability, description="a document's text in pages (on by default; maxChars 20,000, cap 50,000)")
-    list_documents: Capability = Field(default_factory=Capability, description="the documents (limit 50, cap 200)")
-    find_text: Capability = Field(default_factory=Capability, description="an exact phrase (maxMatches 20, cap 100)")
-    read_context: Capability = Field(default_factory=Capability, description="a chunk's neighbours (neighbours 1, cap 5)")
-
-
-class SearchToolBody(_Strict):
-    model_config = ConfigDict(extra="forbid", json_schema_extra=requires("description"))
-    # The rules JSON Schema can say are in the document too (api.schemas.documents); the domain enforces them.
-    id: str | None = Field(None, max_length=200, description="the tool's name (R1, at most 40 characters); on PUT it must be the path's",
-                           **documents(**{**IDENTIFIER, "maxLength": MAX_NAME}))
-    description: str = Field("", max_length=4_000, **documents(**DESCRIPTION))
-    tags: list[str] = Field(default_factory=list, max_length=100, **documents(**TAGS))
-    exposeInChat: bool = True
-    enabled: bool = True
-    capabilities: Capabilities = Field(default_factory=Capabilities)
-
-    def as_config(self) -> dict[str, Any]:
-        given = self.model_dump(exclude={"id", "capabilities"})
-        given["capabilities"] = {name: cap.model_dump(exclude_none=True) for name, cap in self.capabilities}
-        return given
-
-
-class SearchToolCreate(SearchToolBody):
-    """A new tool's body: its `id` is required (on PUT the path names it)."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra=requires("id", "description", not_null=("id",)))
-
-
-class SearchToolTestCall(_Strict):
-    capability: Literal["search", "fetch", "list_documents", "find_text", "read_context"] = "search"
-    arguments: dict[str, Any] | None = Field(None, description="the capability's arguments, as a JSON object")
-
-
-IfMatch = Annotated[str | None, Header(alias="If-Match", description="the tool's ETag as read (B7)")]
+API = ConfiguredApi(SearchToolKind, noun="File Search tool", one="search_tool", body=SearchToolBody, create=SearchToolCreate,
+                    public=public, said={
+                        "create": "Create a File Search tool; it is live at once (its enabled capabilities are MCP tools).",
+                        "get": "One File Search tool; with `asOf`, as it stood at that instant (its documents then too).",
+                        "replace": "Replace the configuration; live at once (a capability switched on or off is offered or\n"
+                                   "withdrawn over MCP, and sessions are told their tool list changed).",
+                        "delete": "Delete the tool and its documents (refused while a plan or an agent names it or a capability); "
+                                  "its history stays.",
+                        "history": "Every event of the tool and its documents, through all its lives.",
+                    })
+router = configured_routes(APIRouter(prefix=f"{ADMIN_API}/search-tools", tags=["File Search tools"]), API)
 
 
 def _kind(services: Any) -> SearchToolKind:
-    return services.toolbox.kind(SearchToolKind)
-
-
-def public(tool: SearchTool) -> dict[str, Any]:
-    """The tool as the API shows it: its configuration, how many documents, who changed it and when."""
-    states: dict[str, int] = {}
-    for document in tool.documents.values():
-        states[document["state"]] = states.get(document["state"], 0) + 1
-    return {"id": tool.tool_id, "callType": FILE_SEARCH, **tool.config, "documents": {"total": len(tool.documents), **states},
-            "version": tool.version, "createdBy": tool.created_by, "createdAt": tool.created_on,
-            "updatedBy": tool.updated_by, "updatedAt": tool.modified_on}
-
-
-def public_document(document: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in document.items() if k != "pageStarts"}
-
-
-@router.get("", responses=documented())
-def list_search_tools(services: ServicesDep, principal: Reader) -> list[dict[str, Any]]:
-    """Every File Search tool of the tenant, by name."""
-    return [public(tool) for tool in _kind(services).tools(principal.tenant)]
-
-
-@router.post("", status_code=201, responses=documented(400, 409))
-async def create_search_tool(body: SearchToolCreate, services: ServicesDep, principal: Admin, response: Response) -> dict[str, Any]:
-    """Create a File Search tool; it is live at once (its enabled capabilities are MCP tools)."""
-    if body.id is None:
-        raise InvalidDefinition([Violation("id", "R1", "is required")])
-    tool, _ = await run_in_threadpool(
-        lambda: _kind(services).save(principal.tenant, body.id, body.as_config(), by=principal.name, create=True))  # type: ignore[arg-type]
-    response.headers["ETag"] = etag(tool.version)
-    return public(tool)
-
-
-@router.get("/{id}", responses=documented(400, 404))
-def get_search_tool(
-    id: str, services: ServicesDep, principal: Reader, response: Response,
-    asOf: Annotated[datetime | None, Query(description="an ISO 8601 instant: the tool as it stood then (B2)")] = None,
-) -> dict[str, Any]:
-    """One File Search tool; with `asOf`, as it stood at that instant (its documents then too)."""
-    kind = _kind(services)
-    if asOf is None:
-        tool = kind.get(principal.tenant, id)
-    else:
-        if asOf.tzinfo is None:
-            raise InvalidDefinition([Violation("asOf", "B2", "must name its time zone (2024-05-06T10:00:00Z)")])
-        tool = history.replay(kind.events(principal.tenant, id), asOf)
-        if tool is None or tool.deleted:
-            raise UnknownRecord("File Search tool", id)
-    response.headers["ETag"] = etag(tool.version)
-    return public(tool)
-
-
-@router.put("/{id}", responses=documented(400, 404, 409, 412))
-async def replace_search_tool(id: str, body: SearchToolBody, services: ServicesDep, principal: Admin, response: Response,
-                              if_match: IfMatch = None) -> dict[str, Any]:
-    """Replace the configuration; live at once (a capability switched on or off is offered or
-    withdrawn over MCP, and sessions are told their tool list changed)."""
-    if body.id is not None and body.id != id:
-        raise InvalidDefinition([Violation("id", "R1", f"must be the path's id {id!r} (a tool is renamed by creating another)")])
-    expected = if_match_version(if_match)
-    tool, _ = await run_in_threadpool(
-        lambda: _kind(services).save(principal.tenant, id, body.as_config(), by=principal.name, create=False, expected=expected))
-    response.headers["ETag"] = etag(tool.version)
-    return public(tool)
-
-
-@router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409))
-async def delete_search_tool(id: str, services: ServicesDep, principal: Admin) -> Response:
-    """Delete the tool and its documents (refused while a plan or an agent names it or a capability); its history stays."""
-    await run_in_threadpool(lambda: _kind(services).delete(principal.tenant, id, by=principal.name))
-    return Response(status_code=204)
-
-
-@router.get("/{id}/history", responses=documented(404))
-def search_tool_history(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
-    """Every event of the tool and its documents, through all its lives."""
-    events = _kind(services).events(principal.tenant, id)
-    if not events:
-        raise UnknownRecord("File Search tool", id)
-    return {"id": id, "events": [history.entry(e) for e in events]}
+    return API.kind_of(services)  # type: ignore[no-any-return]
 
 
 @router.post("/{id}/test", responses=documented(400, 404))
@@ -204,42 +72,10 @@ async def upload_documents(id: str, request: Request, services: ServicesDep, pri
     until its text is extracted and indexed. The same bytes twice are one document."""
     kind = _kind(services)
     files = kind.files
-    limit = files.max_upload_bytes
     async with request.form(max_files=1_000, max_fields=100) as form:
-        given = form.getlist("files")
-        if any(not isinstance(item, UploadFile) for item in given):
-            raise InvalidInput([Violation("files", "DOC", "must be files (multipart/form-data file parts)")])
-        uploads: list[Upload] = []
-        try:
-            for item in given:
-                assert isinstance(item, UploadFile)
-                uploads.append(Upload(item.filename or "document", await run_in_threadpool(_spool, item, files.workdir, limit)))
-        except BaseException:
-            for upload in uploads:
-                upload.path.unlink(missing_ok=True)
-            raise
+        uploads = await spooled(form.getlist("files"), files.workdir, files.max_upload_bytes)
     documents = await run_in_threadpool(lambda: kind.upload(principal.tenant, id, uploads, by=principal.name))
-    return {"documents": [{"id": d["id"], "name": d["name"], "state": d["state"], "mediaType": d["mediaType"],
-                           "size": d["size"]} for d in documents]}
-
-
-def _spool(item: UploadFile, workdir: Path, limit: int) -> Path:
-    """The upload in a file of the kind's work folder (the kind takes it over), 413 past the cap."""
-    handle, name = tempfile.mkstemp(prefix="upload-", dir=workdir)
-    path = Path(name)
-    size = 0
-    try:
-        with os.fdopen(handle, "wb") as target:
-            item.file.seek(0)
-            while piece := item.file.read(CHUNK):
-                size += len(piece)
-                if size > limit:
-                    raise UploadTooLarge(f"{item.filename!r} is larger than {limit // 1_048_576} MB (TOOLSMITH_MAX_UPLOAD_MB)")
-                target.write(piece)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return path
+    return uploaded(documents)
 
 
 @router.get("/{id}/documents", responses=documented(400, 404))
