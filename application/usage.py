@@ -2,87 +2,32 @@
 Search tools), its documents and their bytes, its plans, agents, MCP servers, usage profiles and
 secrets.
 
-Read from the store, exactly: the quotas are checked against these counts under the tenant's lock
-(`application/quotas.py`), and a tenant is deleted only when it holds nothing. Which modules and
-tools of a tenant are alive is kept by a `Census` of their lifecycle events (created, created
-again, deleted), which reads the log's newer lifecycle events to its end before every answer; the
-documents and their bytes are the tenant's live File Search tools' own, loaded from the store.
+Exact, as of the question: the quotas are checked against these counts under the tenant's lock
+(`application/quotas.py`), and a tenant is deleted only when it holds nothing. Which modules are
+alive, and which tools of each kind, is a projection of their lifecycle events (created, created
+again, deleted), caught up to the log's head before every answer (`application/projected.py`);
+what each counts (a module, a tool) and what a live one holds (a File Search tool's documents and
+their bytes, loaded from the store) its kind declares (`Counted`), so that nothing here names one.
 Each count is made only when asked for (`count`), so a check of one quota pays for that one.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
+from application.projected import Follower, LiveIndex, group_of
 from application.secrets import Secrets
 from application.store import Store
 from application.tenants import record_holdings
-from toolkinds.api_tools.model import ApiTool
-from domain.model import CodeModule
-from domain.topics import stored_topics
-from toolkinds.search_tools.model import SearchTool
 from domain.tenants import DOCUMENTS, MODULES, STORED_BYTES, TOOLS
 
-# The census's groups: what a lifecycle event of each aggregate type counts as.
-_MODULE, _API_TOOL, _SEARCH_TOOL = "module", "api tool", "search tool"
-_LIFECYCLE: dict[type, tuple[str, bool]] = {
-    event: (group, alive)
-    for group, aggregate in ((_MODULE, CodeModule), (_API_TOOL, ApiTool), (_SEARCH_TOOL, SearchTool))
-    for event, alive in ((aggregate.Created, True), (aggregate.Recreated, True), (aggregate.Deleted, False))
-}
-PAGE = 1_000  # lifecycle events read at a time
-
-
-class Census:
-    """The live modules, API URL tools and File Search tools of every tenant, by aggregate id, as
-    the log's lifecycle events say (nothing else of an aggregate is decoded or kept).
-
-    Every answer first reads what was recorded since the last one, to the log's end: it is the
-    store's, as of the question, in every replica (a PostgreSQL store commits its events in the
-    order of their positions, so nothing is recorded behind what was read). The first answer reads
-    every lifecycle event in the log once; the ids it keeps are a few dozen bytes per module.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._topics = [topic for event in _LIFECYCLE for topic in stored_topics(event)]
-        self._groups = {topic: meaning for event, meaning in _LIFECYCLE.items() for topic in stored_topics(event)}
-        self._live: dict[tuple[str, str], set[UUID]] = {}
-        self._next = 1  # the position of the next notification to read
-        self._lock = threading.Lock()
-
-    def live(self, tenant: str, group: str) -> frozenset[UUID]:
-        with self._lock:
-            self._catch_up()
-            return frozenset(self._live.get((tenant, group), ()))
-
-    def count(self, tenant: str, group: str) -> int:
-        with self._lock:
-            self._catch_up()
-            return len(self._live.get((tenant, group), ()))
-
-    def _catch_up(self) -> None:
-        recorder, mapper = self._store.recorder, self._store.mapper
-        while True:
-            page = recorder.select_notifications(self._next, PAGE, topics=self._topics)
-            for notification in page:
-                event = mapper.to_domain_event(notification)
-                group, alive = self._groups[notification.topic]
-                ids = self._live.setdefault((event.tenant, group), set())
-                if alive:
-                    ids.add(notification.originator_id)
-                else:
-                    ids.discard(notification.originator_id)
-            if page:
-                self._next = page[-1].id + 1
-            if len(page) < PAGE:
-                return
+if TYPE_CHECKING:
+    from application.kinds.base import Counted
 
 
 @dataclass(frozen=True)
@@ -98,28 +43,50 @@ class TenantUsage:
 
 
 class Usage:
-    def __init__(self, store: Store, secrets: Secrets) -> None:
+    def __init__(self, store: Store, secrets: Secrets, *, counted: Sequence[Counted] = ()) -> None:
+        """`counted`: what each installed kind's aggregates count toward the quotas (their
+        plugins declare it, `KindPlugin.quotas`)."""
         self._store = store
         self._secrets = secrets
-        self._census = Census(store)
+        self._counted = tuple(counted)
+        self._live = Follower(store, LiveIndex([c.aggregate for c in self._counted], name="usage"))
+
+    def projections(self) -> tuple[Follower[Any], ...]:
+        """The read models the projection runner keeps up to date for this service."""
+        return (self._live,)
 
     def count(self, tenant: str, quotas: Iterable[str]) -> dict[str, int]:
         """What `tenant` holds of each of `quotas` (named as `domain/tenants.py` names them), and
-        only of those: modules and tools from the census, documents and bytes from the tenant's
-        live File Search tools."""
+        only of those: the live aggregates each counts, from the projection of their lifecycle,
+        and what those hold (a File Search tool's documents), from each as the store has it."""
         wanted = set(quotas)
-        found: dict[str, int] = {}
-        if MODULES in wanted:
-            found[MODULES] = self._census.count(tenant, _MODULE)
-        if TOOLS in wanted:
-            found[TOOLS] = self._census.count(tenant, _API_TOOL) + self._census.count(tenant, _SEARCH_TOOL)
-        if wanted & {DOCUMENTS, STORED_BYTES}:
-            documents = stored = 0
-            for tool in self._search_tools(tenant):
-                documents += len(tool.documents)
-                stored += sum(int(document["size"]) for document in tool.documents.values())
-            found[DOCUMENTS], found[STORED_BYTES] = documents, stored
-        return {quota: found[quota] for quota in wanted}
+        found = dict.fromkeys(wanted, 0)
+        live = self._live.current().view
+        for counted in self._counted:
+            group = group_of(counted.aggregate)
+            if counted.quota in wanted:
+                found[counted.quota] += live.count(tenant, group)
+            held = wanted.intersection(counted.holds)
+            if counted.contents is None or not held:
+                continue
+            for aggregate in self._loaded(live.ids(tenant, group)):
+                for quota, amount in counted.contents(aggregate).items():
+                    if quota in held:
+                        found[quota] += amount
+        return found
+
+    def _loaded(self, ids: Iterable[UUID]) -> list[Any]:
+        """The live aggregates of `ids`, each as the store has it now (a cached one is brought up
+        to date from the store)."""
+        found = []
+        for aggregate_id in ids:
+            try:
+                aggregate = self._store.repository.get(aggregate_id, deepcopy_from_cache=False)
+            except AggregateNotFoundError:
+                continue
+            if not aggregate.deleted:
+                found.append(aggregate)
+        return found
 
     def of(self, tenant: str) -> TenantUsage:
         counted = self.count(tenant, (MODULES, TOOLS, DOCUMENTS, STORED_BYTES))
@@ -136,16 +103,3 @@ class Usage:
         if secrets:
             found.append(f"{secrets} secret{'s' if secrets != 1 else ''}")
         return found
-
-    def _search_tools(self, tenant: str) -> list[Any]:
-        """The tenant's live File Search tools, each as the store has it now (a cached one is
-        brought up to date from the store)."""
-        tools = []
-        for aggregate_id in self._census.live(tenant, _SEARCH_TOOL):
-            try:
-                tool = self._store.repository.get(aggregate_id, deepcopy_from_cache=False)
-            except AggregateNotFoundError:
-                continue
-            if not tool.deleted:
-                tools.append(tool)
-        return tools

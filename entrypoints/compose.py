@@ -223,7 +223,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     names = names if names is not None else ToolKinds()
     # The secrets ask every kind which secrets its tools use, and the kinds read them: one registry.
     secret_service = Secrets(store, commands, vault or ephemeral_vault(store), names)
-    usage = Usage(store, secret_service)
+    usage = Usage(store, secret_service, counted=[counted for plugin in kinds for counted in plugin.quotas])
     tenants = Tenants(store, commands, own=own_tenant, holdings=usage.holdings)
     quotas = Quotas(tenants, usage)
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
