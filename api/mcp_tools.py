@@ -21,7 +21,7 @@ from mcp_types import (
 )
 
 from api.mcp_watch import offer_of
-from api.queries import after_cursor, call_context, cursor_after
+from application.queries import after_cursor, call_context, cursor_after
 from domain.catalog import Permissions, ToolEntry
 from domain.errors import ModuleError
 from domain.ports import ExecutionResult

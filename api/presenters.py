@@ -1,12 +1,18 @@
-"""Domain objects as the API's JSON."""
+"""Domain objects as the API's JSON, and the audit export as a download: what the REST routes and
+the console both answer, written once here (the console never calls a REST route for them)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from fastapi.responses import StreamingResponse
+
+from api.services import Services
+from domain.catalog import ToolEntry
 from domain.model import CodeModule
 from domain.ports import ExecutionResult
 from domain.rules import input_schema
+from infrastructure.audit import export_chunks
 
 
 def module_out(module: CodeModule, used_by: list[str]) -> dict[str, Any]:
@@ -38,3 +44,41 @@ def execution_out(result: ExecutionResult) -> dict[str, Any]:
         "logs": list(result.logs),
         "durationMillis": result.duration_millis,
     }
+
+
+def tool_out(entry: ToolEntry) -> dict[str, Any]:
+    """A catalog entry (GET /api/v1/admin/tools; the console's tool list)."""
+    return {
+        "name": entry.name,
+        "description": entry.description,
+        "callType": entry.call_type,
+        "tags": list(entry.tags),
+        "inputSchema": entry.input_schema,
+        "exposeInChat": entry.expose_in_chat,
+        "enabled": entry.enabled,
+        "shadowedBy": entry.shadowed_by,
+        # Invoker's rights: a plan reaches only the tools its caller may use (toolkinds.plans.kind).
+        "runsWith": entry.runs_with,
+        "readOnly": entry.read_only,
+        "group": entry.group,
+    }
+
+
+def tenant_created(tenant: dict[str, Any], token: dict[str, Any], secret: str) -> dict[str, Any]:
+    """A new tenant with its first admin token, whose secret this answer is the only one to hold."""
+    return {"tenant": tenant, "adminToken": secret, "adminTokenId": token["id"]}
+
+
+def token_issued(token: dict[str, Any], secret: str) -> dict[str, Any]:
+    """An issued token with its secret, shown this once (only its SHA-256 is kept)."""
+    return {**token, "token": secret}
+
+
+def audit_download(services: Services, tenant: str) -> StreamingResponse:
+    """Every stored event of `tenant`, as JSON lines that `toolsmith audit import` restores."""
+    # A tenant sees only its own (docs/security.md): what its kinds of tool say is its (modules, …), its
+    # import graph and caller registry. The chunks come from a plain generator, which Starlette
+    # iterates in its thread pool: reading the store never blocks the event loop.
+    chunks = export_chunks(services.store, tenant=tenant, kinds=services.toolbox.kinds)
+    return StreamingResponse(chunks, media_type="application/x-ndjson",
+                             headers={"Content-Disposition": 'attachment; filename="toolsmith-audit.ndjson"'})

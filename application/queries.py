@@ -1,27 +1,78 @@
-"""The module queries the REST API and the console share: the list with its facets, availability,
-used-by (with the event store's answer while the read model is down), the module as of an instant,
-a publish preview as data, and the context a call from a person carries. Presenters call these; no
-presenter composes the read model and the event store itself."""
+"""The queries the REST API, MCP and the console share: the module list with its facets,
+availability, used-by (with the event store's answer while the read model is down), the module as
+of an instant, a publish preview as data, the tool catalog's pages, a tenant with what it holds,
+and the context a call from a person carries. Presenters call these; no presenter composes the
+read model and the event store itself, and the console never calls a REST route to get them.
+
+They take the services as the composition root built them (`api.services.Services`), seen here as
+`Sources`: only what the queries read.
+"""
 
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
-from api.services import Services
+from application.history import History
+from application.modules import Modules
+from application.principals import Principal
+from application.records import CallerRecords
+from application.store import Store
+from application.tenants import Tenants
+from application.toolbox import Toolbox
+from application.usage import Usage
 from domain import history
 from domain.callers import AGENT, PLAN, tool_names
 from domain.catalog import Permissions, ToolEntry
 from domain.errors import UnknownModule
 from domain.model import CodeModule
+from domain.ports import ListQuery, Page, ReadModelUnavailable
 from domain.rules import id_violations, is_valid_id
-from application.principals import Principal
-from projections.interface import ListQuery, Page, ReadModelUnavailable
 
 
-def used_by(services: Services, tenant: str, module_id: str) -> list[str]:
+class ModuleReads(Protocol):
+    """What the queries ask the read model (`projections.interface.ModuleReadModel`)."""
+
+    def list(self, tenant: str, query: ListQuery) -> Page: ...
+
+    def used_by(self, tenant: str, module_id: str) -> list[str]: ...
+
+    def used_by_counts(self, tenant: str, module_ids: list[str]) -> dict[str, int]: ...
+
+    def is_taken(self, tenant: str, module_id: str) -> bool: ...
+
+
+class Sources(Protocol):
+    """The services the queries read (`api.services.Services` has them all)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def read_model(self) -> ModuleReads: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def modules(self) -> Modules: ...
+
+    @property
+    def records(self) -> CallerRecords: ...
+
+    @property
+    def toolbox(self) -> Toolbox: ...
+
+    @property
+    def tenants(self) -> Tenants: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+
+def used_by(services: Sources, tenant: str, module_id: str) -> list[str]:
     """The read model's used-by list; while it is unavailable, the import graph's (the event
     store's) answer, so that writes and single-module reads keep working."""
     try:
@@ -30,7 +81,7 @@ def used_by(services: Services, tenant: str, module_id: str) -> list[str]:
         return services.store.graph(tenant).importers_of(module_id)
 
 
-def used_by_counts(services: Services, tenant: str, module_ids: list[str]) -> dict[str, int]:
+def used_by_counts(services: Sources, tenant: str, module_ids: list[str]) -> dict[str, int]:
     """How many modules use each of `module_ids` (one read-model query for a whole page); while
     the read model is unavailable, the import graph's answer."""
     try:
@@ -40,7 +91,7 @@ def used_by_counts(services: Services, tenant: str, module_ids: list[str]) -> di
         return {module_id: len(graph.importers_of(module_id)) for module_id in module_ids}
 
 
-def named_by_callers(services: Services, tenant: str, caller: str | None) -> tuple[str, ...]:
+def named_by_callers(services: Sources, tenant: str, caller: str | None) -> tuple[str, ...]:
     """`usedBy` may name a plan or an agent: the tools its nodes or its allowed tools name."""
     if caller is None:
         return ()
@@ -49,7 +100,7 @@ def named_by_callers(services: Services, tenant: str, caller: str | None) -> tup
     return tuple(sorted({name for names in found for name in names}))
 
 
-def list_modules(services: Services, tenant: str, *, search: str | None = None, state: str | None = None,
+def list_modules(services: Sources, tenant: str, *, search: str | None = None, state: str | None = None,
                  tool: bool | None = None, used_by: str | None = None, tags: tuple[str, ...] = (),
                  offset: int = 0, limit: int = 20, order_by: str = "id", ascending: bool = True,
                  count_users: bool = False) -> Page:
@@ -67,7 +118,7 @@ def list_modules(services: Services, tenant: str, *, search: str | None = None, 
     return page
 
 
-def is_available(services: Services, tenant: str, module_id: str) -> bool:
+def is_available(services: Sources, tenant: str, module_id: str) -> bool:
     """Whether an id is valid (R1) and free (R2) among every kind of tool."""
     return (
         is_valid_id(module_id)
@@ -76,7 +127,7 @@ def is_available(services: Services, tenant: str, module_id: str) -> bool:
     )
 
 
-def unavailable_because(services: Services, tenant: str, module_id: str) -> str | None:
+def unavailable_because(services: Sources, tenant: str, module_id: str) -> str | None:
     """Why an id cannot name a new module (the R1 rule it breaks, or R2: who holds it); None when it
     is free. The console's live name check says this where `is_available` says only yes or no."""
     broken = id_violations(module_id)
@@ -90,7 +141,7 @@ def unavailable_because(services: Services, tenant: str, module_id: str) -> str 
     return None
 
 
-def importable(services: Services, tenant: str, module_id: str | None = None) -> list[str]:
+def importable(services: Sources, tenant: str, module_id: str | None = None) -> list[str]:
     """The modules a draft may import (R5: the published ones, never itself), sorted."""
     return sorted(name for name in services.store.graph(tenant).published_edges() if name != module_id)
 
@@ -101,7 +152,7 @@ class ModuleView:
     used_by: list[str]
 
 
-def module_view(services: Services, tenant: str, module_id: str, as_of: datetime | None = None) -> ModuleView:
+def module_view(services: Sources, tenant: str, module_id: str, as_of: datetime | None = None) -> ModuleView:
     """The module now with its importers, or as it stood at `as_of` (B2)."""
     if as_of is None:
         return ModuleView(services.store.module(tenant, module_id), used_by(services, tenant, module_id))
@@ -112,13 +163,13 @@ def module_view(services: Services, tenant: str, module_id: str, as_of: datetime
     return ModuleView(past, history.importers_as_of(services.history.graph_events(tenant), module_id, at))
 
 
-def usage(services: Services, tenant: str, module_id: str) -> dict[str, list[str]]:
+def usage(services: Sources, tenant: str, module_id: str) -> dict[str, list[str]]:
     """The modules, plans and agents that use the module (R12's list)."""
     services.store.module(tenant, module_id)
     return {"modules": used_by(services, tenant, module_id), **services.records.users_of(tenant, module_id)}
 
 
-def publish_preview(services: Services, principal: Principal, module_id: str) -> dict[str, Any]:
+def publish_preview(services: Sources, principal: Principal, module_id: str) -> dict[str, Any]:
     """B3: what publishing would do, each dependent's check; publishes nothing."""
     module, checks = services.modules.preview_publish(principal.tenant, module_id, context=call_context(principal))
     return {
@@ -146,7 +197,7 @@ def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
     }
 
 
-def tools(services: Services, tenant: str, *, call_type: str | None = None, tag: str | None = None,
+def tools(services: Sources, tenant: str, *, call_type: str | None = None, tag: str | None = None,
           search: str | None = None, after: str | None = None, limit: int = 100) -> tuple[list[ToolEntry], bool]:
     """A page of the tool catalog (every kind, shadowed entries included) by name: up to `limit`
     entries named after `after`, filtered by call type, tag and a case-insensitive search of the
@@ -179,8 +230,15 @@ def after_cursor(cursor: str | None) -> str | None:
         raise ValueError(f"invalid cursor {cursor[:64]!r}: use the one the previous page gave") from None
 
 
-def reaches(services: Services, tenant: str, allowed_tools: list[str], allowed_tags: list[str]) -> list[str]:
+def reaches(services: Sources, tenant: str, allowed_tools: list[str], allowed_tags: list[str]) -> list[str]:
     """The tools an agent or a usage profile reaches now (R14): those it names and those with an
     allowed tag, among the catalog's winners (R15)."""
     allowed = Permissions(tools=frozenset(allowed_tools), tags=frozenset(allowed_tags))
     return [e.name for e in services.toolbox.entries(tenant) if e.shadowed_by is None and allowed.allow(e)]
+
+
+def tenant_view(services: Sources, tenant_id: str, tenant: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One tenant (docs/tenants.md), with what it holds now against its quotas; `tenant` is its record
+    as a command just answered it (read from the store otherwise)."""
+    record = tenant if tenant is not None else services.tenants.get(tenant_id)
+    return {**record, "usage": services.usage.of(tenant_id).as_quotas()}

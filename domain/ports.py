@@ -226,3 +226,34 @@ class SecretVault(ABC):
     def ids(self, tenant: str) -> list[str]:
         """The ids of the tenant's stored secrets, sorted (a secret whose create was interrupted
         may be among them: its record says whether it exists)."""
+
+
+# -- the read side (projections/interface.py implements it) ------------------------------------
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """GET /api/v1/admin/code-modules's query, already validated."""
+
+    search: str | None = None
+    state: str | None = None
+    tool: bool | None = None
+    used_by: str | None = None
+    # With `used_by`: the tools that the plan or agent of that id names, used by it too.
+    also_used: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    offset: int = 0
+    limit: int = 20
+    order_by: str = "id"
+    ascending: bool = True
+
+
+@dataclass
+class Page:
+    collection: list[dict[str, Any]]
+    total: int
+    facets: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class ReadModelUnavailable(Exception):
+    """The read model cannot answer now (its engine is down or overloaded); the API says 503."""

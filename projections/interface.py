@@ -10,43 +10,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from eventsourcing.persistence import TrackingRecorder
+
+# The read side's port (its query, its page, its refusal) is the domain's: the application asks it.
+from domain.ports import ListQuery, Page, ReadModelUnavailable
+
+__all__ = ["Document", "ListQuery", "MAX_LIMIT", "ModuleReadModel", "ORDER_FIELDS", "Page", "ReadModelUnavailable"]
 
 ORDER_FIELDS = ("id", "description", "role", "state")
 MAX_LIMIT = 100
 
 Document = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ListQuery:
-    """GET /api/v1/admin/code-modules's query, already validated."""
-
-    search: str | None = None
-    state: str | None = None
-    tool: bool | None = None
-    used_by: str | None = None
-    # With `used_by`: the tools that the plan or agent of that id names, used by it too.
-    also_used: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    offset: int = 0
-    limit: int = 20
-    order_by: str = "id"
-    ascending: bool = True
-
-
-@dataclass
-class Page:
-    collection: list[dict[str, Any]]
-    total: int
-    facets: dict[str, dict[str, int]] = field(default_factory=dict)
-
-
-class ReadModelUnavailable(Exception):
-    """The read model cannot answer now (its engine is down or overloaded); the API says 503."""
 
 
 class ModuleReadModel(TrackingRecorder, ABC):

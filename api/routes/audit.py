@@ -7,9 +7,9 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from api.deps import Reader, ServicesDep
-from api.problems import documented
 from api.paths import ADMIN_API
-from infrastructure.audit import export_chunks
+from api.presenters import audit_download
+from api.problems import documented
 
 router = APIRouter(prefix=f"{ADMIN_API}/audit", tags=["audit"])
 
@@ -25,9 +25,4 @@ _EXPORT = {
 @router.get("/export", response_class=StreamingResponse, responses={**_EXPORT, **documented()})
 def audit_export(services: ServicesDep, principal: Reader) -> StreamingResponse:
     """Every stored event of the caller's tenant, as JSON lines that `toolsmith audit import` restores."""
-    # A tenant sees only its own (docs/security.md): what its kinds of tool say is its (modules, …), its
-    # import graph and caller registry. The chunks come from a plain generator, which Starlette
-    # iterates in its thread pool: reading the store never blocks the event loop.
-    chunks = export_chunks(services.store, tenant=principal.tenant, kinds=services.toolbox.kinds)
-    return StreamingResponse(chunks, media_type="application/x-ndjson",
-                             headers={"Content-Disposition": 'attachment; filename="toolsmith-audit.ndjson"'})
+    return audit_download(services, principal.tenant)

@@ -7,34 +7,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from api import queries
+from application import queries
 from api.deps import Reader, ServicesDep
+from api.presenters import tool_out
 from api.problems import documented
 from api.schemas import ToolOut
 from api.paths import ADMIN_API
-from domain.catalog import ToolEntry
 from domain.errors import InvalidInput, Violation
 
 # A page of the catalog: 100 tools unless asked, at most 1,000 (issue 15: no answer grows with the tenant).
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1_000
-
-
-def tool_out(entry: ToolEntry) -> dict[str, Any]:
-    return {
-        "name": entry.name,
-        "description": entry.description,
-        "callType": entry.call_type,
-        "tags": list(entry.tags),
-        "inputSchema": entry.input_schema,
-        "exposeInChat": entry.expose_in_chat,
-        "enabled": entry.enabled,
-        "shadowedBy": entry.shadowed_by,
-        # Invoker's rights: a plan reaches only the tools its caller may use (toolkinds.plans.kind).
-        "runsWith": entry.runs_with,
-        "readOnly": entry.read_only,
-        "group": entry.group,
-    }
 
 
 def router_for(call_types: Sequence[str]) -> APIRouter:

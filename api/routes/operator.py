@@ -9,8 +9,10 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from api.deps import Operator, ServicesDep
+from api.presenters import tenant_created
 from api.problems import documented
 from api.schemas import TenantChange, TenantCreated, TenantIn, TenantPublic
+from application.queries import tenant_view
 from api.paths import OPERATOR_API
 
 router = APIRouter(prefix=f"{OPERATOR_API}/tenants", tags=["operator"])
@@ -26,21 +28,20 @@ def list_tenants(services: ServicesDep, principal: Operator) -> list[dict[str, A
 def create_tenant(body: TenantIn, services: ServicesDep, principal: Operator) -> dict[str, Any]:
     """A new tenant; the answer holds its first admin token, which is never shown again."""
     tenant, token, secret = services.tenants.create(body.id, body.name, body.quotas, by=principal.name)
-    return {"tenant": tenant, "adminToken": secret, "adminTokenId": token["id"]}
+    return tenant_created(tenant, token, secret)
 
 
 @router.get("/{id}", response_model=TenantPublic, responses=documented(404))
 def get_tenant(id: str, services: ServicesDep, principal: Operator) -> dict[str, Any]:
     """One tenant, with what it holds now."""
-    tenant = services.tenants.get(id)
-    return {**tenant, "usage": services.usage.of(id).as_quotas()}
+    return tenant_view(services, id)
 
 
 @router.put("/{id}", response_model=TenantPublic, responses=documented(400, 404))
 def change_tenant(id: str, body: TenantChange, services: ServicesDep, principal: Operator) -> dict[str, Any]:
     """Rename, suspend or resume, set quotas: each field given changes, the others stay."""
     tenant = services.tenants.update(id, body.model_dump(exclude_unset=True, exclude_none=False), by=principal.name)
-    return {**tenant, "usage": services.usage.of(id).as_quotas()}
+    return tenant_view(services, id, tenant)
 
 
 @router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404, 409))

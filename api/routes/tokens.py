@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from api.deps import Admin, ServicesDep
+from api.presenters import token_issued
 from api.problems import documented
 from api.schemas import TokenIn, TokenIssued, TokenPublic
 from api.paths import ADMIN_API
@@ -24,7 +25,7 @@ def list_tokens(services: ServicesDep, principal: Admin) -> list[dict[str, Any]]
 def issue_token(body: TokenIn, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Issue a token; the answer holds the secret, which is never shown again."""
     token, secret = services.tokens.issue_token(principal.tenant, body.name, body.role, body.usageProfile, by=principal.name)
-    return {**token, "token": secret}
+    return token_issued(token, secret)
 
 
 @router.delete("/{id}", status_code=204, response_class=Response, responses=documented(404))

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import ServicesDep, ToolCaller, permissions_of
 from api.problems import documented
 from api.presenters import execution_out
-from api.queries import call_context
+from application.queries import call_context
 from api.schemas import ExecutionOut
 from api.paths import API_V1
 from domain.errors import InvalidInput, Violation

@@ -1,5 +1,5 @@
 """The audit export (docs/rules.md B5, docs/security.md) from the console: a page that says what it holds, and a
-download that streams exactly what GET /api/v1/admin/audit/export answers (its own function), as an
+download that streams exactly what GET /api/v1/admin/audit/export answers (`api.presenters.audit_download`), as an
 attachment. Admins and auditors."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
-from api.routes.audit import audit_export
+from api import presenters
 from console.routing import ConsoleRoute
 from console.security import Reader
 
@@ -21,6 +21,6 @@ def audit_page(request: Request, visitor: Reader) -> Response:
 
 @router.get("/export")
 def audit_download(request: Request, visitor: Reader) -> StreamingResponse:
-    answer = audit_export(request.app.state.services, visitor.principal)
+    answer = presenters.audit_download(request.app.state.services, visitor.principal.tenant)
     answer.headers["Cache-Control"] = "no-store"
     return answer

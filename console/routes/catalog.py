@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from api import queries
-from api.routes.catalog import tool_out
+from application import queries
+from api.presenters import tool_out
 from console.routing import ConsoleRoute
 from console.security import Reader
 

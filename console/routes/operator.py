@@ -2,8 +2,8 @@
 quotas, when created), creating one (its first admin token shown once, on the answer to the form,
 never in a page a reload or the history brings back), and an organization's page: what it holds
 against its quotas, setting them, renaming, suspending or resuming it (after a confirmation), and
-deleting it once it holds nothing. Every change goes through the REST routes' functions
-(api/routes/operator.py); the rules are the domain's, and each refusal is shown by its field."""
+deleting it once it holds nothing. Every change goes through `services.tenants`, as the REST routes'
+do (api/routes/operator.py); the rules are the domain's, and each refusal is shown by its field."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
-from api.routes.operator import change_tenant, create_tenant, delete_tenant, get_tenant, list_tenants
+from api.presenters import tenant_created
 from api.schemas import TenantChange, TenantIn
+from application.queries import tenant_view
 from console.routes.callers import FormProblem
 from console.routing import ConsoleRoute
 from console.security import Operator
@@ -132,7 +133,7 @@ def _list(request: Request, *, status: int = 200, created: dict[str, Any] | None
     services = request.app.state.services
     return request.app.state.console_pages.render(
         request, "operator/tenants.html", status=status, headers=NO_STORE,
-        tenants=list_tenants(services, request.state.visitor.principal), own=services.tenants.own,
+        tenants=services.tenants.list(), own=services.tenants.own,
         created=created, values=values or {"id": "", "name": "", **{field_of(q): "" for q in QUOTAS}},
         fields=problem.fields if problem else {}, summary=problem.summary if problem else "", message=message,
         quotas=QUOTAS, labels=LABELS, hints=HINTS, field_of=field_of, size_text=size_text,
@@ -158,7 +159,7 @@ async def create(request: Request, visitor: Operator) -> Response:
     try:
         body = TenantIn.model_validate({"id": values["id"], "name": values["name"],
                                         "quotas": _quotas(quota_values, empty_lifts=False) or None})
-        created = create_tenant(body, request.app.state.services, visitor.principal)
+        created = tenant_created(*request.app.state.services.tenants.create(body.id, body.name, body.quotas, by=visitor.principal.name))
     except (ValidationError, errors.ModuleError) as error:
         problem = _problem(error)
         if problem is None:
@@ -173,7 +174,7 @@ async def create(request: Request, visitor: Operator) -> Response:
 def _tenant(request: Request, tenant_id: str, *, status: int = 200, problem: FormProblem | None = None,
             values: dict[str, str] | None = None, refusal: str = "", message: str = "") -> Response:
     services = request.app.state.services
-    tenant = get_tenant(tenant_id, services, request.state.visitor.principal)
+    tenant = tenant_view(services, tenant_id)
     current = {field_of(q): "" if tenant["quotas"][q] is None else str(tenant["quotas"][q]) for q in QUOTAS}
     return request.app.state.console_pages.render(
         request, "operator/tenant.html", status=status, headers=NO_STORE,
@@ -191,10 +192,11 @@ def tenant_page(tenant_id: str, request: Request, visitor: Operator) -> Response
 
 
 async def _change(request: Request, tenant_id: str, body: dict[str, Any], values: dict[str, str], flag: str) -> Response:
-    """A `PUT` of the REST route with `body`; the page again with the messages by field when refused."""
+    """What a `PUT` of the REST route with `body` changes; the page again with the messages by field when refused."""
     visitor = request.state.visitor
     try:
-        change_tenant(tenant_id, TenantChange.model_validate(body), request.app.state.services, visitor.principal)
+        change = TenantChange.model_validate(body).model_dump(exclude_unset=True, exclude_none=False)
+        request.app.state.services.tenants.update(tenant_id, change, by=visitor.principal.name)
     except (ValidationError, errors.ModuleError) as error:
         problem = _problem(error)
         if problem is None:
@@ -230,7 +232,7 @@ async def resume(tenant_id: str, request: Request, visitor: Operator) -> Respons
 @router.post("/tenants/{tenant_id}/delete")
 def delete(tenant_id: str, request: Request, visitor: Operator) -> Response:
     try:
-        delete_tenant(tenant_id, request.app.state.services, visitor.principal)
+        request.app.state.services.tenants.delete(tenant_id, by=visitor.principal.name)
     except errors.TenantNotEmpty as error:
         return _tenant(request, tenant_id, status=409, refusal=f"Not deleted: {error.detail}.")
     return _done(LIST, deleted=tenant_id)

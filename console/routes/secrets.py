@@ -1,7 +1,7 @@
 """Secrets (docs/kinds/index.md, docs/console.md): the list (id, description, fingerprint, the tools that use each, when
 it changed), and for admins the forms to create, rotate and delete one. A value is typed into a
 password field and never sent back: not in a page, not in a form answered again after an error.
-Every change goes through the REST routes' functions (api/routes/secrets.py)."""
+Every change goes through `services.secrets`, as the REST routes' do (api/routes/secrets.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
-from api.routes.secrets import create_secret, delete_secret, list_secrets, update_secret
 from api.schemas import SecretFields, SecretIn
 from console.routes.callers import FormProblem, problem_of_error, problem_of_validation
 from console.routing import ConsoleRoute
@@ -34,7 +33,7 @@ def _page(request: Request, *, status: int = 200, values: dict[str, str] | None 
     services = request.app.state.services
     return request.app.state.console_pages.render(
         request, "secrets/list.html", status=status, headers=NO_STORE,
-        secrets=list_secrets(services, request.state.visitor.principal),
+        secrets=services.secrets.list(request.state.visitor.principal.tenant),
         values=values or {"id": "", "description": ""},
         fields=problem.fields if problem else {}, summary=problem.summary if problem else "",
         refusal=refusal, message=message,
@@ -61,7 +60,8 @@ async def create(request: Request, visitor: Writer) -> Response:
     values = {"id": str(form.get("id", "")).strip(), "description": str(form.get("description", "")).strip()}
     try:
         body = SecretIn.model_validate({**values, "value": str(form.get("value", ""))})
-        create_secret(body, request.app.state.services, visitor.principal)
+        request.app.state.services.secrets.create(visitor.principal.tenant, body.id, body.value.get_secret_value(),
+                                                  body.description, by=visitor.principal.name)
     except ValidationError as error:
         return _page(request, values=values, problem=problem_of_validation(error))
     except errors.ModuleError as error:
@@ -81,7 +81,9 @@ async def rotate(secret_id: str, request: Request, visitor: Writer) -> Response:
     try:
         body = SecretFields.model_validate({"value": value or None,
                                             "description": str(description).strip() if description is not None else None})
-        update_secret(secret_id, body, request.app.state.services, visitor.principal)
+        value = body.value.get_secret_value() if body.value is not None else None
+        request.app.state.services.secrets.update(visitor.principal.tenant, secret_id, value=value,
+                                                  description=body.description, by=visitor.principal.name)
     except (ValidationError, errors.InvalidRecord) as error:
         problem = problem_of_validation(error) if isinstance(error, ValidationError) else problem_of_error(error)
         assert problem is not None
@@ -94,7 +96,7 @@ async def rotate(secret_id: str, request: Request, visitor: Writer) -> Response:
 @router.post("/{secret_id}/delete")
 def delete(secret_id: str, request: Request, visitor: Writer) -> Response:
     try:
-        delete_secret(secret_id, request.app.state.services, visitor.principal)
+        request.app.state.services.secrets.delete(visitor.principal.tenant, secret_id, by=visitor.principal.name)
     except errors.SecretInUse as error:
         return _page(request, status=409, refusal=f"Not deleted: {error.detail}. Change those tools first.")
     return _done(deleted=secret_id)

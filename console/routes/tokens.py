@@ -1,6 +1,6 @@
 """Bearer tokens (docs/security.md): the list, issuing one (its secret shown once, on the answer to the
 form, never stored in a page that a reload or the history brings back), and revoking one. Admins
-only, as the REST routes are (api/routes/tokens.py, whose functions these call)."""
+only, as the REST routes are (api/routes/tokens.py); both go through `services.tokens`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
-from api.routes.tokens import issue_token, list_tokens, revoke_token
+from api.presenters import token_issued
 from api.schemas import TokenIn
 from application.principals import ROLES
 from console.routes.callers import FormProblem, problem_of_error, problem_of_validation
@@ -32,7 +32,7 @@ def _page(request: Request, *, status: int = 200, issued: dict[str, Any] | None 
     principal = request.state.visitor.principal
     return request.app.state.console_pages.render(
         request, "tokens/list.html", status=status, headers=NO_STORE,
-        tokens=list_tokens(services, principal), issued=issued, roles=ROLES,
+        tokens=services.tokens.tokens(principal.tenant), issued=issued, roles=ROLES,
         profiles=[p["id"] for p in services.records.list(principal.tenant, PROFILE)],
         values=values or {"name": "", "role": "caller", "usageProfile": ""},
         fields=problem.fields if problem else {}, summary=problem.summary if problem else "", message=message,
@@ -57,7 +57,8 @@ async def issue(request: Request, visitor: Writer) -> Response:
     try:
         body = TokenIn.model_validate({"name": values["name"], "role": values["role"],
                                        "usageProfile": values["usageProfile"] or None})
-        issued = issue_token(body, services, visitor.principal)
+        issued = token_issued(*services.tokens.issue_token(visitor.principal.tenant, body.name, body.role, body.usageProfile,
+                                                           by=visitor.principal.name))
     except ValidationError as error:
         return _page(request, values=values, problem=problem_of_validation(error))
     except errors.ModuleError as error:
@@ -71,8 +72,8 @@ async def issue(request: Request, visitor: Writer) -> Response:
 @router.post("/{token_id}/revoke")
 def revoke(token_id: str, request: Request, visitor: Writer) -> Response:
     services = request.app.state.services
-    name = next((t["name"] for t in list_tokens(services, visitor.principal) if t["id"] == token_id), None)
+    name = next((t["name"] for t in services.tokens.tokens(visitor.principal.tenant) if t["id"] == token_id), None)
     if name is None:
         raise Refused(404, f"No token with the id {token_id!r}: it may have been revoked already.")
-    revoke_token(token_id, services, visitor.principal)
+    services.tokens.revoke_token(visitor.principal.tenant, token_id, by=visitor.principal.name)
     return RedirectResponse("/console/tokens?" + urlencode({"revoked": name}), status_code=303)

@@ -14,7 +14,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
-from api import queries
+from application import queries
 from api.presenters import execution_out, module_out
 from application.execution import ExampleRun
 from application.kinds.base import tagged

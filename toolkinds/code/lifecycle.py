@@ -22,7 +22,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
-from api import queries
+from application import queries
 from api.presenters import module_out
 from application.modules import MAX_MESSAGE, Written
 from console.routing import ConsoleRoute, problem_of
@@ -196,7 +196,7 @@ def duplicate_check(module_id: str, request: Request, visitor: Reader, id: str =
 
 
 def _unavailable(request: Request, visitor: Any, name: str) -> str | None:
-    """Why `name` cannot be the copy's id (api.queries.unavailable_because, as a sentence)."""
+    """Why `name` cannot be the copy's id (application.queries.unavailable_because, as a sentence)."""
     if not name:
         return None
     reason = queries.unavailable_because(request.app.state.services, visitor.principal.tenant, name)

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from api import queries
+from application import queries
 from application.modules import Changeset
 from toolkinds.code.lifecycle import definition_diff, publish_message, published_label
 from console.routing import ConsoleRoute, problem_of

@@ -10,9 +10,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from api import queries
+from application import queries
 from api.deps import Admin, Reader, ServicesDep
-from api.queries import call_context
+from application.queries import call_context
 from api.problems import documented, etag
 from api.presenters import execution_out, module_out
 from api.schemas import (
