@@ -16,33 +16,17 @@ expected, and the other writer's change stands.
 from __future__ import annotations
 
 import contextlib
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from application.store import Store
 from domain.errors import ConcurrentChange, PreconditionFailed
-from domain.ports import GraphLock
+from domain.ports import GraphLock, ThreadGraphLock
 
 ATTEMPTS = 5
 T = TypeVar("T")
-
-
-class ThreadGraphLock(GraphLock):
-    """Serializes the graph changes of one tenant within this process."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-
-    @contextlib.contextmanager
-    def hold(self, tenant: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._locks.setdefault(tenant, threading.Lock())
-        with lock:
-            yield
 
 
 @dataclass(frozen=True)

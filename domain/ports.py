@@ -6,8 +6,10 @@ The embedded QuickJS runner (`sandbox/embedded.py`) and the client of the remote
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -138,6 +140,22 @@ class GraphLock(ABC):
 
     def close(self) -> None:
         """Releases what the lock keeps open (a cross-process lock's connections)."""
+
+
+class ThreadGraphLock(GraphLock):
+    """Serializes the graph changes of one tenant within this process (the cross-process lock
+    takes it first, `infrastructure/locks.py`)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    @contextlib.contextmanager
+    def hold(self, tenant: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(tenant, threading.Lock())
+        with lock:
+            yield
 
 
 class SecretValues(ABC):

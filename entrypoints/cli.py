@@ -138,6 +138,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     from entrypoints.compose import sandbox_pool
     from entrypoints.sandbox_service import create_sandbox_app
     from sandbox.capabilities import UnknownProfile
+    from sandbox.config import sandbox_config
 
     try:
         settings = Settings()
@@ -147,7 +148,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     if not secret and not args.insecure_dev:
         return _refuse("CODESANDBOX_SECRET is not set: set it to the secret the API presents, "
                        "or pass --insecure-dev to accept calls without one (development only)")
-    config = settings.sandbox_config()
+    config = sandbox_config(settings)
     try:
         config.capabilities
     except UnknownProfile as e:

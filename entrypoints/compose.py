@@ -47,6 +47,7 @@ from projections.opensearch import OpenSearchModuleReadModel
 from projections.rebuild import rebuild
 from projections.runner import Following, PullingProjectionRunner, TrackingWatcher, runner_id
 from projections.store_identity import store_identity
+from sandbox.config import sandbox_config
 from sandbox.factory import embedded_sandbox
 from sandbox.remote import RemoteSandbox
 
@@ -59,7 +60,7 @@ log = logging.getLogger("toolsmith.projections")
 def sandbox_pool(settings: Settings) -> Sandbox:
     """The pool of QuickJS worker processes, for `serve` with the embedded sandbox and for the
     `toolsmith sandbox` service alike."""
-    return embedded_sandbox(settings.sandbox_config())
+    return embedded_sandbox(sandbox_config(settings))
 
 
 def build_sandbox(settings: Settings) -> Sandbox | None:

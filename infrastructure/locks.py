@@ -17,8 +17,7 @@ from collections.abc import Iterator, Mapping
 
 from psycopg_pool import ConnectionPool
 
-from application.commands import ThreadGraphLock
-from domain.ports import GraphLock
+from domain.ports import GraphLock, ThreadGraphLock
 from infrastructure.notifications import connection_settings
 
 _LOCK = "SELECT pg_advisory_lock(%s)"

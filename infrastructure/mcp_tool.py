@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from application.redaction import Redactor
 from domain.catalog import DeclaredTool, ToolEntry
 from domain.ports import ExecutionError, ExecutionResult
+from domain.redaction import Redactor
 
 log = logging.getLogger("toolsmith.tools.mcp")
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from sandbox.config import SandboxConfig
 
 if TYPE_CHECKING:
     from infrastructure.egress.policy import ApiPolicy
@@ -152,16 +151,8 @@ class Settings(BaseSettings):
     sandbox_workers: int = Field(2, ge=1, validation_alias=_env("sandbox_workers", "CODESANDBOX_WORKERS"),
         description="Sandbox worker processes kept running while idle; more start on demand, up to the session cap.")
 
-    def sandbox_config(self) -> SandboxConfig:
-        """The embedded runner's configuration (also the `toolsmith sandbox` service's)."""
-        return SandboxConfig(
-            max_timeout_millis=self.sandbox_max_timeout_millis,
-            max_memory_mb=self.sandbox_max_memory_mb,
-            max_active_sessions=self.sandbox_max_active_sessions,
-            allowed_domains=self.sandbox_allowed_domains,
-            workers=min(self.sandbox_workers, self.sandbox_max_active_sessions),
-            capability_profile=self.sandbox_capability_profile,
-        )
+    # The sandbox reads these settings itself (`sandbox.config.sandbox_config`): the adapters read the
+    # settings, the settings know no adapter.
 
     # docs/tenants.md, fair share: the most sandbox sessions one tenant holds at once; unset, half of
     # CODESANDBOX_MAX_ACTIVE_SESSIONS (at least one).

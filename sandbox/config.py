@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infrastructure.settings import Settings
 from sandbox.capabilities import Capabilities, profile
 
 
@@ -25,3 +26,15 @@ class SandboxConfig:
     @property
     def capabilities(self) -> Capabilities:
         return profile(self.capability_profile)
+
+
+def sandbox_config(settings: Settings) -> SandboxConfig:
+    """The embedded runner's configuration (also the `toolsmith sandbox` service's), from the settings."""
+    return SandboxConfig(
+        max_timeout_millis=settings.sandbox_max_timeout_millis,
+        max_memory_mb=settings.sandbox_max_memory_mb,
+        max_active_sessions=settings.sandbox_max_active_sessions,
+        allowed_domains=settings.sandbox_allowed_domains,
+        workers=min(settings.sandbox_workers, settings.sandbox_max_active_sessions),
+        capability_profile=settings.sandbox_capability_profile,
+    )

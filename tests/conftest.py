@@ -15,6 +15,7 @@ from opensearchpy import OpenSearch
 from entrypoints.web import create_app
 from entrypoints.compose import Services, bootstrap
 from infrastructure.settings import Settings
+from sandbox.config import sandbox_config
 from sandbox.embedded import EmbeddedSandbox
 
 from tests import engines
@@ -33,14 +34,14 @@ def settings(tmp_path: Path) -> Settings:
 def shared_sandbox() -> Iterator[EmbeddedSandbox]:
     """One pool of worker processes for every app the tests build with the default sandbox
     settings: starting a pool (its zygote imports QuickJS, Babel and httpx) takes a while."""
-    pool = EmbeddedSandbox(Settings(data_dir=Path("/nonexistent")).sandbox_config())
+    pool = EmbeddedSandbox(sandbox_config(Settings(data_dir=Path("/nonexistent"))))
     yield pool
     pool.close()
 
 
 def wire(settings: Settings, shared: EmbeddedSandbox) -> Services:
     """`bootstrap`, sharing the session's pool when the settings ask for exactly that sandbox."""
-    if settings.sandbox_url == "embedded" and settings.sandbox_config() == shared.config:
+    if settings.sandbox_url == "embedded" and sandbox_config(settings) == shared.config:
         return bootstrap(settings, sandbox=shared)
     return bootstrap(settings)
 

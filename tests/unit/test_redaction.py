@@ -1,4 +1,4 @@
-"""Issue 28, finding 3, without I/O: `application.redaction.Redactor` replaces every form a
+"""Issue 28, finding 3, without I/O: `domain.redaction.Redactor` replaces every form a
 credential can be sent in, in texts and JSON values, and leaves every other text as it was."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from urllib.parse import quote, quote_plus, urlencode
 
 import pytest
 
-from application.redaction import SHOWN, Redactor
+from domain.redaction import SHOWN, Redactor
 
 KEY = 'k3y/with+plus & space=eq"quote\\back-slash é'
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.access-token-value"

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from uritemplate import URITemplate
 
-from application.redaction import Redactor
+from domain.redaction import Redactor
 from domain.errors import UnknownRecord
 from domain.ports import ExecutionError, OutboundRequest
 from toolkinds.api_tools.model import Config, as_text
