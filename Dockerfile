@@ -9,6 +9,8 @@ COPY console/package.json console/package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=error
 COPY console/build.mjs ./
 COPY console/assets assets
+# Each kind's own console behaviours (toolkinds/<kind>/assets/*.js), which build.mjs finds beside console/.
+COPY toolkinds /toolkinds
 RUN node build.mjs
 
 FROM python:3.11-slim
@@ -18,6 +20,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -r
 COPY pyproject.toml README.md ./
 COPY domain domain
 COPY application application
+COPY toolkinds toolkinds
 COPY entrypoints entrypoints
 COPY infrastructure infrastructure
 COPY api api

@@ -3,7 +3,7 @@
 // the pages that edit or compare code), and Swagger UI's files for the offline /docs. Nothing is
 // fetched from another host at run time; sizes (gzipped) are written to dist/sizes.json.
 import { build } from "esbuild";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,26 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "static", "dist");
 mkdirSync(out, { recursive: true });
+
+// A kind's console behaviours live in its package (toolkinds/<kind>/assets/*.js); console.js imports
+// them all as `toolsmith:kinds`, in the kinds' and files' alphabetical order.
+const kinds = join(here, "..", "toolkinds");
+const kindAssets = readdirSync(kinds, { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(join(kinds, entry.name, "assets")))
+  .map((entry) => entry.name)
+  .sort()
+  .flatMap((kind) => readdirSync(join(kinds, kind, "assets")).filter((name) => name.endsWith(".js")).sort()
+    .map((name) => join(kinds, kind, "assets", name)));
+const kindsModule = {
+  name: "toolsmith-kinds",
+  setup(bundle) {
+    bundle.onResolve({ filter: /^toolsmith:kinds$/ }, () => ({ path: "kinds", namespace: "toolsmith" }));
+    bundle.onLoad({ filter: /.*/, namespace: "toolsmith" }, () => ({
+      contents: kindAssets.map((path) => `import ${JSON.stringify(path)};`).join("\n"),
+      resolveDir: here,
+    }));
+  },
+};
 
 await build({
   entryPoints: { console: join(here, "assets", "console.js"), editor: join(here, "assets", "editor.js") },
@@ -22,6 +42,9 @@ await build({
   outdir: out,
   legalComments: "linked",
   logLevel: "warning",
+  plugins: [kindsModule],
+  // The kinds' assets sit outside console/: their bare imports (htmx.org) resolve to the console's packages.
+  nodePaths: [join(here, "node_modules")],
 });
 
 const swagger = join(here, "node_modules", "swagger-ui-dist");

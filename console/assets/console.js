@@ -2,9 +2,9 @@
 // small progressive enhancements wired by data attributes, never by inline script (the CSP has none).
 import htmx from "htmx.org";
 import "./playground.js";
-import "./api_tools.js";
-import "./search_tools.js";
 import "./changesets.js";
+// Each kind's own behaviours (toolkinds/<kind>/assets/*.js), gathered by build.mjs: the console names no kind.
+import "toolsmith:kinds";
 
 window.htmx = htmx;
 
