@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import copy
 import re
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 from uuid import NAMESPACE_URL, UUID, uuid5
 
-from eventsourcing.domain import event
 from uritemplate import URITemplate
 
 from domain import jmes
-from domain.chain import Chained
+from domain.configured import Configured
 from domain.errors import Violation
 from domain.rules import (
     MAX_TAG_LENGTH, MAX_TAGS, RESERVED_OBJECT, description_violations, has_reserved_object, parameters_violations,
@@ -84,54 +82,14 @@ def api_tool_id(tenant: str, name: str) -> UUID:
 # -- the aggregate ------------------------------------------------------------------------------
 
 
-class ApiTool(Chained):
+class ApiTool(Configured):
     """One API URL tool of one tenant, through all its lives (deleted and created again on the same
-    aggregate, as a module is). `config` is the whole normalised configuration."""
+    aggregate, as a module is). `config` is the whole normalised configuration; its lifecycle
+    (created, changed, deleted, created again) is `Configured`'s."""
 
     @staticmethod
     def create_id(tenant: str, tool_id: str) -> UUID:  # type: ignore[override]
         return api_tool_id(tenant, tool_id)
-
-    @event("Created")
-    def __init__(self, tenant: str, tool_id: str, config: Config, by: str, previous_hash: str = "",
-                 timestamp: datetime | None = None) -> None:
-        self.tenant = tenant
-        self.tool_id = tool_id
-        self.config = config
-        self.deleted = False
-        self.created_by = self.updated_by = by
-
-    def change(self, config: Config, by: str) -> bool:
-        """Makes `config` the tool's configuration at once; False (nothing recorded) when it is."""
-        if config == self.config:
-            return False
-        self._changed(tenant=self.tenant, tool_id=self.tool_id, config=config, by=by)
-        return True
-
-    def delete(self, by: str) -> None:
-        self._deleted(tenant=self.tenant, tool_id=self.tool_id, by=by)
-
-    def recreate(self, config: Config, by: str) -> None:
-        assert self.deleted, "only a deleted tool is created again"
-        self._recreated(tenant=self.tenant, tool_id=self.tool_id, config=config, by=by)
-
-    @event("Changed")
-    def _changed(self, tenant: str, tool_id: str, config: Config, by: str, previous_hash: str = "",
-                 timestamp: datetime | None = None) -> None:
-        self.config = config
-        self.updated_by = by
-
-    @event("Deleted")
-    def _deleted(self, tenant: str, tool_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
-        self.deleted = True
-        self.updated_by = by
-
-    @event("Recreated")
-    def _recreated(self, tenant: str, tool_id: str, config: Config, by: str, previous_hash: str = "",
-                   timestamp: datetime | None = None) -> None:
-        self.config = config
-        self.deleted = False
-        self.created_by = self.updated_by = by
 
 
 # -- the configuration --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import event
 
-from domain.chain import Chained
+from domain.configured import Configured
 from domain.documents import FAILED, PROCESSING, READY
 from domain.errors import Violation
 from domain.rules import MAX_TAG_LENGTH, MAX_TAGS, description_violations
@@ -76,59 +76,17 @@ def cap_key(limit: str) -> str:
 # -- the aggregate ------------------------------------------------------------------------------
 
 
-class SearchTool(Chained):
-    """One File Search tool of one tenant through all its lives, with its documents (by id)."""
+class SearchTool(Configured):
+    """One File Search tool of one tenant through all its lives, with its documents (by id); its
+    lifecycle (created, changed, deleted, created again) is `Configured`'s."""
 
     @staticmethod
     def create_id(tenant: str, tool_id: str) -> UUID:  # type: ignore[override]
         return search_tool_id(tenant, tool_id)
 
-    @event("Created")
-    def __init__(self, tenant: str, tool_id: str, config: Config, by: str, previous_hash: str = "",
-                 timestamp: datetime | None = None) -> None:
-        self.tenant = tenant
-        self.tool_id = tool_id
-        self.config = config
-        self.deleted = False
+    def _empty(self) -> None:
+        """A tool created, deleted or created again holds no document."""
         self.documents: dict[str, Document] = {}
-        self.created_by = self.updated_by = by
-
-    # -- configuration -------------------------------------------------------------------------
-
-    def change(self, config: Config, by: str) -> bool:
-        """Makes `config` the tool's configuration at once; False (nothing recorded) when it is."""
-        if config == self.config:
-            return False
-        self._changed(tenant=self.tenant, tool_id=self.tool_id, config=config, by=by)
-        return True
-
-    def delete(self, by: str) -> None:
-        """The tool and every document of it are gone (their events stay)."""
-        self._deleted(tenant=self.tenant, tool_id=self.tool_id, by=by)
-
-    def recreate(self, config: Config, by: str) -> None:
-        assert self.deleted, "only a deleted tool is created again"
-        self._recreated(tenant=self.tenant, tool_id=self.tool_id, config=config, by=by)
-
-    @event("Changed")
-    def _changed(self, tenant: str, tool_id: str, config: Config, by: str, previous_hash: str = "",
-                 timestamp: datetime | None = None) -> None:
-        self.config = config
-        self.updated_by = by
-
-    @event("Deleted")
-    def _deleted(self, tenant: str, tool_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
-        self.deleted = True
-        self.documents = {}
-        self.updated_by = by
-
-    @event("Recreated")
-    def _recreated(self, tenant: str, tool_id: str, config: Config, by: str, previous_hash: str = "",
-                   timestamp: datetime | None = None) -> None:
-        self.config = config
-        self.deleted = False
-        self.documents = {}
-        self.created_by = self.updated_by = by
 
     # -- documents -----------------------------------------------------------------------------
 
