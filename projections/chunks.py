@@ -38,6 +38,7 @@ class ChunkView(TrackingRecorder):
         self._chars = 0
         self._tracking: Tracking | None = None
         self._checked: set[str] = set()
+        self._checking = threading.Lock()
         self._lock = threading.Lock()
 
     # -- the tracking record ---------------------------------------------------------------------
@@ -60,12 +61,16 @@ class ChunkView(TrackingRecorder):
         """Empties an index that holds another event store's position (once per process)."""
         if application_name in self._checked:
             return
-        found = self.index.position(application_name)
-        if found is not None and found.store != self.store:
-            log.warning("chunk index of another event store: building it again from this one", extra={
-                "projection": "chunks", "found": found.store or "(unrecorded)", "store": self.store})
-            self.index.clear()
-        self._checked.add(application_name)
+        # Once, before any position is read: a reader (the health) and the first catch-up may ask at once.
+        with self._checking:
+            if application_name in self._checked:
+                return
+            found = self.index.position(application_name)
+            if found is not None and found.store != self.store:
+                log.warning("chunk index of another event store: building it again from this one", extra={
+                    "projection": "chunks", "found": found.store or "(unrecorded)", "store": self.store})
+                self.index.clear()
+            self._checked.add(application_name)
 
     # -- what the projection writes --------------------------------------------------------------
 
