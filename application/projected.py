@@ -90,7 +90,7 @@ class Follower(Generic[V]):
             return applied
 
     def _catch_up(self, progress: Callable[[int, int], None] | None) -> int:
-        recorder, mapper, name = self.app.recorder, self.app.mapper, self.app.name
+        recorder, name = self.app.recorder, self.app.name
         head = recorder.max_notification_id() or 0
         position = self.position()
         if position >= head:
@@ -103,10 +103,11 @@ class Follower(Generic[V]):
             page = recorder.select_notifications(position + 1, self.page, stop=head, topics=topics)
             if not page:
                 break
-            events = [mapper.to_domain_event(notification) for notification in page]
+            decoded = [(notification, self._decoded(notification)) for notification in page]
+            decoded = [(notification, event) for notification, event in decoded if event is not None]
             if prepare is not None:
-                prepare(events)
-            for notification, domain_event in zip(page, events, strict=True):
+                prepare([event for _, event in decoded])
+            for notification, domain_event in decoded:
                 self.projection.process_event(domain_event, Tracking(name, notification.id))
             if flush is not None:
                 flush()
@@ -126,6 +127,17 @@ class Follower(Generic[V]):
             log.info("projection replayed", extra={"projection": self.name, "events": applied, "head": head,
                                                     "seconds": round(time.monotonic() - started, 3)})
         return applied
+
+
+    def _decoded(self, notification: Any) -> Any:
+        """The notification's event; None for one this process cannot decode (an event of a kind
+        not installed here) when the projection says it skips those (`skips_undecodable`)."""
+        if not getattr(self.projection, "skips_undecodable", False):
+            return self.app.mapper.to_domain_event(notification)
+        try:
+            return self.app.mapper.to_domain_event(notification)
+        except Exception:  # noqa: BLE001 - an event of a kind not installed here concerns none of its kinds
+            return None
 
 
 class LiveIds(POPOTrackingRecorder):

@@ -3,7 +3,7 @@
 The catalog of a tenant is every installed kind's entries (`application/kinds/`), resolved by R15
 in the kinds' order, kept by name in a sorted map so that a page costs its size. It keeps itself
 as the event store moves (issue 15): the store's new events, read once for every tenant (the
-`_Journal`, which works across processes: it reads the stored notifications), say which names of
+`_Journal`, a projection of the stored notifications, so it works across processes), say which names of
 which kind each touched, and only those entries are read again (one aggregate each) and resolved
 again; a kind whose entries derive from the others' (a plan takes its first node's schema) is read
 again whenever its tenant's catalog changed. One thread per tenant brings the catalog up to the
@@ -30,9 +30,13 @@ from collections.abc import Callable, Collection, Container, Iterable, Iterator,
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from eventsourcing.persistence import Tracking
+from eventsourcing.popo import POPOTrackingRecorder
+from eventsourcing.projection import Projection
 from sortedcontainers import SortedDict
 
 from application.kinds.base import OPAQUE, K, Ranked, ToolKind, ToolKinds, Tools
+from application.projected import Follower
 from application.store import Store
 from domain import callers
 from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry, ranked
@@ -49,8 +53,6 @@ CALLER = "caller"
 # for the change watch; a catalog or a watcher further behind is built, or told, afresh.
 JOURNAL_SIZE = 100_000
 CHANGES_KEPT = 10_000
-# How many stored notifications the journal reads in one query.
-BATCH = 1_000
 
 
 class Change(NamedTuple):
@@ -65,75 +67,107 @@ class Change(NamedTuple):
 
 class _Touch(NamedTuple):
     """What one stored event may have changed: names by call type (`OPAQUE`: every tool of the
-    kind), and whether it changed a record MCP offers depend on (a server, a usage profile)."""
+    kind), and whether it changed a record MCP offers depend on (a server, a usage profile). The
+    event's `tenant` is None when it does not say (a registry's events): its `originator` tells
+    whose, once that tenant's catalog is followed."""
 
     position: int
     tenant: str | None
+    originator: UUID
     names: dict[str, Collection[str]]
     callers: bool
 
 
-class _Journal:
-    """The store's events since it started, decoded once for every tenant, as `_Touch`es."""
+class _JournalView(POPOTrackingRecorder):
+    """The journal's touches, oldest first, and the position after which it holds them all."""
 
-    def __init__(self, store: Store, kinds: ToolKinds) -> None:
-        self._store = store
-        self._kinds = kinds
-        self._lock = threading.Lock()
-        self._touches: deque[_Touch] = deque()
-        self.position: int | None = None
-        self._floor = 0  # the touches after this position are all kept
-        self._tenants: dict[UUID, str] = {}  # a registry's aggregate id: its tenant (its events do not say)
+    def __init__(self, floor: int) -> None:
+        super().__init__()
+        self.touches: deque[_Touch] = deque()
+        self.floor = floor
 
-    def follow(self, tenant: str, position: int) -> None:
-        """Starts at `position` if not started; learns whose registry events are `tenant`'s."""
-        self._tenants[callers.registry_id(tenant)] = tenant
-        with self._lock:
-            if self.position is None:
-                self.position = self._floor = position
+    def note(self, touch: _Touch | None, tracking: Tracking) -> None:
+        with self._database_lock:
+            self._assert_tracking_uniqueness(tracking)
+            if touch is not None:
+                self.touches.append(touch)
+                if len(self.touches) > JOURNAL_SIZE:
+                    self.floor = self.touches.popleft().position
+            self._insert_tracking(tracking)
 
-    def since(self, after: int, upto: int) -> list[_Touch] | None:
-        """The touches after position `after`, up to `upto`, read from the store as needed; None
-        when the journal no longer (or not yet) holds them all."""
-        with self._lock:
-            if self.position is None or after < self._floor:
+    def after(self, after: int, upto: int) -> list[_Touch] | None:
+        """The touches after `after` up to `upto`; None when some of them are no longer held."""
+        with self._database_lock:
+            if after < self.floor:
                 return None
-            while self.position < upto:
-                notifications = self._store.recorder.select_notifications(start=self.position + 1, limit=BATCH, stop=upto)
-                if not notifications:
-                    self.position = upto
-                    break
-                for notification in notifications:
-                    self._note(notification)
-                self.position = notifications[-1].id
             found = []
-            for touch in reversed(self._touches):
+            for touch in reversed(self.touches):
                 if touch.position <= after:
                     break
                 if touch.position <= upto:
                     found.append(touch)
             return found[::-1]
 
-    def _note(self, notification: Any) -> None:
-        try:
-            event = self._store.mapper.to_domain_event(notification)
-        except Exception:  # an event of a kind not installed here: none of these kinds' tools
-            return
-        tenant = getattr(event, "tenant", None)
+
+class _JournalProjection(Projection[_JournalView]):
+    """Every stored event as a `_Touch` (the events of a kind not installed here touch none of
+    these kinds' tools: they are skipped undecoded)."""
+
+    name = "catalog journal"
+    skips_undecodable = True
+
+    def __init__(self, view: _JournalView, kinds: ToolKinds) -> None:
+        super().__init__(view=view)
+        self._kinds = kinds
+
+    def process_event(self, domain_event: Any, tracking: Tracking) -> None:
+        tenant = getattr(domain_event, "tenant", None)
         if not isinstance(tenant, str):
-            tenant = self._tenants.get(event.originator_id)
+            tenant = None
         names: dict[str, Collection[str]] = {}
         for kind in self._kinds:
-            touched = kind.touched(event)
-            # An event of an unknown tenant's aggregate concerns no catalog built here, except for
-            # a kind that cannot say whose it is.
-            if touched is not None and (tenant is not None or touched is OPAQUE):
+            touched = kind.touched(domain_event)
+            if touched is not None:
                 names[kind.call_type] = touched
-        changes_callers = tenant is not None and _changes_offers(event)
-        if names or changes_callers:
-            self._touches.append(_Touch(notification.id, tenant, names, changes_callers))
-            if len(self._touches) > JOURNAL_SIZE:
-                self._floor = self._touches.popleft().position
+        changes_callers = _changes_offers(domain_event)
+        touch = _Touch(tracking.notification_id, tenant, domain_event.originator_id, names, changes_callers)
+        self.view.note(touch if names or changes_callers else None, tracking)
+
+
+class _Journal:
+    """The store's events since it started, decoded once for every tenant, as `_Touch`es: a
+    projection of the log (`application/projected.py`) the one runner keeps up to date, and every
+    read catches up first."""
+
+    def __init__(self, store: Store, kinds: ToolKinds) -> None:
+        start = store.position()
+        view = _JournalView(floor=start)
+        if start:
+            view.insert_tracking(Tracking(store.name, start))
+        self.follower: Follower[_JournalView] = Follower(store, _JournalProjection(view, kinds))
+        self._tenants: dict[UUID, str] = {}  # a registry's aggregate id: its tenant (its events do not say)
+
+    def follow(self, tenant: str, position: int) -> None:
+        """Learns whose registry events are `tenant`'s."""
+        self._tenants[callers.registry_id(tenant)] = tenant
+
+    def since(self, after: int, upto: int) -> list[_Touch] | None:
+        """The touches after position `after`, up to `upto`, read from the store as needed, each
+        with its tenant; None when the journal no longer (or not yet) holds them all."""
+        touches = self.follower.current().view.after(after, upto)
+        if touches is None:
+            return None
+        return [self._resolved(touch) for touch in touches]
+
+    def _resolved(self, touch: _Touch) -> _Touch:
+        """The touch with its tenant: an event of an unknown tenant's aggregate concerns no
+        catalog built here, except for a kind that cannot say which of its tools it touched."""
+        if touch.tenant is not None:
+            return touch
+        tenant = self._tenants.get(touch.originator)
+        if tenant is not None:
+            return touch._replace(tenant=tenant)
+        return touch._replace(names={t: n for t, n in touch.names.items() if n is OPAQUE}, callers=False)
 
 
 def _changes_offers(event: Any) -> bool:
@@ -191,6 +225,10 @@ class Toolbox(Tools):
         self._kinds = kinds
         self._catalogs: dict[str, _Catalog] = {}
         self._journal = _Journal(store, kinds)
+
+    def projections(self) -> tuple[Follower[Any], ...]:
+        """The read models the projection runner keeps up to date for the catalog: its journal."""
+        return (self._journal.follower,)
 
     def start(self) -> None:
         self._kinds.start()

@@ -133,8 +133,8 @@ def build_runner(app: Application, view: ModuleReadModel, *, poll_seconds: float
 
 def projections_of(app: ApplicationServices, kinds: ToolKinds) -> list[Following]:
     """Every projection besides the module summaries that the one runner runs (issue 29, 3): the
-    services' (changesets, usage) and each installed kind's (its tool index)."""
-    return followers_of([app.history, app.usage, *kinds])
+    services' (changesets, usage, the catalog's journal) and each installed kind's (its tool index)."""
+    return followers_of([app.history, app.usage, app.toolbox, *kinds])
 
 
 def store_channels(settings: Settings, app: Application, store: str) -> StoreChannels | None:
