@@ -49,7 +49,7 @@ from starlette.types import Receive, Scope, Send
 
 from api import problems
 from api.admission import Refusal, client_address
-from api import mcp_batch
+from api import mcp_batch, mcp_sdk
 from api.mcp_direct import DirectCalls, read_body, replay_body
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
@@ -202,14 +202,13 @@ class McpEndpoint:
         ended = self.watch.end_listeners(stopped)
         if manager is None:
             return ended
-        owners = dict(manager._session_owners)  # noqa: SLF001 - the SDK keeps who opened each session only here
-        for session_id, owner in owners.items():
+        for session_id, owner in mcp_sdk.session_owners(manager).items():
             tenant = _tenant_of(owner.get("client_id"))
             if tenant is not None and stopped(tenant):
-                transport = manager._server_instances.get(session_id)  # noqa: SLF001
+                transport = mcp_sdk.transport_of(manager, session_id)
                 if transport is not None:
                     log.info("MCP session ended: its tenant is suspended", extra={"tenant": tenant})
-                    await manager._discard_session(session_id, transport)  # noqa: SLF001
+                    await mcp_sdk.end_session(manager, session_id, transport)
                     ended += 1
         return ended
 

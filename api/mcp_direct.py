@@ -20,16 +20,15 @@ requests) and one thing more: a posted `notifications/cancelled` does not stop i
 not stop the tool's work, which runs to its end in a worker thread either way.
 
 Reaching into the manager (its sessions, their owners, a transport's idle clock) uses SDK 2.3
-internals; if a later SDK moves them, `serves` answers False and every call takes the SDK's path
-again (slower, never wrong). `tests/api/test_mcp_direct.py` notices that.
+internals, all through `api/mcp_sdk.py`; if a later SDK moves them, `serves` answers False and every
+call takes the SDK's path again (slower, never wrong). `tests/unit/test_mcp_sdk.py` and
+`tests/api/test_mcp_direct.py` notice that.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +49,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
+
+from api import mcp_sdk
 
 log = logging.getLogger("toolsmith.mcp")
 
@@ -98,7 +99,7 @@ class DirectCalls:
     async def session_middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """A `Server.middleware`: a session's first message (its initialize) makes it known, with
         its owner, and its connection's teardown forgets it, however the session ends."""
-        connection = getattr(ctx.session, "_connection", None)
+        connection = mcp_sdk.connection_of(ctx.session)
         session_id = getattr(connection, "session_id", None)
         request = ctx.request
         if session_id is not None and session_id not in self._sessions and isinstance(request, Request):
@@ -126,8 +127,8 @@ class DirectCalls:
         headers = http.headers
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         session = self._sessions.get(session_id) if session_id is not None else None
-        transport = getattr(manager, "_server_instances", {}).get(session_id) if session is not None else None
-        if transport is None or transport.is_terminated or not hasattr(transport, "_requests_in_flight"):
+        transport = mcp_sdk.transport_of(manager, session_id) if session is not None else None
+        if transport is None or transport.is_terminated or not mcp_sdk.keeps_idle_clock(transport):
             return None
         if transport.idle_scope is not None and transport.idle_scope.cancel_called:  # expired, going away
             return None
@@ -150,7 +151,7 @@ class DirectCalls:
         request = _tools_call(body) if ending is None else None
         if request is None:
             return replay_body(body, ending, receive)
-        async with _in_flight(transport):
+        async with mcp_sdk.in_flight(transport):
             answer = await self._call(session, request, scope)
         headers = [(b"content-type", b"application/json"), (MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode())]
         payload = answer.model_dump_json(by_alias=True, exclude_unset=True).encode()
@@ -210,22 +211,3 @@ def replay_body(body: bytes, ending: Message | None, receive: Receive) -> Receiv
         return pending.pop(0) if pending else await receive()
 
     return replay
-
-
-@asynccontextmanager
-async def _in_flight(transport: Any) -> AsyncIterator[None]:
-    """Keeps the session alive while the call runs, and restarts its idle clock after, as the
-    SDK's transport does for each request it serves (`StreamableHTTPServerTransport.handle_request`)."""
-    idle = transport.idle_scope
-    timeout = getattr(transport, "_idle_timeout", None)
-    if idle is None or timeout is None:
-        yield
-        return
-    transport._requests_in_flight += 1
-    idle.deadline = math.inf
-    try:
-        yield
-    finally:
-        transport._requests_in_flight -= 1
-        if not transport._requests_in_flight:
-            idle.deadline = anyio.current_time() + timeout

@@ -36,6 +36,7 @@ from mcp_types import (
     SubscriptionsListenResult,
 )
 
+from api import mcp_sdk
 from api.deps import permissions_of
 from domain.catalog import Permissions, ToolEntry, shown_alike
 from domain.errors import UnknownRecord
@@ -270,6 +271,6 @@ class ToolWatch:
 
 def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Any:
     """The request's `Connection`. SDK 2.3's handler context does not expose it yet (its
-    `Context.connection` is not built by the runner, TODO L54 there), but `ServerSession` holds it;
-    None if a later SDK moves it, and then sessions are simply not told of changes."""
-    return getattr(ctx.session, "_connection", None)
+    `Context.connection` is not built by the runner, TODO L54 there), but `ServerSession` holds it
+    (`api/mcp_sdk.py`); None if a later SDK moves it, and then sessions are simply not told of changes."""
+    return mcp_sdk.connection_of(ctx.session)
