@@ -1,7 +1,11 @@
 """THE registry of the kinds of tool (docs/kinds/index.md; issue 13): one line per kind, in R15's order
 (when two tools share a name, the kind listed first is the one called). Nothing else names them: the
-catalog, R2, MCP registration, admission, plans and the audit export ask the kinds listed here, and
-the web app mounts their routes. A new kind is its own files plus one line here.
+catalog, R2, MCP registration, admission, plans and the audit export ask the kinds listed here (their
+`ToolKind`), and the web app mounts their routes; the store's snapshots, the quotas, the read models,
+the CLI's rebuild, the problems' statuses, the OpenAPI path rules, the upload limits and the console's
+navigation read what each declares on its `KindPlugin` (api/kinds.py). A new kind is its own package
+(`toolkinds/<kind>/`) plus one line here; tests/unit/test_kind_packages.py fails when anything else
+imports or names one.
 """
 
 from __future__ import annotations
