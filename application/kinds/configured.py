@@ -89,10 +89,10 @@ class ConfiguredKind(ToolKind, Generic[T]):
         return _aggregate_id(self.aggregate, tenant, name)
 
     def _all(self) -> Iterator[T]:
-        """Every tool of this kind of every tenant ever created (deleted ones too), once each."""
-        for aggregate_id in self.deps.store.originators_of(self.aggregate.Created):
+        """Every live tool of this kind of every tenant, once each (the tool index says which)."""
+        for aggregate_id in self.index.everywhere():
             tool = self._load(aggregate_id)
-            if tool is not None:
+            if tool is not None and not tool.deleted:
                 yield tool
 
     def tools(self, tenant: str) -> list[T]:
