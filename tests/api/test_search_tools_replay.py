@@ -164,3 +164,22 @@ def test_a_projection_resumed_between_an_upload_and_its_ready_still_indexes_the_
         assert [hit["documentId"] for hit in resumed] == [listed["id"]] and resumed[0]["title"] == "seabirds.txt"
         _kind(api).rebuild()
         assert call(api, "docs_search", {"query": "cormorant"})["output"]["results"] == resumed
+
+
+def test_a_failing_chunk_projection_leaves_searches_the_index_as_it_is(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolkinds.search_tools.projection import ChunkIndex
+
+    create(api)
+    first = upload(api, "docs", ("a.md", b"# Plovers\n\nthe ringed plover nests on shingle\n"))[0]["id"]
+    assert settled(api, "docs", first)["state"] == "READY"
+    assert [hit["documentId"] for hit in call(api, "docs_search", {"query": "plover"})["output"]["results"]] == [first]
+
+    def poisoned(self: Any, event: Any) -> Any:
+        raise RuntimeError("a projection bug")
+
+    monkeypatch.setattr(ChunkIndex, "_ready", poisoned)
+    second = upload(api, "docs", ("b.md", b"# Avocets\n\nthe pied avocet sweeps the mud\n"))[0]["id"]
+    assert settled(api, "docs", second)["state"] == "READY"
+    # Searches still answer, from the index as it is: what it held, not what the failing event adds.
+    assert [hit["documentId"] for hit in call(api, "docs_search", {"query": "plover"})["output"]["results"]] == [first]
+    assert call(api, "docs_search", {"query": "avocet"})["output"]["results"] == []

@@ -13,6 +13,7 @@ Chunking itself is `domain.chunking`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from application.projected import Follower
-from domain.documents import DocumentIndex, Hit, StoredChunk
+from domain.documents import DocumentIndex, Hit, IndexUnavailable, StoredChunk
 from domain.errors import DocumentsUnavailable
 from projections.chunks import ChunkView
 from projections.store_identity import store_identity
@@ -31,6 +32,8 @@ from toolkinds.search_tools.projection import ChunkIndex
 if TYPE_CHECKING:
     from toolkinds.search_tools.ingest import Files
     from toolkinds.search_tools.kind import SearchToolKind
+
+log = logging.getLogger("toolsmith.search_tools")
 
 
 class Chunks:
@@ -58,11 +61,23 @@ class Chunks:
             return self._follower
 
     def _index(self) -> DocumentIndex:
-        """The index, with the projection caught up to the log's head as of now."""
+        """The index, with the projection caught up to the log's head as of now. Caught up
+        already (the runner's passes keep it so), a read waits for no lock: the follower's is
+        taken only when there is something to apply. A projection failing for another reason
+        than an unreachable index leaves the reads the index as it is (the error is logged, and
+        the health shows the projection failing) rather than failing every search."""
         index = self.kind.files.index
         follower = self.follower()
-        if follower is not None:
+        if follower is None:
+            return index
+        if follower.position() >= (self.kind.deps.store.recorder.max_notification_id() or 0):
+            return index
+        try:
             follower.catch_up()
+        except IndexUnavailable:
+            raise
+        except Exception:
+            log.exception("the chunk projection failed; the index is read as it is", extra={"projection": follower.name})
         return index
 
     def search(self, tenant: str, name: str, terms: Sequence[str], limit: int,

@@ -95,6 +95,9 @@ class ChunkIndex(Projection[ChunkView]):
         except KeyError:
             log.warning("a document's text is missing from the blob store; not indexed", extra=where)
             return None
+        except UnicodeDecodeError:  # written as UTF-8 by the kind: a damaged blob, which no replay mends
+            log.error("a document's text in the blob store is not UTF-8; not indexed", extra=where)
+            return None
         chunks = chunk_text(Extracted(text, tuple(event.page_starts or ()), event.title), media_type)
         title = (event.title or "").strip() or name
         return PutDocument(event.tenant, event.tool_id, IndexedDocument(event.document_id, title, name, media_type), chunks)
