@@ -2,8 +2,8 @@
 or OpenSearch) with its own tracking record, so that the index is built from the events and the
 blobs by replay and resumes where it stopped (docs/kinds/file-search-tools.md).
 
-The projection (the File Search kind's, `toolkinds/search_tools/projection.py`) stages each
-event's change with the event's tracking (`stage`); `flush` writes the batch's changes and then its
+The projection (the kind's, which knows what each of its events changes) stages each event's
+change with the event's tracking (`stage`); `flush` writes the batch's changes and then its
 position in one `apply` (one transaction on SQLite), so the index never holds a position without
 the changes before it. Changes are idempotent (a put replaces a document's chunks, a removal of
 what is gone is no error): a batch applied again after a failure changes nothing twice. A batch
