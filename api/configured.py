@@ -29,6 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import Admin, Reader, ServicesDep
 from api.problems import documented, etag, if_match_version
 from api.schemas import DESCRIPTION, IDENTIFIER, TAGS, documents, requires
+from application.kinds.configured import ConfiguredKind
 from domain import history
 from domain.errors import InvalidDefinition, UnknownRecord, Violation
 
@@ -58,17 +59,6 @@ class ConfiguredBody(BaseModel):
 CREATING = ConfigDict(extra="forbid", json_schema_extra=requires("id", "description", not_null=("id",)))
 
 
-class Configured(Protocol):
-    """What these routes ask of a configured kind (`application/kinds/configured.py` has them all)."""
-
-    def tools(self, tenant: str) -> list[Any]: ...
-    def get(self, tenant: str, name: str) -> Any: ...
-    def events(self, tenant: str, name: str) -> list[Any]: ...
-    def save(self, tenant: str, name: str, given: dict[str, Any], *, by: str, create: bool,
-             expected: int | None = None) -> tuple[Any, int | None]: ...
-    def delete(self, tenant: str, name: str, *, by: str) -> int | None: ...
-
-
 class Body(Protocol):
     """A configured kind's request body: a tool's `id` (optional on PUT) and its configuration."""
 
@@ -81,7 +71,7 @@ class Body(Protocol):
 class ConfiguredApi:
     """One configured kind as its REST routes name it."""
 
-    kind: type[Any]  # its ToolKind class, as `services.toolbox.kind` finds it
+    kind: type[ConfiguredKind[Any]]  # its ToolKind class, as `services.toolbox.kind` finds it
     noun: str  # "API URL tool": what a 404 names
     one: str  # "api_tool": the routes' names (`list_api_tools`, `get_api_tool`, …) and so the OpenAPI operation ids
     body: type[BaseModel]  # the PUT body (`id` optional)
@@ -90,7 +80,7 @@ class ConfiguredApi:
     # Each route's description in the OpenAPI document where the kind says more than `DESCRIPTIONS`.
     said: Mapping[str, str] = field(default_factory=dict)
 
-    def kind_of(self, services: Any) -> Any:
+    def kind_of(self, services: Any) -> Any:  # the kind's own class, with what it adds (`test`, `documents`)
         return services.toolbox.kind(self.kind)
 
     def description(self, route: str) -> str:

@@ -29,6 +29,7 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from application.kinds.configured import ConfiguredKind
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain import errors
@@ -117,7 +118,7 @@ class Shown:
 class ConfiguredPages:
     """One configured kind's console pages, on `router` (prefix `base`)."""
 
-    kind: type[Any]  # its ToolKind class, as `toolbox.kind` finds it
+    kind: type[ConfiguredKind[Any]]  # its ToolKind class, as `toolbox.kind` finds it
     base: str  # "/console/api-tools"
     one: str  # "api_tool": the routes' names (`api_tool_list`, `new_api_tool`, …)
     noun: str  # "API URL tool": what a 404 names

@@ -3,8 +3,9 @@ setting, `greeting`, and answers it when called. Its package (model, kind, REST 
 pages and templates, plugin) is written by the test into a folder of its own and imported from
 there; the app is built with the registry's kinds plus its one line (`DEFAULT_KINDS + (HELLO,)`),
 so that no file of the product names it. What a configured kind shares comes from the bases: the
-REST routes (`api/configured.py`), the console pages and templates (`console/configured.py`,
-`console/templates/configured/`) and the aggregate and kind halves the product's kinds use.
+aggregate (`domain/configured.py`), the kind (`application/kinds/configured.py`), the REST routes
+(`api/configured.py`), and the console pages and templates (`console/configured.py`,
+`console/templates/configured/`).
 
 It is created, read (with its ETag and `asOf`), replaced (with `If-Match`, 412 on a stale one),
 disabled, listed in the catalog, called over MCP (`tools/call` answers the greeting), shown in the
@@ -41,19 +42,14 @@ ORIGIN = "http://testserver"
 FILES = {
     "__init__.py": '"""A throwaway configured kind: a tool that answers its greeting."""\n',
     "model.py": '''
-        """A hello tool: one tenant's tool with one setting, `greeting`, through all its lives."""
+        """A hello tool: one tenant's tool with one setting, `greeting`, through all its lives (the
+        lifecycle is every configured tool's)."""
 
         from __future__ import annotations
 
-        from datetime import datetime
-        from typing import Any
         from uuid import NAMESPACE_URL, UUID, uuid5
 
-        from eventsourcing.domain import event
-
-        from domain.chain import Chained
-        from domain.errors import Violation
-        from domain.rules import description_violations
+        from domain.configured import Configured
 
         HELLO = "HELLO"
         LABEL = "hello tool"
@@ -64,176 +60,51 @@ FILES = {
             return uuid5(_NAMESPACE, f"hello/{tenant}/{name}")
 
 
-        def normalise(given: dict[str, Any]) -> dict[str, Any]:
-            return {"description": given.get("description") or "", "tags": list(dict.fromkeys(given.get("tags") or [])),
-                    "exposeInChat": bool(given.get("exposeInChat", True)), "enabled": given.get("enabled", True) is not False,
-                    "greeting": given.get("greeting") or ""}
-
-
-        def violations(config: dict[str, Any]) -> list[Violation]:
-            found = description_violations(config["description"])
-            if not config["greeting"].strip():
-                found.append(Violation("greeting", "HELLO", "must say something"))
-            return found
-
-
-        class Hello(Chained):
+        class Hello(Configured):
             @staticmethod
             def create_id(tenant: str, tool_id: str) -> UUID:  # type: ignore[override]
                 return hello_id(tenant, tool_id)
-
-            @event("Created")
-            def __init__(self, tenant: str, tool_id: str, config: dict[str, Any], by: str, previous_hash: str = "",
-                         timestamp: datetime | None = None) -> None:
-                self.tenant, self.tool_id, self.config, self.deleted = tenant, tool_id, config, False
-                self.created_by = self.updated_by = by
-
-            def change(self, config: dict[str, Any], by: str) -> bool:
-                if config == self.config:
-                    return False
-                self._changed(tenant=self.tenant, tool_id=self.tool_id, config=config, by=by)
-                return True
-
-            def delete(self, by: str) -> None:
-                self._deleted(tenant=self.tenant, tool_id=self.tool_id, by=by)
-
-            def recreate(self, config: dict[str, Any], by: str) -> None:
-                self._recreated(tenant=self.tenant, tool_id=self.tool_id, config=config, by=by)
-
-            @event("Changed")
-            def _changed(self, tenant: str, tool_id: str, config: dict[str, Any], by: str, previous_hash: str = "",
-                         timestamp: datetime | None = None) -> None:
-                self.config, self.updated_by = config, by
-
-            @event("Deleted")
-            def _deleted(self, tenant: str, tool_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
-                self.deleted, self.updated_by = True, by
-
-            @event("Recreated")
-            def _recreated(self, tenant: str, tool_id: str, config: dict[str, Any], by: str, previous_hash: str = "",
-                           timestamp: datetime | None = None) -> None:
-                self.config, self.deleted = config, False
-                self.created_by = self.updated_by = by
     ''',
     "kind.py": '''
-        """Hello tools as a kind of tool: CRUD live at once, one catalog entry each, a call answers the greeting."""
+        """Hello tools as a kind of tool: what every configured kind does, with its one setting; a call
+        answers the greeting."""
 
         from __future__ import annotations
 
-        from collections.abc import Collection, Mapping
         from typing import Any
-        from uuid import UUID
 
-        from eventsourcing.application import AggregateNotFoundError
-
-        from application.commands import Change
-        from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
+        from application.kinds.base import Tools, tagged, validated
+        from application.kinds.configured import ConfiguredKind
         from domain.catalog import ToolEntry
-        from domain.errors import IdTaken, InUse, InvalidDefinition, ToolNotCallable, UnknownRecord
+        from domain.errors import ToolNotCallable, Violation
         from domain.ports import ExecutionResult
-        from domain.rules import id_violations
-        from hello_kind_throwaway.model import HELLO, LABEL, Hello, hello_id, normalise, violations
+        from domain.rules import description_violations
+        from hello_kind_throwaway.model import HELLO, LABEL, Hello
 
         SCHEMA = {"type": "object", "properties": {}}
 
 
-        class HelloKind(ToolKind):
+        class HelloKind(ConfiguredKind[Hello]):
             call_type = HELLO
             label = LABEL
+            aggregate = Hello
+            index_name = "hello_tools"
 
-            def tools(self, tenant: str) -> list[Hello]:
-                found = {}
-                for aggregate_id in self.deps.store.originators_of(Hello.Created):
-                    tool = self._load(aggregate_id)
-                    if tool is not None and tool.tenant == tenant and not tool.deleted:
-                        found[tool.tool_id] = tool
-                return [found[name] for name in sorted(found)]
+            def normalise(self, given: dict[str, Any]) -> dict[str, Any]:
+                return {"description": given.get("description") or "", "tags": list(dict.fromkeys(given.get("tags") or [])),
+                        "exposeInChat": bool(given.get("exposeInChat", True)), "enabled": given.get("enabled", True) is not False,
+                        "greeting": given.get("greeting") or ""}
 
-            def find(self, tenant: str, name: str) -> Hello | None:
-                if not isinstance(name, str) or id_violations(name):
-                    return None
-                tool = self._load(hello_id(tenant, name))
-                return tool if tool is not None and not tool.deleted else None
+            def violations(self, name: str, given: dict[str, Any], config: dict[str, Any]) -> list[Violation]:
+                found = description_violations(config["description"])
+                if not config["greeting"].strip():
+                    found.append(Violation("greeting", "HELLO", "must say something"))
+                return found
 
-            def get(self, tenant: str, name: str) -> Hello:
-                tool = self.find(tenant, name)
-                if tool is None:
-                    raise UnknownRecord(LABEL, name)
-                return tool
-
-            def events(self, tenant: str, name: str) -> list[Any]:
-                return [] if id_violations(name) else self.deps.store.stored_events(hello_id(tenant, name))
-
-            def _load(self, aggregate_id: UUID, *, for_update: bool = False) -> Hello | None:
-                try:
-                    return self.deps.store.repository.get(aggregate_id, deepcopy_from_cache=for_update)
-                except AggregateNotFoundError:
-                    return None
-
-            def save(self, tenant: str, name: str, given: dict[str, Any], *, by: str, create: bool,
-                     expected: int | None = None) -> tuple[Hello, int | None]:
-                config = normalise(given)
-                found = id_violations(name) + violations(config)
-                if found:
-                    raise InvalidDefinition(found)
-
-                def attempt() -> Change[Hello]:
-                    existing = self._load(hello_id(tenant, name), for_update=True)
-                    live = existing is not None and not existing.deleted
-                    if create:
-                        holder = LABEL if live else self.deps.names.holder_of(tenant, name, besides=self.label)
-                        if holder is not None:
-                            raise IdTaken(name, holder)
-                        tool = existing or Hello(tenant=tenant, tool_id=name, config=config, by=by)
-                        if existing is not None:
-                            tool.recreate(config, by)
-                        return Change(tool, save=[tool], subject=self.deps.commands.subject(tool, name))
-                    if existing is None or not live:
-                        raise UnknownRecord(LABEL, name)
-                    subject = self.deps.commands.subject(existing, name, expected)
-                    return Change(existing, save=[existing] if existing.change(config, by) else [], subject=subject)
-
-                return self.deps.commands.run(attempt, name=name, lock=tenant)
-
-            def set_enabled(self, tenant: str, name: str, enabled: bool, *, by: str) -> tuple[Hello, int | None]:
-                return self.save(tenant, name, {**self.get(tenant, name).config, "enabled": enabled}, by=by, create=False)
-
-            def delete(self, tenant: str, name: str, *, by: str) -> int | None:
-                def attempt() -> Change[None]:
-                    tool = self._load(hello_id(tenant, name), for_update=True)
-                    if tool is None or tool.deleted:
-                        raise UnknownRecord(LABEL, name)
-                    users = self.deps.store.registry(tenant).users_of(name)
-                    if any(users.values()):
-                        raise InUse(name, users)
-                    tool.delete(by)
-                    return Change(None, save=[tool], subject=self.deps.commands.subject(tool, name))
-
-                return self.deps.commands.run(attempt, name=name, lock=tenant)[1]
-
-            def _entry(self, tool: Hello) -> ToolEntry:
-                return ToolEntry(name=tool.tool_id, description=tool.config["description"], call_type=HELLO, input_schema=SCHEMA,
-                                 tags=tagged(tool.config["tags"], "hello"), expose_in_chat=tool.config["exposeInChat"],
-                                 enabled=tool.config["enabled"])
-
-            def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
-                return [self._entry(tool) for tool in self.tools(tenant)]
-
-            def entry(self, tenant: str, name: str) -> ToolEntry | None:
-                tool = self.find(tenant, name)
-                return None if tool is None else self._entry(tool)
-
-            def touched(self, event: Any) -> Collection[str] | None:
-                return (event.tool_id,) if isinstance(event, Hello.Event) else None
-
-            def holds(self, tenant: str, name: str) -> bool:
-                return self.find(tenant, name) is not None
-
-            def tenant_of(self, state: Mapping[str, Any], aggregate_id: UUID) -> str | None:
-                tenant, name = state.get("tenant"), state.get("tool_id")
-                if isinstance(tenant, str) and isinstance(name, str) and hello_id(tenant, name) == aggregate_id:
-                    return tenant
-                return None
+            def entries_of(self, tool: Hello) -> list[ToolEntry]:
+                return [ToolEntry(name=tool.tool_id, description=tool.config["description"], call_type=HELLO, input_schema=SCHEMA,
+                                  tags=tagged(tool.config["tags"], "hello"), expose_in_chat=tool.config["exposeInChat"],
+                                  enabled=tool.config["enabled"])]
 
             def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools,
                      depth: int) -> ExecutionResult:

@@ -197,6 +197,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kind.py": ("fastapi", "starlette", "api", "console", "entrypoints"),
     "routes.py": ("console",),
 }
+# A kind's console pages reach the application one way only, never through a REST route's
+# function: what both need (request bodies, `public`) is the package's `schemas.py`.
+CONSOLE_FILES = ("pages.py", "form.py")
 
 
 def layer_breaks(root: Path = ROOT) -> list[str]:
@@ -210,6 +213,8 @@ def layer_breaks(root: Path = ROOT) -> list[str]:
                 found.append(f"{path}:{line} imports {target} (a model imports the domain only)")
             if top in FORBIDDEN.get(path.name, ()):
                 found.append(f"{path}:{line} imports {target} (not in a kind's {path.name})")
+            if path.name in CONSOLE_FILES and (target.endswith(".routes") or target.startswith("api.routes")):
+                found.append(f"{path}:{line} imports {target} (a kind's pages call the application, never a REST route)")
     return sorted(set(found))
 
 

@@ -180,7 +180,7 @@ async def upload_documents(name: str, request: Request, visitor: Writer) -> Resp
         tool = kind.find(principal.tenant, name)
         if tool is None or isinstance(error, errors.UnknownRecord):
             raise
-        return PAGES.editor(request, forms.values_of(tool.config, tool.tool_id), tool=tool,
+        return PAGES.editor(request, PAGES.form.values_of(tool), tool=tool,
                             refusal=f"Not uploaded: {error.detail}", status=problem_of(error)["status"])
     if wants_json:
         return JSONResponse(uploaded(documents), status_code=202)
@@ -215,4 +215,4 @@ async def search_documents(name: str, request: Request, visitor: Writer, query: 
     outcome = await run_in_threadpool(_search, kind, tenant, name, query)
     if _htmx(request):
         return PAGES.render(request, "search_tools/_search_results.html", search=outcome, tool=public(tool))
-    return PAGES.editor(request, forms.values_of(tool.config, tool.tool_id), tool=tool, search=outcome)
+    return PAGES.editor(request, PAGES.form.values_of(tool), tool=tool, search=outcome)
