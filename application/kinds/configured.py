@@ -13,7 +13,7 @@ and `asOf`. What both kinds do alike is here, once:
   names the tool or any name it holds;
 - the catalog: `entries`, `entry`, `touched`, `holds`, and `tenant_of` for the audit export.
 
-A kind says what it is (`aggregate`, `label`, `index_name`), what its configuration must be
+A kind says what it is (its aggregate, as `ConfiguredKind[ApiTool]`; its `label`, `index_name`), what its configuration must be
 (`normalise`, `violations`, `check_references`), the names one tool holds (`names_of`: an API URL
 tool its own, a File Search tool one per capability), its catalog entries (`entries_of`), which tool
 a name belongs to (`owner_of`), and what a delete leaves to clean up (`deleting`, `deleted`).
@@ -22,6 +22,7 @@ a name belongs to (`owner_of`), and what a delete leaves to clean up (`deleting`
 from __future__ import annotations
 
 import functools
+import typing
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 from uuid import UUID
@@ -44,8 +45,14 @@ class ConfiguredKind(ToolKind, Generic[T]):
     """What a configured kind's tools have in common; a kind gives the class attributes and the
     hooks below."""
 
-    aggregate: type[T]
+    aggregate: type[T]  # the `T` a kind subclasses `ConfiguredKind[T]` with
     index_name: str  # its tool index's name (`/healthz` reports it under it)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if typing.get_origin(base) is ConfiguredKind and "aggregate" not in cls.__dict__:
+                (cls.aggregate,) = typing.get_args(base)
 
     def __init__(self, deps: KindDeps) -> None:
         super().__init__(deps)

@@ -52,9 +52,11 @@ ERROR_BODY_CHARS = 500
 
 
 class ApiToolKind(ConfiguredKind[ApiTool]):
+    """API URL tools: their configuration is `ConfiguredKind`'s; a call is `perform` (the request from
+    `request`, an OAuth token from `oauth`, the answer extracted and cut, everything redacted)."""
+
     call_type = API_URL
     label = LABEL
-    aggregate = ApiTool
     index_name = "api tool index"
 
     def __init__(self, deps: Any) -> None:

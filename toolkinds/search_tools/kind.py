@@ -33,9 +33,11 @@ __all__ = ["Files", "SearchToolKind", "Upload"]  # `Files` and `Upload` are name
 
 
 class SearchToolKind(ConfiguredKind[SearchTool]):
+    """File Search tools: their configuration is `ConfiguredKind`'s; their documents `ingest`'s, their
+    capabilities' answers `capabilities`', the chunk index `chunks`'."""
+
     call_type = FILE_SEARCH
     label = LABEL
-    aggregate = SearchTool
     index_name = "search tool index"
 
     def __init__(self, deps: Any) -> None:
