@@ -1,5 +1,5 @@
 """Fair share of a pool of background workers between tenants (docs/tenants.md), for work that queues
-rather than being refused: document extraction (`toolkinds.search_tools.kind`).
+rather than being refused: document extraction (`toolkinds.search_tools.ingest`).
 
 Each tenant has a queue of its own. A free worker takes the next job from the tenant that runs the
 fewest jobs right now, the one served least recently among equals (round robin): so one tenant's

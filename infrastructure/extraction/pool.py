@@ -17,7 +17,7 @@ after `LONG_EXTRACTION_SECONDS` has its worker lowered where it stands (`infrast
 to niceness 19, or for a `background` job (one of a tenant's extractions beyond its first few) to
 `SCHED_IDLE`, so that one tenant's hostile documents leave the CPU to everyone's ordinary ones and
 yet go on. A lowered worker retires after its job. A job may also carry a `deadline` earlier than
-its own time limit (its upload's, `toolkinds.search_tools.kind`): past it, it ends as a time-out
+its own time limit (its upload's, `toolkinds.search_tools.ingest`): past it, it ends as a time-out
 would, with the reason its caller gave.
 """
 

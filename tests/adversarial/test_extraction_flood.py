@@ -29,7 +29,7 @@ FLOOD_FILES = 100
 # the per-document limit: each hostile page ends by that limit however fast the machine (40,000
 # took 3.3 s, so on a quiet machine some were READY within the 3 s).
 NESTED_DEPTH = 80_000
-# The per-document limit's reason, and the upload's (`toolkinds.search_tools.kind`).
+# The per-document limit's reason, and the upload's (`toolkinds.search_tools.ingest`).
 TIMED_OUT = f"extraction took longer than {EXTRACT_TIMEOUT_SECONDS} s"
 UPLOAD_OVER = f"its upload's documents were not all extracted within {UPLOAD_MAX_SECONDS} s"
 
