@@ -11,8 +11,9 @@ for API URL tools, File Search tools and any kind built the same way:
 
 Each kind's `routes.py` calls `configured_routes` on its own router with its request models and the
 way it shows a tool, then adds what is its own (a File Search tool's documents, an API URL tool's
-Playground). The kind answers the commands (`save`, `delete`) and the queries (`tools`, `get`,
-`events`), and refuses what breaks a rule; these routes only carry a request to it.
+Playground). The kind (a `ConfiguredKind`, `application/kinds/configured.py`) answers the commands
+(`save`, `delete`) and the queries (`tools`, `get`, `events`), and refuses what breaks a rule;
+these routes only carry a request to it.
 """
 
 # No `from __future__ import annotations`: the routes' annotations name this call's request models,
@@ -74,8 +75,8 @@ class ConfiguredApi:
     kind: type[ConfiguredKind[Any]]  # its ToolKind class, as `services.toolbox.kind` finds it
     noun: str  # "API URL tool": what a 404 names
     one: str  # "api_tool": the routes' names (`list_api_tools`, `get_api_tool`, …) and so the OpenAPI operation ids
-    body: type[BaseModel]  # the PUT body (`id` optional)
-    create: type[BaseModel]  # the POST body (`id` required)
+    body: type[ConfiguredBody]  # the PUT body (`id` optional)
+    create: type[ConfiguredBody]  # the POST body (`id` required: `model_config = CREATING`)
     public: Callable[[Any], dict[str, Any]]  # a tool as the API shows it
     # Each route's description in the OpenAPI document where the kind says more than `DESCRIPTIONS`.
     said: Mapping[str, str] = field(default_factory=dict)

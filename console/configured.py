@@ -26,9 +26,10 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from api.configured import ConfiguredBody
 from application.kinds.configured import ConfiguredKind
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
@@ -124,7 +125,7 @@ class ConfiguredPages:
     noun: str  # "API URL tool": what a 404 names
     title: str  # "API tool": what the pages call one
     folder: str  # the kind's templates' folder ("api_tools")
-    body: type[BaseModel]  # the REST API's request model, which validates every save
+    body: type[ConfiguredBody]  # the REST API's request model, which validates every save
     public: Callable[[Any], dict[str, Any]]  # a tool as the API shows it (and the templates read it)
     form: Form
     editor_template: str = "form.html"  # in `folder`
@@ -217,7 +218,7 @@ class ConfiguredPages:
                 unread.insert(0, Violation("id", "R1", "is required"))
             if unread:
                 raise errors.InvalidDefinition(unread)
-            config = self.body.model_validate(body).as_config()  # type: ignore[attr-defined]
+            config = self.body.model_validate(body).as_config()
             expected = None if name is None else self.form.expected(kind, principal.tenant, name, values, config)
             await run_in_threadpool(lambda: kind.save(principal.tenant, tool_id, config, by=principal.name, create=name is None,
                                                       expected=expected))
