@@ -87,7 +87,6 @@ FILES = {
         class HelloKind(ConfiguredKind[Hello]):
             call_type = HELLO
             label = LABEL
-            aggregate = Hello
             index_name = "hello_tools"
 
             def normalise(self, given: dict[str, Any]) -> dict[str, Any]:
