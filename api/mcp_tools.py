@@ -21,6 +21,7 @@ from mcp_types import (
 )
 
 from api.mcp_watch import offer_of
+from application.context import MCP
 from application.queries import after_cursor, call_context, cursor_after
 from domain.catalog import Permissions, ToolEntry
 from domain.errors import ModuleError
@@ -61,9 +62,11 @@ def refused(error: ModuleError) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=f"{error.code}: {error.detail}")], is_error=True)
 
 
-async def call_as(services: Services, principal: Principal, permissions: Permissions, name: str, arguments: Any) -> CallToolResult:
+async def call_as(services: Services, principal: Principal, permissions: Permissions, name: str, arguments: Any, *,
+                  way_in: str = MCP, trace: str | None = None) -> CallToolResult:
     """A `tools/call` of `name` with `arguments` by `principal` within `permissions`, as MCP answers
-    it: every refusal and failure a result with `isError`. The console's Playground calls this too."""
+    it: every refusal and failure a result with `isError`. The console's Playground calls this too (`way_in`
+    CONSOLE); `trace` is the MCP request's id."""
     try:
         # As on the REST path: when the tool's kind has no capacity left, say so at once rather than queue.
         services.toolbox.admit(principal.tenant, name)
@@ -73,7 +76,7 @@ async def call_as(services: Services, principal: Principal, permissions: Permiss
             name,
             arguments if arguments is not None else {},
             permissions=permissions,
-            context=call_context(principal),
+            context=call_context(principal, way_in, trace),
         )
         result = await anyio.to_thread.run_sync(call)
     except ModuleError as error:
@@ -117,4 +120,5 @@ class ToolHandlers:
             where = f"the MCP server {offer.server_id!r}" if offer.server_id else "this MCP server"
             text = f"tool-not-found: {where} offers no tool {params.name!r} to this caller"
             return CallToolResult(content=[TextContent(text=text)], is_error=True)
-        return await call_as(self._services, offer.principal, offer.permissions, params.name, params.arguments)
+        return await call_as(self._services, offer.principal, offer.permissions, params.name, params.arguments,
+                             trace=None if ctx.request_id is None else str(ctx.request_id))

@@ -15,6 +15,7 @@ from typing import Any
 
 import networkx as nx
 
+from application.context import CallContext, for_code
 from application.fair_share import TenantSessions
 from application.imports import _import_problem, check_draft_imports, check_imports
 from application.store import Store
@@ -74,7 +75,7 @@ class Execution:
         tool: dict[str, Any] | None,
         input: Any,
         module_id: str | None,
-        context: dict[str, Any],
+        context: CallContext,
     ) -> ExecutionResult:
         """POST /test: runs a definition as the editor holds it; nothing is saved."""
         found = source_violations(content) + imports_violations(imports)
@@ -97,7 +98,7 @@ class Execution:
 
     def test_examples(
         self, tenant: str, *, content: Any, imports: Any, tool: dict[str, Any] | None, module_id: str | None,
-        context: dict[str, Any],
+        context: CallContext,
     ) -> list[ExampleRun]:
         """POST /test (B4): each example of the tool section run against the draft as the editor
         holds it, then the examples of every module that imports it, transitively, with this draft
@@ -125,7 +126,7 @@ class Execution:
                      for example in examples]
         return runs
 
-    def call_tool(self, tenant: str, name: str, input: Any, *, context: dict[str, Any]) -> ExecutionResult:
+    def call_tool(self, tenant: str, name: str, input: Any, *, context: CallContext) -> ExecutionResult:
         """POST /api/v1/tools/{name}/call: runs the published version of a tool module."""
         self._refuse_if_tenant_busy(tenant)
         module = self._store.find(tenant, name)
@@ -144,7 +145,7 @@ class Execution:
         bundle = self._bundle(tenant, name, edges, {name: module.published}, input=given, context=context)
         return sandbox.run(bundle)
 
-    def post_process(self, tenant: str, name: str, response: Any, *, context: dict[str, Any]) -> ExecutionResult:
+    def post_process(self, tenant: str, name: str, response: Any, *, context: CallContext) -> ExecutionResult:
         """An API URL tool's answer post-processed by the published tool module `name`: its
         `run(response)` with `{status, headers, body}`, no V1 on that input (the module's parameters
         are for the model's calls, this input is the API's). An error result when it cannot run.
@@ -164,7 +165,7 @@ class Execution:
 
     def publish_checks(
         self, sandbox: Sandbox, tenant: str, module: CodeModule, graph: ImportGraph, *, first_failure_only: bool,
-        context: dict[str, Any] | None = None,
+        context: CallContext | None = None,
     ) -> tuple[Definition, list[tuple[str, ExecutionResult]]]:
         """R5 again, then the sandbox's check of the module and of every module that imports it,
         transitively, with the draft in place (R10): on every worker at once (within the tenant's
@@ -190,7 +191,7 @@ class Execution:
 
     def changeset_checks(
         self, sandbox: Sandbox, tenant: str, modules: Sequence[CodeModule], graph: ImportGraph, *,
-        context: dict[str, Any] | None = None,
+        context: CallContext | None = None,
     ) -> list[tuple[str, ExecutionResult]]:
         """B6: R5 for every draft of the changeset against the graph as it will be (an import may
         name another module of the changeset; no cycle through their new imports together), then
@@ -241,7 +242,7 @@ class Execution:
         definitions: dict[str, Definition],
         *,
         input: Any = None,
-        context: dict[str, Any] | None = None,
+        context: CallContext | None = None,
     ) -> Bundle:
         """The bundle for `target` (R6): published dependencies first, `definitions` overriding.
 
@@ -264,7 +265,7 @@ class Execution:
             memory_limit_mb=tool["memoryLimitMb"] if tool else DEFAULT_MEMORY_MB,
             style=style,
             is_tool=tool is not None,
-            context=context or {},
+            context=for_code(context),
             date_parameters=tuple(p["name"] for p in (tool or {}).get("inputParameters", []) if p["type"] == "date"),
         )
 

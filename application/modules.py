@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from application.commands import Change, CommandRunner
+from application.context import CallContext
 from application.execution import Execution
 from application.history import History
 from application.imports import check_draft_imports
@@ -184,7 +185,7 @@ class Modules:
         return Written(*self._commands.run(attempt, name=module_id, lock=lock))
 
     def publish(
-        self, tenant: str, module_id: str, *, by: str, expected: int | None = None, context: dict[str, Any] | None = None,
+        self, tenant: str, module_id: str, *, by: str, expected: int | None = None, context: CallContext | None = None,
         message: str | None = None,
     ) -> Written:
         """POST /{id}/publish: R5 again, then R10's check of the module and all its importers. The
@@ -207,7 +208,7 @@ class Modules:
 
     def publish_changeset(
         self, tenant: str, ids: Sequence[str], *, by: str, message: str | None = None,
-        expected: Mapping[str, int] | None = None, context: dict[str, Any] | None = None, dry_run: bool = False,
+        expected: Mapping[str, int] | None = None, context: CallContext | None = None, dry_run: bool = False,
     ) -> Changeset:
         """POST /publish (B6): every draft of `ids` checked together against the graph as it will be,
         then published in one transaction (all or nothing), each `Published` event naming the
@@ -242,7 +243,7 @@ class Modules:
         return changeset
 
     def preview_publish(
-        self, tenant: str, module_id: str, *, context: dict[str, Any] | None = None
+        self, tenant: str, module_id: str, *, context: CallContext | None = None
     ) -> tuple[CodeModule, list[tuple[str, ExecutionResult]]]:
         """POST /{id}/publish?dryRun=true (B3): every check a publish would make, each one's result;
         nothing is recorded. Import rules (R5) refuse as they would at publish."""

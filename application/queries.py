@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from application.context import CallContext
 from application.history import History
 from application.modules import Modules
 from application.principals import Principal
@@ -169,9 +170,9 @@ def usage(services: Sources, tenant: str, module_id: str) -> dict[str, list[str]
     return {"modules": used_by(services, tenant, module_id), **services.records.users_of(tenant, module_id)}
 
 
-def publish_preview(services: Sources, principal: Principal, module_id: str) -> dict[str, Any]:
-    """B3: what publishing would do, each dependent's check; publishes nothing."""
-    module, checks = services.modules.preview_publish(principal.tenant, module_id, context=call_context(principal))
+def publish_preview(services: Sources, context: CallContext, module_id: str) -> dict[str, Any]:
+    """B3: what publishing would do, each dependent's check (run as `context`'s caller); publishes nothing."""
+    module, checks = services.modules.preview_publish(context.tenant, module_id, context=context)
     return {
         "id": module_id,
         "version": module.published_version + 1,
@@ -183,18 +184,10 @@ def publish_preview(services: Sources, principal: Principal, module_id: str) -> 
     }
 
 
-def call_context(principal: Principal, **extra: Any) -> dict[str, Any]:
-    """What `ai.context()` returns to the code: never a token (V2)."""
-    return {
-        "user": {"id": principal.name, "roles": [principal.role], "locale": "en"},
-        "tenant": principal.tenant,
-        "provider": None,
-        "usageProfile": principal.usage_profile,
-        "conversation": None,
-        "request": None,
-        "planRun": None,
-        **extra,
-    }
+def call_context(principal: Principal, way_in: str, trace: str | None = None) -> CallContext:
+    """The context of a call by `principal` that came in by `way_in` (`application.context.REST`, `MCP`
+    or `CONSOLE`); what its code sees of it is `CallContext.for_code` (never a token, V2)."""
+    return CallContext(principal, way_in, trace)
 
 
 def tools(services: Sources, tenant: str, *, call_type: str | None = None, tag: str | None = None,

@@ -35,6 +35,7 @@ from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.projection import Projection
 from sortedcontainers import SortedDict
 
+from application.context import CallContext
 from application.kinds.base import OPAQUE, K, Ranked, ToolKind, ToolKinds, Tools
 from application.projected import Follower
 from application.store import Store
@@ -515,7 +516,7 @@ class Toolbox(Tools):
 
     # -- calls -------------------------------------------------------------------------------
 
-    def call(self, tenant: str, name: str, arguments: Any, *, permissions: Permissions, context: dict[str, Any]) -> ExecutionResult:
+    def call(self, tenant: str, name: str, arguments: Any, *, permissions: Permissions, context: CallContext) -> ExecutionResult:
         """Runs the tool `name` resolves to; refuses before anything runs when it may not."""
         entry = self.entry(tenant, name)
         if entry is None or not permissions.allow(entry):
@@ -535,7 +536,7 @@ class Toolbox(Tools):
             raise InvalidInput(undeclared)
         return self.call_entry(tenant, entry, arguments, context, depth=0)
 
-    def call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], depth: int) -> ExecutionResult:
+    def call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, depth: int) -> ExecutionResult:
         """Hands the call to the tool's kind; whatever it answers passes `answered`."""
         if not entry.enabled:
             raise ToolNotCallable(entry.name, "the tool is disabled")

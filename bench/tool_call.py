@@ -70,12 +70,17 @@ class Variants:
             self.calls["app"] = self.app
 
     def _start_app(self) -> None:
+        from application.context import REST
+        from application.principals import Principal
+        from application.queries import call_context
         from entrypoints.compose import bootstrap
 
         self._tmp = tempfile.TemporaryDirectory(prefix="toolsmith-bench-")
         self.services = bootstrap(bench_settings(self._tmp.name))
         self.services.start()
         self.tenant = self.services.settings.tenant
+        # The REST route's context, as the route makes it for its caller.
+        self.context = call_context(Principal(name="bench", role="admin", tenant=self.tenant), REST)
         modules = self.services.modules
         modules.create(
             self.tenant,
@@ -104,7 +109,7 @@ class Variants:
 
     def app(self) -> object:
         assert self.services is not None
-        return self.services.execution.call_tool(self.tenant, "countLines", INPUT, context={}).output
+        return self.services.execution.call_tool(self.tenant, "countLines", INPUT, context=self.context).output
 
 
 def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import ServicesDep, ToolCaller, permissions_of
 from api.problems import documented
 from api.presenters import execution_out
+from application.context import REST
 from application.queries import call_context
 from api.schemas import ExecutionOut
 from api.paths import API_V1
@@ -40,6 +41,6 @@ async def call_tool(
         name,
         arguments,
         permissions=permissions_of(services, principal),
-        context=call_context(principal),
+        context=call_context(principal, REST),
     )
     return execution_out(result)

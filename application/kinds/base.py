@@ -41,6 +41,7 @@ from uuid import UUID
 
 from jsonschema import Draft202012Validator
 
+from application.context import CallContext
 from domain.catalog import DeclaredTool, Permissions, ToolEntry
 from domain.errors import InvalidInput, Violation
 from domain.ports import ExecutionResult, Outbound, Sandbox, SecretValues, ToolNames
@@ -64,7 +65,7 @@ class Tools(ABC):
         """The kind an entry belongs to."""
 
     @abstractmethod
-    def call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], depth: int) -> ExecutionResult:
+    def call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, depth: int) -> ExecutionResult:
         """Calls the tool of `entry` (its kind validates and runs it); the result is checked."""
 
     @abstractmethod
@@ -192,11 +193,11 @@ class ToolKind(ABC):
         """R14 beyond the entry itself, for a caller that is not an admin (a plan's nodes)."""
 
     @abstractmethod
-    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         """Validates the arguments before anything runs, then runs the tool. Raises `InvalidInput`
         or `ToolNotCallable` for a refusal; a failure of the tool itself is an error result."""
 
-    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult | None:
+    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: CallContext) -> ExecutionResult | None:
         """An admin's call of a name the catalog does not list: this kind's own reason (raised),
         or None when the name is none of its tools."""
         return None

@@ -17,6 +17,7 @@ from mcp_types import TextContent
 
 from api.deps import permissions_of
 from api.mcp_tools import DURATION_META, LOGS_META, call_as
+from application.context import CONSOLE
 from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
@@ -144,6 +145,7 @@ async def run(request: Request, visitor: Writer) -> Response:
             return _render(request, tool, values=values, mode=mode, raw=raw, problems=problems)
     started = time.perf_counter()
     # Exactly what MCP's tools/call does, with the signed-in admin's permissions.
-    result = await call_as(services, visitor.principal, permissions_of(services, visitor.principal), tool, arguments)
+    result = await call_as(services, visitor.principal, permissions_of(services, visitor.principal), tool, arguments,
+                           way_in=CONSOLE)
     shown = presented(result, (time.perf_counter() - started) * 1000, arguments)
     return _render(request, tool, values=values, mode=mode, raw=raw or json.dumps(arguments, indent=2), result=shown)

@@ -229,14 +229,18 @@ def test_a_secret_value_appears_nowhere(services_and_api: tuple[Any, TestClient]
 def test_concurrent_calls_share_one_token_fetch(services_and_api: tuple[Any, TestClient], upstream: Upstream) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
+    from application.context import REST
+    from application.principals import Principal
+    from application.queries import call_context
     from domain.catalog import EVERYTHING
 
     services, api = services_and_api
+    admin = call_context(Principal(name="admin", role="admin", tenant="default"), REST)
     secret(api, "oauthSecret", KEY)
     tool(api, "guarded", upstream, path="/protected", auth=oauth(upstream))
 
     def one(_: int) -> Any:
-        return services.toolbox.call("default", "guarded", {}, permissions=EVERYTHING, context={}).output
+        return services.toolbox.call("default", "guarded", {}, permissions=EVERYTHING, context=admin).output
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         outputs = list(pool.map(one, range(16)))

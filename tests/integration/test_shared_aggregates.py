@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from application.context import REST
+from application.principals import Principal
+from application.queries import call_context
 from application.store import Store
 from entrypoints.compose import ApplicationServices, build_application
 from domain.catalog import EVERYTHING
@@ -90,7 +93,7 @@ def test_threads_reading_and_writing_the_same_modules_never_fail(repository: App
             try:
                 kind = chance.randrange(3)
                 if kind == 0:
-                    result = toolbox.call(TENANT, name, {"x": "a"}, permissions=EVERYTHING, context={})
+                    result = toolbox.call(TENANT, name, {"x": "a"}, permissions=EVERYTHING, context=call_context(Principal(name="admin", role="admin", tenant=TENANT), REST))
                     assert result.output.startswith(f"exports.run = () => '{name} "), result.output
                 elif kind == 1:
                     entries = toolbox.entries(TENANT)

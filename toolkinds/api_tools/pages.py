@@ -17,6 +17,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from api.presenters import execution_out
+from application.context import CONSOLE
 from application.queries import call_context
 from application.toolbox import answered
 from console.configured import ConfiguredPages
@@ -96,7 +97,7 @@ async def run_playground(name: str, request: Request, visitor: Writer) -> Respon
     if not isinstance(arguments, dict):
         return _playground(request, tool, raw=raw, problems=["The arguments must be a JSON object of the tool's parameters."])
     try:
-        result, trace = await run_in_threadpool(lambda: kind.test(principal.tenant, name, arguments, call_context(principal)))
+        result, trace = await run_in_threadpool(lambda: kind.test(principal.tenant, name, arguments, call_context(principal, CONSOLE)))
     except errors.InvalidInput as refusal:
         return _playground(request, tool, raw=raw, problems=[f"{v.field}: {v.message}" for v in refusal.violations])
     answer = {**trace.as_dict(), **execution_out(answered(result))}

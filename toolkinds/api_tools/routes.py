@@ -19,6 +19,7 @@ from api.deps import Admin, ServicesDep
 from api.paths import ADMIN_API
 from api.presenters import execution_out
 from api.problems import documented
+from application.context import REST
 from application.queries import call_context
 from application.toolbox import answered
 from toolkinds.api_tools.kind import ApiToolKind
@@ -34,5 +35,5 @@ async def test_api_tool(id: str, services: ServicesDep, principal: Admin,
     """The Playground: one call with these arguments through the path MCP uses (enabled or not);
     the request as sent with every secret replaced, the status, the bytes read, the time, the output."""
     result, trace = await run_in_threadpool(
-        lambda: API.kind_of(services).test(principal.tenant, id, body.arguments, call_context(principal)))
+        lambda: API.kind_of(services).test(principal.tenant, id, body.arguments, call_context(principal, REST)))
     return {**trace.as_dict(), **execution_out(answered(result))}

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from application import queries
+from application.context import CONSOLE
 from api.presenters import execution_out, module_out
 from application.execution import ExampleRun
 from application.kinds.base import tagged
@@ -304,7 +305,7 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
         given = json.loads(raw) if raw.strip() else None
     except ValueError as error:
         return render(request, "modules/_test_result.html", refused=f"The input is not JSON: {error}", violations=[])
-    tenant, context = visitor.principal.tenant, queries.call_context(visitor.principal)
+    tenant, context = visitor.principal.tenant, queries.call_context(visitor.principal, CONSOLE)
     try:
         result = await run_in_threadpool(
             services.execution.test, tenant, content=mine["content"], imports=mine["imports"],

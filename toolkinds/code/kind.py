@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from uuid import UUID
 
+from application.context import CallContext
 from application.kinds.base import Ranked, ToolKind, Tools, tagged
 from domain.catalog import ToolEntry
 from domain.errors import SandboxBusy
@@ -57,14 +58,14 @@ class CodeKind(ToolKind):
         if sandbox is not None and sandbox.busy():
             raise SandboxBusy(sandbox.max_active_sessions)
 
-    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         return self._run(tenant, entry.name, arguments, context)
 
-    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult | None:
+    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: CallContext) -> ExecutionResult | None:
         # The module's own reason: not published, a library, disabled.
         return self._run(tenant, name, arguments, context) if self.holds(tenant, name) else None
 
-    def _run(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult:
+    def _run(self, tenant: str, name: str, arguments: Any, context: CallContext) -> ExecutionResult:
         # V1 is the module's own check (`validate_input`), made by the execution service before any JavaScript
         # runs; a module that is not a callable tool is refused there with its reason.
         return self.deps.execution.call_tool(tenant, name, arguments, context=context)

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from application import queries
+from application.context import CONSOLE
 from api.presenters import module_out
 from application.modules import MAX_MESSAGE, Written
 from console.routing import ConsoleRoute, problem_of
@@ -110,7 +111,7 @@ def publish_review(module_id: str, request: Request, visitor: Writer) -> Respons
     if module.draft is not None:
         context["diff"] = definition_diff(module.published, module.draft, published_label(module), "the draft")
     try:
-        context["preview"] = queries.publish_preview(services, principal, module_id)
+        context["preview"] = queries.publish_preview(services, queries.call_context(principal, CONSOLE), module_id)
     except ModuleError as error:  # R5 at publish, R10 nothing to publish: refused before any check runs
         context["problem"] = problem_of(error)
     return _pages(request).render(request, "modules/_review.html", **context)
@@ -125,7 +126,7 @@ async def publish(module_id: str, request: Request, visitor: Writer) -> Response
         message = publish_message(form)
         written = await run_in_threadpool(
             services.modules.publish, principal.tenant, module_id, by=principal.name, expected=_expected(form),
-            context=queries.call_context(principal), message=message,
+            context=queries.call_context(principal, CONSOLE), message=message,
         )
     except ModuleError as error:  # CheckFailed 422, ImportCycle, NothingToPublish 409, PreconditionFailed 412, a long message 400
         return _refused(request, "modules/_review_refused.html", error, module_id=module_id)

@@ -17,6 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from application import queries
+from application.context import CONSOLE
 from application.modules import Changeset
 from toolkinds.code.lifecycle import definition_diff, publish_message, published_label
 from console.routing import ConsoleRoute, problem_of
@@ -107,7 +108,7 @@ async def publish_selected_review(
     context: dict[str, Any] = {"ids": chosen, "problem": None, "review": None}
     try:
         changeset = await run_in_threadpool(lambda: services.modules.publish_changeset(
-            principal.tenant, chosen, by=principal.name, context=queries.call_context(principal), dry_run=True))
+            principal.tenant, chosen, by=principal.name, context=queries.call_context(principal, CONSOLE), dry_run=True))
     except ModuleError as error:  # none selected, an id twice, no draft (R10), unknown, R5 across the drafts
         context["problem"] = problem_of(error)
     else:
@@ -134,7 +135,7 @@ async def publish_selected(request: Request, visitor: Writer) -> Response:
         message = publish_message(form)
         changeset = await run_in_threadpool(lambda: services.modules.publish_changeset(
             principal.tenant, ids, by=principal.name, message=message, expected=expected,
-            context=queries.call_context(principal)))
+            context=queries.call_context(principal, CONSOLE)))
     except ModuleError as error:  # 422 with every failing module, 412, 409 no draft, R5, a bad request
         problem = problem_of(error)
         if fragment:

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from application import queries
 from api.deps import Admin, Reader, ServicesDep
+from application.context import REST
 from application.queries import call_context
 from api.problems import documented, etag
 from api.presenters import execution_out, module_out
@@ -136,11 +137,11 @@ def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> d
         tool=tool,
         input=body.input,
         module_id=body.id,
-        context=call_context(principal),
+        context=call_context(principal, REST),
     )
     out = execution_out(answered(result))
     examples = services.execution.test_examples(principal.tenant, content=body.draftContent, imports=body.draftImports,
-                                                tool=tool, module_id=body.id, context=call_context(principal))
+                                                tool=tool, module_id=body.id, context=call_context(principal, REST))
     if examples:
         out["examples"] = [example.as_dict() for example in examples]
     return out
@@ -196,10 +197,10 @@ async def publish_module(
     """Publish the draft after checking the module and every module that imports it (and their
     examples, B4); an optional `message` is kept with the version."""
     if dryRun:
-        return await run_in_threadpool(queries.publish_preview, services, principal, id)
+        return await run_in_threadpool(queries.publish_preview, services, call_context(principal, REST), id)
     message = body.message if body is not None else None
     written = await run_in_threadpool(lambda: services.modules.publish(
-        principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal), message=message))
+        principal.tenant, id, by=principal.name, expected=_expected(if_match), context=call_context(principal, REST), message=message))
     return await _answer(services, principal, written, response)
 
 
@@ -215,7 +216,7 @@ async def publish_changeset(
     expected = {k: v for k, v in expected.items() if v is not None}
     changeset = await run_in_threadpool(lambda: services.modules.publish_changeset(
         principal.tenant, body.ids, by=principal.name, message=body.message, expected=expected,
-        context=call_context(principal), dry_run=dryRun))
+        context=call_context(principal, REST), dry_run=dryRun))
     checks = [{"module": name, "ok": result.error is None, "error": result.error.as_dict() if result.error else None}
               for name, result in changeset.checks]
     if dryRun:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from application.context import CallContext
 from application.kinds.base import KindDeps, Ranked, ToolKind, Tools, validated
 from domain.catalog import LOCAL, MCP, ToolEntry
 from domain.ports import ExecutionResult
@@ -37,9 +38,9 @@ class DeclaredKind(ToolKind):
     def holds(self, tenant: str, name: str) -> bool:
         return name in self._tools
 
-    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         arguments = validated(entry.input_schema, arguments)
-        return self._tools[entry.name].call(arguments, context)
+        return self._tools[entry.name].call(arguments, context.for_code())
 
     def close(self) -> None:
         for tool in self._tools.values():

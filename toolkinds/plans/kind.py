@@ -15,6 +15,7 @@ import time
 from collections.abc import Collection
 from typing import Any
 
+from application.context import CallContext
 from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
 from domain import callers
 from domain.catalog import Permissions, ToolEntry
@@ -115,21 +116,21 @@ class PlanKind(ToolKind):
                 if nested is not None:
                     self._check_nodes(tenant, name, nested, permissions, tools, f"{here} > ", depth + 1)
 
-    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         arguments = validated(entry.input_schema, arguments)
         plan = self._exposed(tenant, entry.name)
         if plan is None:
             raise ToolNotCallable(entry.name, "the plan is no longer exposed as a tool")
         return self._run(tenant, plan, arguments, context, tools, depth)
 
-    def run(self, tenant: str, plan_id: str, arguments: Any, *, context: dict[str, Any], tools: Tools) -> ExecutionResult:
+    def run(self, tenant: str, plan_id: str, arguments: Any, *, context: CallContext, tools: Tools) -> ExecutionResult:
         """POST /api/v1/admin/plans/{id}/run: any plan, exposed as a tool or not (an admin's call)."""
         plan = self._registry(tenant).get(callers.PLAN, plan_id)
         if plan is None:
             raise UnknownRecord(callers.PLAN, plan_id)
         return tools.answer(self._run(tenant, plan, arguments, context, tools, depth=0))
 
-    def _run(self, tenant: str, plan: dict[str, Any], arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+    def _run(self, tenant: str, plan: dict[str, Any], arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         """Each DIRECT_TOOL node in order, each output the next node's input; the first failure ends
         the run. The caller's permissions were checked for every node before this runs."""
         started = time.perf_counter()
@@ -140,7 +141,7 @@ class PlanKind(ToolKind):
             failure = None
             result = None
             target = tools.entry(tenant, node["toolName"])
-            node_context = {**context, "planRun": {"plan": plan_id, "node": index + 1, "toolName": node["toolName"]}}
+            node_context = context.in_plan(plan_id, index + 1, node["toolName"])
             if target is None:
                 failure = ExecutionError("plan", f"{label}: no tool named {node['toolName']!r} any more")
             elif target.call_type == PLAN and depth + 1 >= MAX_PLAN_DEPTH:

@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from api.presenters import execution_out
+from application.context import CONSOLE
 from application.queries import call_context
 from console.routes.callers import PLANS, node_runs, render_detail
 from console.routing import ConsoleRoute
@@ -36,7 +37,7 @@ async def run_plan_page(record_id: str, request: Request, visitor: Writer) -> Re
                              run_error=f"The input is not JSON: {error.msg} (line {error.lineno}, column {error.colno}).")
     try:
         ran = await run_in_threadpool(services.toolbox.kind(PlanKind).run, visitor.principal.tenant, record_id, value,
-                                      context=call_context(visitor.principal), tools=services.toolbox)
+                                      context=call_context(visitor.principal, CONSOLE), tools=services.toolbox)
         result = {**execution_out(ran), "nodes": list(ran.steps)}
     except (errors.InvalidInput, errors.ToolNotCallable) as error:
         result = {"output": None, "error": {"type": error.code, "message": error.detail}, "logs": [], "durationMillis": 0, "nodes": []}

@@ -11,6 +11,7 @@ from api.deps import Admin, ServicesDep
 from api.paths import ADMIN_API
 from api.presenters import execution_out
 from api.problems import documented
+from application.context import REST
 from application.queries import call_context
 from api.routes.callers import records_router
 from api.schemas import PlanFields, PlanIn, PlanPublic, PlanRunOut, RunRequest
@@ -24,6 +25,6 @@ router = records_router(PLAN, f"{ADMIN_API}/plans", "plans", PlanIn, PlanFields,
 async def run_plan(id: str, body: RunRequest, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Run a plan's DIRECT_TOOL nodes in order, each output the next input; no LLM."""
     result = await run_in_threadpool(
-        services.toolbox.kind(PlanKind).run, principal.tenant, id, body.input, context=call_context(principal), tools=services.toolbox
+        services.toolbox.kind(PlanKind).run, principal.tenant, id, body.input, context=call_context(principal, REST), tools=services.toolbox
     )
     return {**execution_out(result), "nodes": list(result.steps)}

@@ -1,0 +1,68 @@
+"""The context a call carries (docs/security.md, docs/kinds/code-modules.md): who calls, in which
+tenant, through which way in (REST, MCP or the console), under which request, and within which
+plan run. Presenters make one for each call (`application.queries.call_context`); the application
+and the kinds hand it on as it is; what a tool's code sees of it (`ai.context()`, a native tool's
+`context`) is `for_code`, which never holds a token (V2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from application.principals import Principal
+
+# The ways in: what a presenter says it is.
+REST = "rest"
+MCP = "mcp"
+CONSOLE = "console"
+WAYS_IN = (REST, MCP, CONSOLE)
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """Which node of which plan a call is (docs/kinds/index.md, plans)."""
+
+    plan: str
+    node: int
+    tool_name: str
+
+
+@dataclass(frozen=True)
+class CallContext:
+    principal: Principal
+    way_in: str
+    # The request the call answers, when the way in names one (an MCP request's id); never shown to code.
+    trace: str | None = None
+    plan_step: PlanStep | None = None
+
+    def __post_init__(self) -> None:
+        if self.way_in not in WAYS_IN:
+            raise ValueError(f"a call comes in by {', '.join(WAYS_IN)}, not {self.way_in!r}")
+
+    @property
+    def tenant(self) -> str:
+        return self.principal.tenant
+
+    def in_plan(self, plan: str, node: int, tool_name: str) -> CallContext:
+        """The context of one node of a plan run this call makes."""
+        return dataclasses.replace(self, plan_step=PlanStep(plan, node, tool_name))
+
+    def for_code(self) -> dict[str, Any]:
+        """What `ai.context()` returns to the code, and a native tool is handed: never a token (V2)."""
+        step = self.plan_step
+        return {
+            "user": {"id": self.principal.name, "roles": [self.principal.role], "locale": "en"},
+            "tenant": self.principal.tenant,
+            "provider": None,
+            "usageProfile": self.principal.usage_profile,
+            "conversation": None,
+            "request": None,
+            "planRun": None if step is None else {"plan": step.plan, "node": step.node, "toolName": step.tool_name},
+        }
+
+
+def for_code(context: CallContext | None) -> dict[str, Any]:
+    """`context.for_code()`; empty for a run no caller asked for (a publish's checks without one)."""
+    return context.for_code() if context is not None else {}
