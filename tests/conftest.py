@@ -3,11 +3,11 @@ and a PostgreSQL store of a test's own.
 
 `make test` runs the tests on several pytest-xdist workers (processes) at once, so a test never
 assumes it runs alone: its files go under `tmp_path` (each worker has its own), what listens takes
-`free_port()`, ids come from `unique_id()`, a PostgreSQL store is a schema
-of its own (`postgres_store`), an OpenSearch index an alias of its own (`opensearch_index`), and no
-test reads or changes what other tests may hold at the same time (every schema or index of the
-server, an engine setting that other tests depend on). Test ids are the same in every worker's
-collection: a parameter is never made of the time, a pid or a random value."""
+`free_port()`, ids come from `unique_id()`, a PostgreSQL store is a schema of its own
+(`postgres_store`), an OpenSearch index an alias of its own (`opensearch_index`), and no test reads
+or changes what other tests may hold at the same time (every schema or index of the server, an
+engine setting that other tests depend on). Test ids are the same in every worker's collection: a
+parameter is never made of the time, a pid or a random value."""
 
 from __future__ import annotations
 
