@@ -73,6 +73,7 @@ FILES = {
 
         from typing import Any
 
+        from application.context import CallContext
         from application.kinds.base import Tools, tagged, validated
         from application.kinds.configured import ConfiguredKind
         from domain.catalog import ToolEntry
@@ -105,7 +106,7 @@ FILES = {
                                   tags=tagged(tool.config["tags"], "hello"), expose_in_chat=tool.config["exposeInChat"],
                                   enabled=tool.config["enabled"])]
 
-            def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools,
+            def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools,
                      depth: int) -> ExecutionResult:
                 validated(entry.input_schema, arguments)
                 tool = self.find(tenant, entry.name)
