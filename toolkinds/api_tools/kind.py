@@ -12,7 +12,7 @@ in the sandbox) and cut at `maxOutputChars` with a marker.
 
 Secrets are read by id for the request that needs them and nowhere else: the request shown back
 (the Playground's `test`) has them replaced, and the result leaves `perform` through one redaction
-(`application.redaction`) of every form the call's secrets and access tokens were sent in: its
+(`domain.redaction`) of every form the call's secrets and access tokens were sent in: its
 output, its logs (the post-processing module's, which the sandbox leaves out of the service's log
 so that they are written there redacted), its error message and the request shown back. Nothing
 after it (REST, the Playground, MCP's `_meta`, the service's log) can see a raw secret (issue 28).
@@ -31,6 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from application.context import CallContext
 from application.kinds.base import Tools, tagged
 from application.kinds.configured import ConfiguredKind
 from domain import jmes
@@ -105,14 +106,14 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
 
     # -- calls ---------------------------------------------------------------------------------
 
-    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         tool = self.find(tenant, entry.name)
         if tool is None:
             raise ToolNotCallable(entry.name, "no such tool")
         result, _ = self.perform(tenant, tool.tool_id, tool.config, arguments, context)
         return result
 
-    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult | None:
+    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: CallContext) -> ExecutionResult | None:
         tool = self.find(tenant, name)
         if tool is None:
             return None
@@ -120,13 +121,13 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
             raise ToolNotCallable(name, "the tool is disabled")
         return self.perform(tenant, name, tool.config, arguments, context)[0]
 
-    def test(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> tuple[ExecutionResult, Trace]:
+    def test(self, tenant: str, name: str, arguments: Any, context: CallContext) -> tuple[ExecutionResult, Trace]:
         """The Playground (`POST /{id}/test`): a call through exactly the path MCP uses, enabled or
         not, with what it sent (secrets replaced), the status, the bytes and the time."""
         tool = self.get(tenant, name)
         return self.perform(tenant, name, tool.config, arguments, context)
 
-    def perform(self, tenant: str, name: str, config: Config, arguments: Any, context: dict[str, Any]) -> tuple[ExecutionResult, Trace]:
+    def perform(self, tenant: str, name: str, config: Config, arguments: Any, context: CallContext) -> tuple[ExecutionResult, Trace]:
         """One call: refused (`InvalidInput`) before anything is sent when the arguments break a rule;
         otherwise an answer or an error result, never an exception for what the API does."""
         started = time.perf_counter()
@@ -172,7 +173,7 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
 
     # -- the answer ----------------------------------------------------------------------------
 
-    def _answer(self, tenant: str, config: Config, response: OutboundResponse, context: dict[str, Any]) -> ExecutionResult:
+    def _answer(self, tenant: str, config: Config, response: OutboundResponse, context: CallContext) -> ExecutionResult:
         text = _text(response)
         if not 200 <= response.status < 300:
             start = text[:ERROR_BODY_CHARS] + ("…" if len(text) > ERROR_BODY_CHARS else "")

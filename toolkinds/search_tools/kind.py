@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from application.context import CallContext
 from application.kinds.base import Tools
 from application.kinds.configured import ConfiguredKind
 from domain.catalog import ToolEntry
@@ -141,14 +142,14 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
 
     # -- calls (`capabilities`) ----------------------------------------------------------------
 
-    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: dict[str, Any], tools: Tools, depth: int) -> ExecutionResult:
+    def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         parsed = parse(entry.name)
         tool = self.find(tenant, parsed[0]) if parsed is not None else None
         if tool is None or parsed is None:
             raise ToolNotCallable(entry.name, "no such tool")
         return self.run(tenant, tool, parsed[1], arguments)
 
-    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: dict[str, Any]) -> ExecutionResult | None:
+    def call_unlisted(self, tenant: str, name: str, arguments: Any, context: CallContext) -> ExecutionResult | None:
         parsed = parse(name)
         tool = self.find(tenant, parsed[0]) if parsed is not None else None
         if tool is None or parsed is None:
