@@ -11,7 +11,7 @@ from api.paths import ADMIN_API, API_V1, OPERATOR_API
 
 ROOT = Path(__file__).resolve().parents[2]
 # The kinds' packages are their owners' to move onto the constants (their routers still spell it out).
-PACKAGES = ("entrypoints", "api", "console", "application", "domain", "infrastructure", "projections", "sandbox")
+PACKAGES = ("entrypoints", "api", "console", "application", "domain", "infrastructure", "projections", "sandbox", "toolkinds")
 HOME = ROOT / "api" / "paths.py"
 
 

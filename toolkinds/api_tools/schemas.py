@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from api.paths import ADMIN_API
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.configured import CREATING, ConfiguredBody
@@ -23,7 +24,7 @@ class _Strict(BaseModel):
 
 
 class SecretRef(_Strict):
-    secret: str = Field(min_length=1, max_length=64, description="the id of a secret (`/api/v1/admin/secrets`)")
+    secret: str = Field(min_length=1, max_length=64, description=f"the id of a secret (`{ADMIN_API}/secrets`)")
 
 
 class ApiParameter(_Strict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.paths import ADMIN_API
 from fastapi import APIRouter
 
 from api.deps import Reader, ServicesDep
@@ -12,7 +13,7 @@ from api.schemas import HistoryOut, VersionOut, VersionSummary
 from domain import history
 from domain.errors import UnknownModule, UnknownVersion
 
-router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules: history"])
+router = APIRouter(prefix=f"{ADMIN_API}/code-modules", tags=["code modules: history"])
 
 
 @router.get("/{id}/history", response_model=HistoryOut, responses=documented(404))

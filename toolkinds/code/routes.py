@@ -7,6 +7,7 @@ import time
 from datetime import datetime
 from typing import Annotated, Any
 
+from api.paths import ADMIN_API
 from fastapi import APIRouter, Body, Header, Query, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -42,7 +43,7 @@ from projections.interface import MAX_LIMIT, ORDER_FIELDS
 
 log = logging.getLogger("toolsmith.api")
 
-router = APIRouter(prefix="/api/v1/admin/code-modules", tags=["code modules"])
+router = APIRouter(prefix=f"{ADMIN_API}/code-modules", tags=["code modules"])
 
 
 # Set on a write's answer when the list and search may not show the write yet (issue 12, 11b):
