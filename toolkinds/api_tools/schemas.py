@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from api.paths import ADMIN_API
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.paths import ADMIN_API
 from api.configured import CREATING, ConfiguredBody
 from api.schemas import documents
 from domain.rules import PARAMETER_TYPES

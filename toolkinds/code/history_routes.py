@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.paths import ADMIN_API
 from fastapi import APIRouter
 
+from api.paths import ADMIN_API
 from api.deps import Reader, ServicesDep
 from api.problems import documented
 from api.schemas import HistoryOut, VersionOut, VersionSummary

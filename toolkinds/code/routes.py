@@ -7,10 +7,10 @@ import time
 from datetime import datetime
 from typing import Annotated, Any
 
-from api.paths import ADMIN_API
 from fastapi import APIRouter, Body, Header, Query, Response
 from starlette.concurrency import run_in_threadpool
 
+from api.paths import ADMIN_API
 from application import queries
 from api.deps import Admin, Reader, ServicesDep
 from application.context import REST
