@@ -31,7 +31,7 @@ class ToolEntry:
     tags: tuple[str, ...] = ()
     expose_in_chat: bool = False
     enabled: bool = True
-    # False for what MCP registration skips silently: an empty source (docs/kinds/code-modules.md, 003).
+    # False for what MCP registration skips silently: an empty source (docs/kinds/code-modules.md).
     configured: bool = True
     # The call type that wins R15 over this entry, when another tool holds the same name.
     shadowed_by: str | None = None

@@ -1,4 +1,4 @@
-"""Plans, agents, usage profiles and MCP servers (docs/kinds/index.md, 004; docs/rest-api.md, docs/mcp.md): the records that
+"""Plans, agents, usage profiles and MCP servers (docs/kinds/index.md; docs/rest-api.md, docs/mcp.md): the records that
 name tools. Each has a list, a page (with what it reaches now), and for admins a form to create,
 edit and delete it; a plan runs with an input; an MCP server has tools attached and detached.
 Every change goes through `services.records`, as the REST routes' do (api/routes/callers.py); a plan's run is

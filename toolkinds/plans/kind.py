@@ -1,4 +1,4 @@
-"""Plans exposed as tools (callType PLAN; docs/kinds/index.md, 004; docs/rules.md R14): DIRECT_TOOL nodes in
+"""Plans exposed as tools (callType PLAN; docs/kinds/index.md; docs/rules.md R14): DIRECT_TOOL nodes in
 order, each output the next node's input, with no LLM in the loop.
 
 A plan takes what its first node takes: its schema is that tool's, by R15 among the other kinds
