@@ -31,18 +31,21 @@ run: install
 # The tests run on pytest-xdist workers (tests/conftest.py says what that asks of a test): each
 # worker starts with a run of whole files, so a module's fixtures (a probe's server) mostly start
 # once, and takes tests from another's queue when its own is done ("worksteal"), so one long file
-# does not keep the others waiting. Most tests wait on a sandbox, an engine or a server rather than
-# compute: three workers keep two cores busy. The engines are shared, started once.
+# does not keep the others waiting. The engines are shared, started once. Measured on two cores:
+# the whole suite waits on servers, engines and timers, and three workers beat two (8m51s against
+# over ten minutes; four were no faster); the inner loop computes, and two beat three (2m17s
+# against 3m00s).
 TEST_WORKERS ?= 3
+QUICK_WORKERS ?= 2
 BROWSER_WORKERS ?= 2
-XDIST = -n $(TEST_WORKERS) --dist worksteal
+XDIST = --dist worksteal
 
 # The engines the tests need are started here unless the environment names them already.
 # Then the browser tests, in their own pytest invocation, against Debian's chromium.
 test: install
 	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); \
-	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
-	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) tests/browser $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(XDIST) $(PYTEST_ARGS)
+	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) $(XDIST) tests/browser $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory docs
 
 # The documentation (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor
@@ -50,14 +53,14 @@ test: install
 docs: $(BIN)/toolsmith
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# The inner loop (under two minutes): unit, contract, console and API tests on the embedded engines,
+# The inner loop (about two minutes): unit, contract, console and API tests on the embedded engines,
 # no PostgreSQL, OpenSearch or browser; stops at the first failure. `make test` runs everything.
 QUICK_TESTS = tests/unit tests/contract tests/kinds tests/api tests/console
 test-quick: install
-	$(BIN)/python -m pytest $(XDIST) -x -q -k "not opensearch and not postgres" $(QUICK_TESTS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(QUICK_WORKERS) $(XDIST) -x -q -k "not opensearch and not postgres" $(QUICK_TESTS) $(PYTEST_ARGS)
 
 test-browser: install
-	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) tests/browser $(PYTEST_ARGS)
+	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) $(XDIST) tests/browser $(PYTEST_ARGS)
 
 # The benchmarks that measure a scale-out (rate limits across replicas, the runner's heartbeat) use
 # the same engines as the tests, started here unless the environment names them.
