@@ -67,8 +67,11 @@ class ChunkView(TrackingRecorder):
                 return
             found = self.index.position(application_name)
             if found is not None and found.store != self.store:
+                # Said as the module read model says it (a reason), so an operator reads both alike.
                 log.warning("chunk index of another event store: building it again from this one", extra={
-                    "projection": "chunks", "found": found.store or "(unrecorded)", "store": self.store})
+                    "projection": "chunks", "found": found.store or "(unrecorded)", "store": self.store,
+                    "reason": f"the chunk index holds event store {found.store or '(unrecorded)'}'s chunks, "
+                              f"not this event store's ({self.store})"})
                 self.index.clear()
             self._checked.add(application_name)
 

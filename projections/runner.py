@@ -729,7 +729,12 @@ def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, 
         problems.append("the projection runner is not running")
     projections = {runner_name(runner): {"position": applied, "lag": lag}}
     for follower in runner.followers:
-        position = follower.position()
+        try:
+            position = follower.position()
+        except Exception as error:  # noqa: BLE001 - a view out of reach (the chunk index's engine down) is a reason, not a failed health
+            projections[follower.name] = {"position": None, "lag": None}
+            problems.append(f"the projection {follower.name!r} cannot be read: {type(error).__name__}")
+            continue
         projections[follower.name] = {"position": position, "lag": max(stored - position, 0)}
         if follower.error is not None:
             problems.append(f"the projection {follower.name!r} fails (its error is in the log); it is retried")

@@ -137,7 +137,7 @@ def test_a_fresh_store_against_another_stores_index_lists_its_own_modules_only(
         assert b.read_model.summary(TENANT, "a0") is None and not b.read_model.is_taken(TENANT, "a0")
         assert b.read_model.list(TENANT, ListQuery(search="a")).total == 0
     assert _concrete(opensearch, opensearch_index) != index_of_a, "the alias was not swapped to a fresh index"
-    said = [r for r in caplog.records if "another event store" in r.getMessage()]
+    said = [r for r in caplog.records if "read model of another event store" in r.getMessage()]
     assert said and "not this event store's" in said[0].__dict__["reason"]
 
 
