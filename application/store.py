@@ -28,7 +28,6 @@ from domain.errors import UnknownModule
 from domain.model import CodeModule, ImportGraph, graph_aggregate_id, module_aggregate_id
 from domain.ports import NoOtherTools, ToolNames
 from domain.rules import id_violations
-from domain.topics import stored_topics
 
 # 200 events: a cold load then decodes at most 199 events after the snapshot (a few milliseconds),
 # and a tenant's graph of 10,000 events holds 50 snapshot rows.
@@ -273,24 +272,6 @@ class Store(Application):
             modules.clear()
             yield from found
             del found  # this pass's modules go before the next pass rebuilds more
-
-    def notifications_of(self, event_class: type, page: int = 1_000) -> Iterator[Any]:
-        """Every notification of one event type, in log order, read a page at a time."""
-        start = 1
-        while True:
-            batch = self.recorder.select_notifications(start, page, topics=stored_topics(event_class))
-            yield from batch
-            if len(batch) < page:
-                return
-            start = batch[-1].id + 1
-
-    def originators_of(self, created: type) -> Iterator[UUID]:
-        """The id of every aggregate a `created` event ever started, once each, oldest first."""
-        seen: set[UUID] = set()
-        for notification in self.notifications_of(created):
-            if notification.originator_id not in seen:
-                seen.add(notification.originator_id)
-                yield notification.originator_id
 
     # -- saving ----------------------------------------------------------------------------------
 
