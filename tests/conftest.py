@@ -26,11 +26,14 @@ from infrastructure.settings import Settings
 from sandbox.config import sandbox_config
 from sandbox.embedded import EmbeddedSandbox
 
-from tests import engines
+from tests import compiled_routes, engines
 
 # The browser tests run in their own pytest invocation (`make test` runs it; see tests/browser).
 collect_ignore = [] if os.environ.get("TOOLSMITH_BROWSER_TESTS") == "1" else ["browser"]
 from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN, unique_id
+
+# Every app a test builds shares one compilation of each route (see tests/compiled_routes.py).
+compiled_routes.share()
 
 
 @pytest.fixture
