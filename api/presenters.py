@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from fastapi.responses import StreamingResponse
+from pydantic import TypeAdapter
 
+from api.schemas import ExecutionOut
 from api.services import Services
 from domain.catalog import ToolEntry
 from domain.model import CodeModule
@@ -44,6 +47,25 @@ def execution_out(result: ExecutionResult) -> dict[str, Any]:
         "logs": list(result.logs),
         "durationMillis": result.duration_millis,
     }
+
+
+# What orjson writes itself, byte for byte as pydantic writes an `ExecutionOut` (compact, UTF-8, the
+# same numbers); anything else (a dataclass, a date, a subclass of str, an int past 64 bits, a
+# non-string key) it refuses, and pydantic writes the answer as it always did.
+_PLAIN_JSON_ONLY = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+_EXECUTION_OUT: TypeAdapter[ExecutionOut] = TypeAdapter(ExecutionOut)
+
+
+def execution_json(result: ExecutionResult) -> bytes:
+    """`execution_out` as the JSON an `ExecutionOut` response model answers, written once: no
+    validation of the result into a model to dump it again (issue 30; tests/api/test_call_response.py
+    compares the bytes)."""
+    out = execution_out(result)
+    out["durationMillis"] = float(out["durationMillis"])
+    try:
+        return orjson.dumps(out, option=_PLAIN_JSON_ONLY)
+    except orjson.JSONEncodeError:
+        return _EXECUTION_OUT.dump_json(_EXECUTION_OUT.validate_python(out))
 
 
 def tool_out(entry: ToolEntry) -> dict[str, Any]:
