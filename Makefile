@@ -64,11 +64,24 @@ test-browser: install
 
 # The benchmarks that measure a scale-out (rate limits across replicas, the runner's heartbeat) use
 # the same engines as the tests, started here unless the environment names them.
-bench: install
+bench: install $(VENV)/.bench bench-peers
 	@$(WITH_WRK); $(WITH_POSTGRES); $(WITH_OPENSEARCH); $(BIN)/python -m bench $(BENCH_ARGS)
 
+# The benchmarks' extras (py-spy), and bench.request_path's FastMCP peer in a virtualenv of its own
+# (.venv-peers: FastMCP's dependencies stay out of the product's .venv).
+$(VENV)/.bench: pyproject.toml | $(BIN)/toolsmith
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	@touch $@
+
+.PHONY: bench-peers
+bench-peers: $(VENV)-peers/.installed
+$(VENV)-peers/.installed: bench/peers/requirements.txt
+	$(PYTHON) -m venv $(VENV)-peers
+	$(VENV)-peers/bin/pip install --quiet -r bench/peers/requirements.txt
+	@touch $@
+
 clean:
-	rm -rf $(VENV) .pytest_cache build site *.egg-info console/node_modules console/static/dist
+	rm -rf $(VENV) $(VENV)-peers .pytest_cache build site *.egg-info console/node_modules console/static/dist
 
 # -- PostgreSQL: the event store of several API processes (scripts/postgres.sh, data in .engines/) --
 .PHONY: postgres postgres-stop

@@ -13,6 +13,7 @@ from bench import (
 from bench import tenant_filter, tenants
 from bench import asset_cache, extraction_fairness, jmespath_bound, rate_replicas, redaction, runner_heartbeat
 from bench import list_cost
+from bench import request_path
 from bench._common import format_table, machine_line
 
 
@@ -24,7 +25,7 @@ def _load(load: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost", "request_path"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -86,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             notes = getattr(bench_module, "NOTES", None)
             tables.append(format_table(bench_module.TITLE, rows) + (f"\n{notes}" if notes else "")
                           + (f"\n(load average {_load(info['load'])})" if "load" in info else ""))
+    if args.only in (None, "request_path"):
+        # issue 30: the request path against the floor of its work, and where its time goes
+        rows, info = request_path.run(common)
+        tables.append(format_table(request_path.TITLE, rows) + f"\n{request_path.notes(info)}\n(load average {info['load']})")
     if args.only in (None, "scale"):
         # bench.publish and bench.mcp_call ran above; alone, scale runs them with its own sizes.
         rows, info = scale.run(common + ([] if args.only == "scale" else ["--skip-others"]))

@@ -1,0 +1,68 @@
+"""bench.request_path's folding of a profile into the request path's layers (the pure logic of
+"where the time goes"): a sample is its innermost matching frame's layer."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from bench.request_path import LAYERS, OTHER, Frame, fold, fold_profile, parse_frame
+
+ROOT = "<module> (toolsmith:6);Runner.run (asyncio/runners.py:118);RequestResponseCycle.run_asgi (uvicorn/protocols/http/httptools_impl.py:422)"
+CHECKS = ROOT + ";SecurityHeaders.__call__ (console/security.py:74);RequestChecks.__call__ (api/edge.py:266)"
+
+
+def test_a_frame_is_its_function_and_its_file() -> None:
+    assert parse_frame("Request.body (starlette/requests.py:241)") == Frame("Request.body", "starlette/requests.py")
+    assert parse_frame("get_request_handler.<locals>.app (fastapi/routing.py:762)") == Frame(
+        "get_request_handler.<locals>.app", "fastapi/routing.py")
+    assert parse_frame("<module> (toolsmith:6)") == Frame("<module>", "toolsmith")
+
+
+def test_each_sample_goes_to_the_innermost_layer_on_its_stack() -> None:
+    raw = [
+        # the JSON body checks run inside RequestChecks: theirs, not the middleware's, and so is the decode under them
+        CHECKS + ";body_problem (api/edge.py:101);JSONDecoder.raw_decode (json/decoder.py:353) 7",
+        # RequestChecks' own time (the methods table) is the middleware's
+        CHECKS + ";_method_not_answered (api/edge.py:210);_MethodsByPath.allowed (api/methods.py:80) 5",
+        # the log formatter's JSON encoding is the log's, not the result serialization's
+        CHECKS + ";Logger.info (logging/__init__.py:1489);JsonFormatter.format (infrastructure/logs.py:40);"
+                 "JSONEncoder.iterencode (json/encoder.py:258) 3",
+        # the rate limiter inside the admission inside the dependency solving
+        CHECKS + ";solve_dependencies (fastapi/dependencies/utils.py:600);admit (api/admission.py:90);"
+                 "RateLimiter.take (infrastructure/ratelimit.py:120) 2",
+        CHECKS + ";solve_dependencies (fastapi/dependencies/utils.py:600) 4",
+        # a stack of no layer at all: the event loop's own time; blank lines are nothing
+        "<module> (toolsmith:6);Runner.run (asyncio/runners.py:118) 6",
+        "",
+        CHECKS + ";body_problem (api/edge.py:101) 1",
+    ]
+    samples = fold(raw)
+    assert samples == {
+        "body parsing and the JSON body checks": 8,
+        "the middleware chain": 5,
+        "access log and other logging": 3,
+        "rate limiter": 2,
+        "FastAPI dependency solving": 4,
+        OTHER: 6,
+    }
+
+
+def test_every_layer_has_its_own_name() -> None:
+    names = [name for name, _ in LAYERS]
+    assert len(set(names)) == len(names) and OTHER not in names
+
+
+def test_the_fallback_puts_a_function_of_no_layer_in_its_callers_layers() -> None:
+    body = ("api/edge.py", 96, "body_problem")
+    route = ("starlette/routing.py", 700, "Router.app")
+    decode = ("json/decoder.py", 353, "JSONDecoder.raw_decode")  # no layer: its callers'
+    orphan = ("asyncio/events.py", 80, "Handle._run")
+    stats = SimpleNamespace(stats={
+        # key: (primitive calls, calls, own time, cumulative time, {caller: (.., .., own, cumulative)})
+        body: (1, 1, 1.0, 3.0, {}),
+        route: (1, 1, 0.5, 2.0, {}),
+        decode: (2, 2, 3.0, 3.0, {body: (1, 1, 2.0, 2.0), route: (1, 1, 1.0, 1.0)}),
+        orphan: (1, 1, 0.25, 0.25, {}),
+    })
+    seconds = fold_profile(stats)  # type: ignore[arg-type]
+    assert seconds == {"body parsing and the JSON body checks": 3.0, "routing (route match, dispatch)": 1.5, OTHER: 0.25}
