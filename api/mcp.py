@@ -50,7 +50,7 @@ from starlette.types import Receive, Scope, Send
 from api import problems
 from api.admission import Refusal, client_address
 from api import mcp_batch, mcp_sdk
-from api.mcp_direct import DirectCalls, read_body, replay_body
+from api.mcp_direct import DirectCalls, FastCalls, read_body, replay_body
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
 from domain.errors import UnknownRecord
@@ -155,6 +155,9 @@ class McpEndpoint:
         # A session's tool calls are answered in their own request's task (api.mcp_direct).
         self.direct = DirectCalls(self.server)
         self.server.middleware.append(self.direct.session_middleware)
+        # A plain tools/call of either era, without the SDK's kernel (api.mcp_direct).
+        self.fast = FastCalls(services, self.server, self.direct, self.security)
+        self.fast.seal()
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
@@ -213,24 +216,36 @@ class McpEndpoint:
         return ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refusal = await self._gate(scope)
-        if refusal is not None:
-            await refusal(scope, receive, send)
+        admitted = self._admit(scope)
+        if not isinstance(admitted, tuple):
+            await admitted(scope, receive, send)
             return
+        principal, server_id = admitted
         manager = self._manager
+        body, ending = b"", None
+        if scope["method"] == "POST":
+            body, ending = await read_body(receive)
+            receive = replay_body(body, ending, receive)
+            # A plain tools/call (the hottest request there is): its offer is taken with the call.
+            if manager is not None and ending is None and not mcp_batch.is_batch(body):
+                if await self.fast.answer(manager, scope, body, principal, server_id, send):
+                    return
+        try:
+            offer = await anyio.to_thread.run_sync(take_offer, self.services, principal, server_id)
+        except UnknownRecord as error:
+            await problems.problem(404, error.code, error.detail)(scope, receive, send)
+            return
+        scope.setdefault("state", {})[OFFER_STATE] = offer
         if manager is None:
             await problems.problem(503, "starting", "the MCP endpoint is not running")(scope, receive, send)
             return
         if scope["method"] == "GET" and _header(scope, LAST_EVENT_ID) is not None:
             await problems.problem(400, "resumption-not-offered", RESUMPTION_NOT_OFFERED)(scope, receive, send)
             return
-        if scope["method"] == "POST":
-            body, ending = await read_body(receive)
-            if ending is None and mcp_batch.is_batch(body):
-                version = mcp_batch.version_of(scope, self.direct.negotiated_version(scope))
-                await mcp_batch.answer(body, version, scope, receive, send, partial(self._serve_one, manager))
-                return
-            receive = replay_body(body, ending, receive)
+        if scope["method"] == "POST" and ending is None and mcp_batch.is_batch(body):
+            version = mcp_batch.version_of(scope, self.direct.negotiated_version(scope))
+            await mcp_batch.answer(body, version, scope, receive, send, partial(self._serve_one, manager))
+            return
         await self._serve_one(manager, scope, receive, send)
 
     async def _serve_one(self, manager: StreamableHTTPSessionManager, scope: Scope, receive: Receive, send: Send) -> None:
@@ -248,7 +263,9 @@ class McpEndpoint:
         finally:
             _REQUEST_OFFER.reset(token)
 
-    async def _gate(self, scope: Scope) -> Any:
+    def _admit(self, scope: Scope) -> tuple[Principal, str | None] | Any:
+        """The caller and the server its request is for, or the refusal to answer it with. (The
+        offer is taken after: with a plain tool call, in the call's thread.)"""
         request = Request(scope)
         # Host and Origin first: a page reaching a local server through DNS rebinding learns nothing.
         host, origin = request.headers.get("host"), request.headers.get("origin")
@@ -264,13 +281,8 @@ class McpEndpoint:
         if principal.role not in MCP_ROLES:
             return problems.problem(403, "forbidden", f"MCP needs the role {' or '.join(MCP_ROLES)}")
         server_id = scope.get("path_params", {}).get("server_id")
-        try:
-            offer = await anyio.to_thread.run_sync(take_offer, self.services, principal, server_id)
-        except UnknownRecord as error:
-            return problems.problem(404, error.code, error.detail)
-        scope.setdefault("state", {})[OFFER_STATE] = offer
         scope["user"] = _session_owner(principal, server_id)
-        return None
+        return principal, server_id
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

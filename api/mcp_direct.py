@@ -23,34 +23,65 @@ Reaching into the manager (its sessions, their owners, a transport's idle clock)
 internals, all through `api/mcp_sdk.py`; if a later SDK moves them, `serves` answers False and every
 call takes the SDK's path again (slower, never wrong). `tests/unit/test_mcp_sdk.py` and
 `tests/api/test_mcp_direct.py` notice that.
+
+`FastCalls` goes one step further for the plainest and hottest request there is, a valid
+`tools/call` (issue 30: MCP at REST's cost), of a session as above or a self-contained 2026-07-28
+POST: the body is parsed once (orjson), the caller's offer is taken in the same worker thread as
+the call (one hop, as REST's), and the answer is built as a plain dict and serialized once, the
+same bytes as the SDK's kernel gives (`tests/unit/test_mcp_wire.py`). It answers only what it can
+answer exactly as the SDK would: the SDK's own checks run first (the spec's validation of the
+params, the 2026 era's envelope, routing headers and `Mcp-Param-*` headers), and whatever they
+would refuse, or anything it does not know to be plain (an OpenTelemetry tracer to report spans
+to, a middleware it does not know, a kind with no capacity left, a protocol version whose result
+surface it was not checked against), goes the way above, or to the SDK, as before.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 import orjson
+import pydantic_core
+from opentelemetry import trace
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.runner import ServerRunner
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.runner import ServerRunner, modern_error_data
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS, MCP_PARAM_HEADER_PREFIX, MCP_PROTOCOL_VERSION_HEADER, InboundModernRoute, classify_inbound_request,
+    find_duplicated_routing_header, validate_mcp_param_headers,
+)
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse, RequestId
+from mcp_types import INTERNAL_ERROR, SERVER_INFO_META_KEY, ErrorData, JSONRPCError, JSONRPCRequest, JSONRPCResponse, RequestId
+from mcp_types import methods as spec_methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from api import mcp_sdk
+from api import mcp_sdk, problems
+from api.mcp_tools import CALL_FAILED, not_offered_text, refusal_text, wire_error, wire_result
+from api.mcp_watch import take_offer
+from application.context import MCP
+from application.queries import call_context
+from domain.errors import ModuleError, UnknownRecord
+
+if TYPE_CHECKING:
+    from api.services import Services
+    from application.principals import Principal
 
 log = logging.getLogger("toolsmith.mcp")
 
@@ -211,3 +242,207 @@ def replay_body(body: bytes, ending: Message | None, receive: Receive) -> Receiv
         return pending.pop(0) if pending else await receive()
 
     return replay
+
+
+# -- FastCalls: a plain `tools/call` of either era, without the SDK's kernel ------------------------
+
+# The one 2026-era version whose result surface `_modern_result` was checked against.
+MODERN_VERSION = "2026-07-28"
+KNOWN_VERSIONS = frozenset(HANDSHAKE_PROTOCOL_VERSIONS) | {MODERN_VERSION}
+PLAIN_PARAMS = frozenset({"name", "arguments"})
+_PARAM_HEADER = MCP_PARAM_HEADER_PREFIX.lower()
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class _Declined(Exception):
+    """What the SDK must answer after all (a `Mcp-Param-*` header it refuses): nothing ran."""
+
+
+@dataclass
+class _Failed:
+    """Building the answer failed after the call (the kernel would answer a JSON-RPC error)."""
+
+    error: Exception
+
+
+class FastCalls:
+    """Answers a plain `tools/call` of a session or of the 2026 era in the request's own task, with
+    the SDK's checks but not its kernel (see the module)."""
+
+    def __init__(self, services: Services, server: Any, direct: DirectCalls, security: TransportSecuritySettings) -> None:
+        self._services = services
+        self._server = server
+        self._direct = direct
+        self._security = TransportSecurityMiddleware(security)
+        self._chain: tuple[Any, ...] | None = None
+
+    def seal(self) -> None:
+        """Takes the server's middleware as it is now as the chain known to do nothing for a plain
+        call: OpenTelemetry's (while no tracer is configured) and the two session middlewares,
+        which act on a session's first message only (they need no `Connection` of a 2026 call)."""
+        self._chain = tuple(self._server.middleware)
+
+    def _plain_server(self) -> bool:
+        chain = tuple(self._server.middleware)
+        if chain != self._chain:
+            return False
+        if any(isinstance(middleware, OpenTelemetryMiddleware) for middleware in chain):
+            # The SDK records a span per request once a tracer provider is set: it then serves the call.
+            return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+        return True
+
+    async def answer(self, manager: StreamableHTTPSessionManager, scope: Scope, body: bytes, principal: Principal,
+                     server_id: str | None, send: Send) -> bool:
+        """Answers the POST whose body is `body` if it is a plain `tools/call`; False: not answered,
+        nothing sent, nothing run (the caller serves it as before)."""
+        request = _plain_call(body)
+        if request is None or len(body) > manager.max_request_body_size or not self._plain_server():
+            return False
+        decoded, request_id, params = request
+        http = Request(scope)
+        headers = http.headers
+        header_version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        transport = None
+        if header_version is None or header_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            found = self._direct.serves(manager, scope)
+            if found is None:
+                return False
+            session, transport = found
+            if not getattr(session.connection, "initialize_accepted", False):
+                return False  # the kernel refuses a call before the handshake's end
+            version = getattr(session.connection, "protocol_version", None)
+        else:
+            version = await self._modern_version(http, decoded)
+        if version not in KNOWN_VERSIONS or not _valid_params(version, params):
+            return False
+        if any(kind.saturated() for kind in self._services.toolbox.kinds):
+            return False  # the SDK's path says "busy" at once, before the call queues for a thread
+        modern = version == MODERN_VERSION
+        try:
+            if transport is not None:
+                async with mcp_sdk.in_flight(transport):
+                    answer = await self._call(principal, server_id, request_id, params, headers if modern else None)
+            else:
+                answer = await self._call(principal, server_id, request_id, params, headers if modern else None)
+        except _Declined:
+            return False
+        except UnknownRecord as error:
+            await problems.problem(404, error.code, error.detail)(scope, _no_more, send)
+            return True
+        if modern:
+            status, payload = _modern_answer(request_id, answer, self._server.server_info_stamp)
+            response = [(b"content-length", str(len(payload)).encode()), *_JSON_HEADERS]
+        else:
+            assert transport is not None
+            status, payload = 200, _session_answer(request_id, answer)
+            response = [*_JSON_HEADERS, (MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode()),
+                        (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": response})
+        await send({"type": "http.response.body", "body": payload})
+        return True
+
+    async def _modern_version(self, http: Request, decoded: dict[str, Any]) -> str | None:
+        """The version of a 2026-era POST, if the SDK's checks before dispatch pass it
+        (`mcp.server._streamable_http_modern.handle_modern_request`, in its order), else None."""
+        if await self._security.validate_request(http, is_post=True) is not None:
+            return None
+        has_json, _ = check_accept_headers(http)
+        if not has_json or find_duplicated_routing_header(http.headers.items()) is not None:
+            return None
+        verdict = classify_inbound_request(decoded, headers=dict(http.headers))
+        return verdict.protocol_version if isinstance(verdict, InboundModernRoute) else None
+
+    async def _call(self, principal: Principal, server_id: str | None, request_id: RequestId, params: dict[str, Any],
+                    headers: Any) -> dict[str, Any] | _Failed:
+        """The wire result of the call, the offer taken in the call's own worker thread."""
+        services = self._services
+        name, arguments = params["name"], params.get("arguments")
+
+        def offered_call() -> dict[str, Any] | _Failed:
+            # Raises UnknownRecord for a server the tenant does not have, as the gate's offer does.
+            offer = take_offer(services, principal, server_id)
+            entry = offer.tool(name)
+            if headers is not None and entry is not None and (arguments or any(h.startswith(_PARAM_HEADER) for h in headers)):
+                # The SDK checks the call's Mcp-Param-* headers against the schema the caller is offered.
+                if validate_mcp_param_headers(entry.input_schema, arguments or {}, headers) is not None:
+                    raise _Declined
+            if entry is None:
+                # The toolbox would run any tool the caller may use; through this server, only what it offers.
+                return wire_error(not_offered_text(server_id, name))
+            try:
+                services.toolbox.admit(principal.tenant, name)
+                result = services.toolbox.call(principal.tenant, name, arguments if arguments is not None else {},
+                                               permissions=offer.permissions, context=call_context(principal, MCP, str(request_id)))
+            except ModuleError as error:
+                return wire_error(refusal_text(error))
+            except Exception:
+                log.exception("an MCP tool call failed", extra={"tool": name})
+                return wire_error(CALL_FAILED)
+            try:
+                return wire_result(result)
+            except Exception as error:  # an output JSON cannot carry: the kernel's error, as before
+                return _Failed(error)
+
+        return await anyio.to_thread.run_sync(offered_call)
+
+
+def _plain_call(body: bytes) -> tuple[dict[str, Any], RequestId, dict[str, Any]] | None:
+    """The message, its id and its params, of a body that is one JSON-RPC `tools/call` request of the plainest shape
+    (a subset of what `JSONRPCRequest` takes), else None."""
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(decoded, dict) or decoded.get("method") != METHOD or decoded.get("jsonrpc") != "2.0":
+        return None
+    request_id, params = decoded.get("id"), decoded.get("params")
+    if type(request_id) not in (int, str) or not isinstance(params, dict):
+        return None
+    name, arguments = params.get("name"), params.get("arguments")
+    if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+        return None
+    return decoded, request_id, params
+
+
+def _valid_params(version: str, params: dict[str, Any]) -> bool:
+    """The spec's validation of the params at `version`, as the kernel runs it first."""
+    try:
+        spec_methods.validate_client_request(METHOD, version, params)
+    except Exception:  # noqa: BLE001 - any refusal is the kernel's to answer
+        return False
+    return True
+
+
+def _session_answer(request_id: RequestId, answer: dict[str, Any] | _Failed) -> bytes:
+    """The JSON-RPC answer as `DirectCalls.answer` writes it (`JSONRPCResponse.model_dump_json`:
+    pydantic's serializer, so the same bytes)."""
+    if isinstance(answer, _Failed):
+        log.error("an MCP tools/call failed outside the tool", exc_info=answer.error, extra={"requestId": request_id})
+        error = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=INTERNAL_ERROR, message="Internal error"))
+        return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    return pydantic_core.to_json({"jsonrpc": "2.0", "id": request_id, "result": answer})
+
+
+def _modern_result(wire: dict[str, Any], server_info: dict[str, Any]) -> dict[str, Any]:
+    """A handshake-era wire result as the 2026-07-28 surface has it: `resultType` after `isError`,
+    and the server's `serverInfo` stamped into `_meta` (appended when there was none)."""
+    shaped = {key: wire[key] for key in ("_meta", "content", "isError") if key in wire}
+    shaped["resultType"] = "complete"
+    if "structuredContent" in wire:
+        shaped["structuredContent"] = wire["structuredContent"]
+    shaped["_meta"] = {**shaped.get("_meta", {}), SERVER_INFO_META_KEY: server_info}
+    return shaped
+
+
+def _modern_answer(request_id: RequestId, answer: dict[str, Any] | _Failed, server_info: dict[str, Any]) -> tuple[int, bytes]:
+    """The status and body the SDK's 2026 entry writes (stdlib JSON, compact, ASCII)."""
+    if isinstance(answer, _Failed):
+        data = modern_error_data(answer.error)
+        body = JSONRPCError(jsonrpc="2.0", id=request_id, error=data).model_dump(mode="json", by_alias=True, exclude_none=True)
+        return ERROR_CODE_HTTP_STATUS.get(data.code, 200), json.dumps(body, separators=(",", ":")).encode()
+    body = {"jsonrpc": "2.0", "id": request_id, "result": _modern_result(answer, server_info)}
+    return 200, json.dumps(body, separators=(",", ":")).encode()
+
+
+async def _no_more() -> Message:
+    return {"type": "http.disconnect"}

@@ -35,6 +35,7 @@ log = logging.getLogger("toolsmith.mcp")
 TAGS_META = "toolsmith/tags"
 LOGS_META = "toolsmith/logs"
 DURATION_META = "toolsmith/durationMillis"
+CALL_FAILED = "internal-error: the call failed; it has been logged"
 
 
 # A tool that only reads what the server holds (a File Search tool's capabilities): MCP's hints.
@@ -59,7 +60,43 @@ def mcp_result(result: ExecutionResult) -> CallToolResult:
 
 
 def refused(error: ModuleError) -> CallToolResult:
-    return CallToolResult(content=[TextContent(text=f"{error.code}: {error.detail}")], is_error=True)
+    return CallToolResult(content=[TextContent(text=refusal_text(error))], is_error=True)
+
+
+def refusal_text(error: ModuleError) -> str:
+    return f"{error.code}: {error.detail}"
+
+
+def not_offered_text(server_id: str | None, name: str) -> str:
+    """Why a `tools/call` of a tool this server does not offer this caller gets nothing."""
+    where = f"the MCP server {server_id!r}" if server_id else "this MCP server"
+    return f"tool-not-found: {where} offers no tool {name!r} to this caller"
+
+
+# -- the same results as wire dicts, for calls answered without the SDK's models (api/mcp_direct.py) --
+# Each is what the SDK puts on the wire for the result above it (`CallToolResult` through the
+# handshake-era surface: `_meta`, `content`, `isError`, `structuredContent`, Nones left out);
+# tests/unit/test_mcp_wire.py holds them to the same bytes on every protocol version.
+
+def wire_result(result: ExecutionResult) -> dict[str, Any]:
+    """`mcp_result(result)` as the wire has it."""
+    meta = {LOGS_META: list(result.logs), DURATION_META: result.duration_millis}
+    if result.error is not None:
+        return {"_meta": meta, "content": [_text(f"{result.error.type}: {result.error.message}")], "isError": True}
+    output = result.output
+    wire = {"_meta": meta, "content": [_text(output if isinstance(output, str) else orjson.dumps(output).decode())], "isError": False}
+    if isinstance(output, dict):
+        wire["structuredContent"] = output
+    return wire
+
+
+def wire_error(text: str) -> dict[str, Any]:
+    """A refusal (`refused`, a tool not offered, a failure outside the tool) as the wire has it."""
+    return {"content": [_text(text)], "isError": True}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"text": text, "type": "text"}
 
 
 async def call_as(services: Services, principal: Principal, permissions: Permissions, name: str, arguments: Any, *,
@@ -83,7 +120,7 @@ async def call_as(services: Services, principal: Principal, permissions: Permiss
         return refused(error)
     except Exception:
         log.exception("an MCP tool call failed", extra={"tool": name})
-        return CallToolResult(content=[TextContent(text="internal-error: the call failed; it has been logged")], is_error=True)
+        return CallToolResult(content=[TextContent(text=CALL_FAILED)], is_error=True)
     return mcp_result(result)
 
 
@@ -117,8 +154,6 @@ class ToolHandlers:
         offer = offer_of(ctx)
         if offer.tool(params.name) is None:
             # The toolbox would run any tool the caller may use; through this server, only what it offers.
-            where = f"the MCP server {offer.server_id!r}" if offer.server_id else "this MCP server"
-            text = f"tool-not-found: {where} offers no tool {params.name!r} to this caller"
-            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+            return CallToolResult(content=[TextContent(text=not_offered_text(offer.server_id, params.name))], is_error=True)
         return await call_as(self._services, offer.principal, offer.permissions, params.name, params.arguments,
                              trace=None if ctx.request_id is None else str(ctx.request_id))

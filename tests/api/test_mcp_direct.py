@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from api.mcp_direct import FastCalls
 from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from tests.conftest import wire
@@ -38,6 +39,10 @@ def client(settings: Settings, shared_sandbox: object, monkeypatch: pytest.Monke
     with TestClient(create_app(wire(settings, shared_sandbox)), base_url=URL, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as test_client:
         test_client.through_manager = served  # type: ignore[attr-defined]
         yield test_client
+
+
+async def declined(*_: Any) -> bool:
+    return False
 
 
 def publish(client: TestClient, name: str, source: str) -> None:
@@ -135,6 +140,8 @@ def test_other_requests_of_a_session_still_go_to_the_sdk(client: TestClient) -> 
 def test_a_2026_call_with_arguments_is_answered_without_listing_the_callers_tools(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp.server import _streamable_http_modern as modern
 
+    # The SDK's own path, as a call takes it whenever FastCalls declines (a tracer set, say).
+    monkeypatch.setattr(FastCalls, "answer", declined)
     publish(client, "echo", "exports.run = function (input) { return input.text; };")
     served: list[str] = []
     serve_one = modern.serve_one
@@ -155,3 +162,151 @@ def test_a_2026_call_with_arguments_is_answered_without_listing_the_callers_tool
     assert answered.json()["result"]["content"] == [{"type": "text", "text": "modern"}]
     # the Mcp-Param-* check took the schema from the caller's offer, not from a tools/list of it
     assert served == ["tools/call"]
+
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+
+
+def modern_call(client: TestClient, name: Any, arguments: Any = None, *, path: str = "/mcp", extra: dict[str, str] | None = None,
+                token: str = ADMIN_TOKEN) -> Any:
+    params: dict[str, Any] = {"name": name, "_meta": MODERN_META}
+    if arguments is not None:
+        params["arguments"] = arguments
+    sent = {**ACCEPT, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": str(name),
+            "Authorization": f"Bearer {token}", **(extra or {})}
+    return client.post(path, json={"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params}, headers=sent)
+
+
+def without_duration(answer: Any) -> Any:
+    reply = answer.json()
+    reply.get("result", {}).get("_meta", {}).pop("toolsmith/durationMillis", None)
+    return reply
+
+
+def test_a_plain_2026_call_is_answered_without_the_sdk_as_the_sdk_answers_it(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server import _streamable_http_modern as modern
+
+    publish(client, "shout", "exports.run = function (input) { log('shouting'); return {loud: input.text.toUpperCase()}; };")
+    served: list[str] = []
+    serve_one = modern.serve_one
+
+    async def counted(app: Any, dctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        served.append(method)
+        return await serve_one(app, dctx, method, *args, **kwargs)
+
+    monkeypatch.setattr(modern, "serve_one", counted)
+    fast = modern_call(client, "shout", {"text": "hi"})
+    assert served == [] and len(client.through_manager) == 0  # type: ignore[attr-defined]
+    with monkeypatch.context() as sdk:
+        sdk.setattr(FastCalls, "answer", declined)
+        slow = modern_call(client, "shout", {"text": "hi"})
+    assert served == ["tools/call"]
+
+    assert fast.status_code == slow.status_code == 200
+    assert fast.headers["content-type"] == slow.headers["content-type"] == "application/json"
+    assert "mcp-session-id" not in fast.headers
+    assert without_duration(fast) == without_duration(slow)
+    assert fast.json()["result"]["structuredContent"] == {"loud": "HI"}
+    # failures, refusals and invalid params: as the SDK answers them
+    for name, arguments in (("nothing-here", {}), ("shout", {"text": "x", "extra": 1}), (None, None)):
+        fast = modern_call(client, name, arguments)
+        with monkeypatch.context() as sdk:
+            sdk.setattr(FastCalls, "answer", declined)
+            slow = modern_call(client, name, arguments)
+        assert (fast.status_code, without_duration(fast)) == (slow.status_code, without_duration(slow)), name
+
+
+def test_a_tool_changed_or_a_server_gone_is_seen_by_the_very_next_call_of_either_era(client: TestClient) -> None:
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    expect(client.post("/api/v1/admin/mcp-servers", json={"id": "side", "tools": ["echo"]}), 201)
+    session = open_session(client)
+    side = open_session(client, "/mcp/side")
+    assert call(client, session, "echo", {"text": "a"}).json()["result"]["content"][0]["text"] == "a"
+    assert modern_call(client, "echo", {"text": "b"}, path="/mcp/side").json()["result"]["content"][0]["text"] == "b"
+
+    # the enable switch is live (no publication needed)
+    expect(client.put("/api/v1/admin/code-modules/echo", json={"tool": {"enabled": False, "exposeInChat": True}}), 200)
+    for answered in (call(client, session, "echo", {"text": "a"}), modern_call(client, "echo", {"text": "b"})):
+        result = answered.json()["result"]
+        assert result["isError"] is True and result["content"][0]["text"].startswith("tool-not-found"), result
+
+    expect(client.delete("/api/v1/admin/mcp-servers/side"), 204)
+    for answered in (call(client, side, "echo", {"text": "a"}, path="/mcp/side"), modern_call(client, "echo", {"text": "b"}, path="/mcp/side")):
+        assert answered.status_code == 404 and answered.headers["content-type"] == "application/problem+json", answered.text
+
+
+def test_a_revoked_token_is_refused_at_once_on_the_fast_path(client: TestClient) -> None:
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    made = expect(client.post("/api/v1/admin/tokens", json={"name": "brief", "role": "admin"}), 201).json()
+    session = open_session_as(client, made["token"])
+    assert call(client, session, "echo", {"text": "a"}, token=made["token"]).status_code == 200
+    assert modern_call(client, "echo", {"text": "b"}, token=made["token"]).status_code == 200
+
+    expect(client.delete(f"/api/v1/admin/tokens/{made['id']}"), 204)
+    assert call(client, session, "echo", {"text": "a"}, token=made["token"]).status_code == 401
+    assert modern_call(client, "echo", {"text": "b"}, token=made["token"]).status_code == 401
+
+
+def open_session_as(client: TestClient, token: str) -> str:
+    opened = client.post("/mcp", json=INITIALIZE, headers={**ACCEPT, "Authorization": f"Bearer {token}"})
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    done = client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers(session, token))
+    assert done.status_code == 202
+    return session
+
+
+def test_a_param_header_the_sdk_refuses_is_refused_before_the_tool_runs(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server import _streamable_http_modern as modern
+    from mcp.shared.inbound import HEADER_MISMATCH, InboundLadderRejection
+
+    from api import mcp_direct
+    from application.toolbox import Toolbox
+
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    ran: list[str] = []
+    toolbox_call = Toolbox.call
+
+    def counted(self: Any, tenant: str, name: str, *args: Any, **kwargs: Any) -> Any:
+        ran.append(name)
+        return toolbox_call(self, tenant, name, *args, **kwargs)
+
+    def refuse(schema: Any, arguments: Any, sent: Any) -> Any:
+        value = sent.get("mcp-param-text")
+        return None if value is None else InboundLadderRejection(code=HEADER_MISMATCH, message="Mcp-Param-Text does not match")
+
+    monkeypatch.setattr(Toolbox, "call", counted)
+    monkeypatch.setattr(mcp_direct, "validate_mcp_param_headers", refuse)
+    monkeypatch.setattr(modern, "validate_mcp_param_headers", refuse)
+
+    refused = modern_call(client, "echo", {"text": "a"}, extra={"Mcp-Param-Text": "b"})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == HEADER_MISMATCH, refused.text
+    assert ran == []
+    assert modern_call(client, "echo", {"text": "a"}).status_code == 200 and ran == ["echo"]
+
+
+def test_with_a_tracer_configured_every_call_goes_through_the_sdks_span(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    from api import mcp_direct
+
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    session = open_session(client)
+    spans: list[str] = []
+    middleware = OpenTelemetryMiddleware.__call__
+
+    async def counted(self: Any, ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/call":
+            spans.append(ctx.method)
+        return await middleware(self, ctx, call_next)
+
+    monkeypatch.setattr(OpenTelemetryMiddleware, "__call__", counted)
+    assert call(client, session, "echo", {"text": "a"}).status_code == 200
+    assert modern_call(client, "echo", {"text": "b"}).status_code == 200
+    assert spans == []
+    # a tracer provider set (any but the API's default proxy, which records nothing)
+    monkeypatch.setattr(mcp_direct.trace, "get_tracer_provider", mcp_direct.trace.NoOpTracerProvider)
+    assert call(client, session, "echo", {"text": "a"}).json()["result"]["content"][0]["text"] == "a"
+    assert modern_call(client, "echo", {"text": "b"}).json()["result"]["content"][0]["text"] == "b"
+    assert spans == ["tools/call", "tools/call"]
