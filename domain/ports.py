@@ -98,6 +98,14 @@ class Sandbox(ABC):
             return checked, []
         return checked, [self.run(replace(execution, input=value)) for value in inputs]
 
+    async def arun(self, execution: Execution) -> ExecutionResult:
+        """`run` awaited from an event loop (an async route's tool call): by default `run` on a
+        thread of anyio's pool, the one `run_in_threadpool` uses; the embedded runner awaits its
+        worker's answer on the loop itself (`sandbox.embedded`)."""
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self.run, execution)
+
     max_active_sessions: int = 0
 
     def busy(self) -> bool:

@@ -26,6 +26,7 @@ unprivileged process cannot raise a priority back, so a lowered worker retires a
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -37,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ CALLS_PER_WORKER = 10_000
 # no busy loop escapes it by timing out first.
 LONG_CALL_SECONDS = 0.02
 ZYGOTE_START_SECONDS = 60.0
+# The largest request `arun` writes from the event loop; a larger one (a large bundle) could fill
+# the socket's buffer and hold the loop until the worker reads, so its call goes to a thread.
+INLINE_REQUEST_BYTES = 64 * 1024
 _PLACE = re.compile(r"<input>:(\d+)(?::(\d+))?")
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -277,28 +281,71 @@ class EmbeddedSandbox(Sandbox):
         """The bundle's check (`check`) or its run; after a check, a run per input if it passed.
         One session, one visit to a worker (more only when one is lost on the way)."""
         started = time.perf_counter()
+        self._enter()
+        try:
+            visit = self._visit_of(execution, check, capabilities, inputs)
+            answers = self._visit_when_warm(visit, started)
+        finally:
+            self._leave()
+        return self._results(answers, execution, capabilities)
+
+    async def arun(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
+        """`run` awaited on the event loop's own thread: the same result, the same errors
+        (`SandboxBusy` at once, before any wait) and the same limits, the worker's answer awaited
+        with `loop.add_reader` instead of a thread blocked on its socket (an asyncio loop, uvloop's
+        included). What could block the loop goes to a thread as `run` would: a call before the
+        pool's first workers are up, one that finds no idle worker (one is forked for it), and a
+        request too large to be written at once. A call whose task is cancelled kills its worker,
+        as a call past its deadline does (a fresh one replaces it), so that nothing runs on for it."""
+        capabilities = capabilities or self._capabilities
+        started = time.perf_counter()
+        self._enter()
+        try:
+            visit = self._visit_of(execution, False, capabilities, ())
+            request = _request(visit, 0)
+            worker = self._take_idle() if self._warmed.is_set() and len(request) <= INLINE_REQUEST_BYTES else None
+            if worker is None:
+                import anyio.to_thread  # the thread pool the API's other blocking calls use
+
+                answers = await anyio.to_thread.run_sync(self._visit_when_warm, visit, started)
+            else:
+                answers = []
+                await _converse(self._conversation(visit, answers, started, worker, request), worker.frames)
+        finally:
+            self._leave()
+        return self._results(answers, execution, capabilities)[0]
+
+    def _enter(self) -> None:
+        """A session of the pool for this call, or `SandboxBusy` at once: nothing queues."""
         with self._counting:
             if self._active >= self.max_active_sessions:
                 raise SandboxBusy(self.max_active_sessions)
             self._active += 1
-        try:
-            timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
-            memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
-            programs = [build_program(execution, check=check, capabilities=capabilities)]
-            programs += [
-                build_program(dataclasses.replace(execution, input=value), check=False, capabilities=capabilities) for value in inputs
-            ]
-            host = any(program.host for program in programs)
-            context_json = json.dumps(execution.context) if host and capabilities.context else "{}"
-            # Each program's wall-clock deadline counts from when it starts, starting a worker on
-            # demand included; only the pool's own start (the zygote's imports, once) is not its time.
+
+    def _leave(self) -> None:
+        with self._counting:
+            self._active -= 1
+
+    def _visit_of(self, execution: Execution, check: bool, capabilities: Capabilities, inputs: Sequence[Any]) -> _Visit:
+        timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
+        memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
+        programs = [build_program(execution, check=check, capabilities=capabilities)]
+        programs += [
+            build_program(dataclasses.replace(execution, input=value), check=False, capabilities=capabilities) for value in inputs
+        ]
+        host = any(program.host for program in programs)
+        context_json = json.dumps(execution.context) if host and capabilities.context else "{}"
+        return _Visit(programs, _grants(host, capabilities), context_json, timeout, memory_mb, gated=check and bool(inputs),
+                      background=execution.background)
+
+    def _visit_when_warm(self, visit: _Visit, started: float) -> list[_Answer]:
+        # Each program's wall-clock deadline counts from when it starts, starting a worker on
+        # demand included; only the pool's own start (the zygote's imports, once) is not its time.
+        if not self._warmed.is_set():
             self._warmed.wait(ZYGOTE_START_SECONDS)
-            visit = _Visit(programs, _grants(host, capabilities), context_json, timeout, memory_mb, gated=check and bool(inputs),
-                           background=execution.background)
-            answers = self._visit(visit, started)
-        finally:
-            with self._counting:
-                self._active -= 1
+        return self._visit(visit, started)
+
+    def _results(self, answers: list[_Answer], execution: Execution, capabilities: Capabilities) -> list[ExecutionResult]:
         results = []
         for output, error, logs, seconds in answers:
             if capabilities.log:
@@ -317,26 +364,42 @@ class EmbeddedSandbox(Sandbox):
         while len(answers) < len(visit.programs):
             if visit.gated and answers and answers[0][1] is not None:
                 break  # the check failed: nothing runs
-            self._serve(visit, answers, started)
+            worker = self._take()
+            conversation = self._conversation(visit, answers, started, worker)
+            frames = worker.frames
+            try:
+                until = next(conversation)
+                while True:
+                    try:
+                        readable = frames.readable(until)
+                    except BaseException as e:
+                        conversation.throw(e)  # the worker is killed, and `e` raised again
+                        raise
+                    until = conversation.send(readable)
+            except StopIteration:
+                pass
             started = time.perf_counter()
         return answers
 
-    def _serve(self, visit: _Visit, answers: list[_Answer], started: float) -> None:
+    def _conversation(
+        self, visit: _Visit, answers: list[_Answer], started: float, worker: _Worker, request: bytes | None = None,
+    ) -> Generator[float, bool, None]:
         """One worker's part of a visit: the programs not yet answered, sent in one request, their
-        answers read into `answers` until all are in, the gate closes, or the worker is lost."""
+        answers read into `answers` until all are in, the gate closes, or the worker is lost.
+        It waits on nothing itself, so that a thread (`_visit`) and an event loop (`arun`) drive
+        the same rules: whenever it needs more of the worker's bytes it yields a time (on
+        `time.monotonic()`), and is sent whether bytes came by then."""
         first = len(answers)
         programs = visit.programs[first:]
         gated = visit.gated and first == 0
         timeout = visit.timeout
-        request = encode_visit(
-            programs=[(program.kind, program.text) for program in programs], timeout=timeout, memory_mb=visit.memory_mb,
-            grants=visit.grants, context_json=visit.context_json, gated=gated,
-        )
-        worker = self._take()
+        if request is None:
+            request = _request(visit, first)
+        frames = worker.frames
         served = 0
         try:
             try:
-                worker.frames.send(request)
+                frames.send(request)
             except OSError:  # it died while idle
                 worker.kill()
                 log.warning("sandbox worker died while idle", extra={"pid": worker.pid})
@@ -350,13 +413,15 @@ class EmbeddedSandbox(Sandbox):
                 logs: list[str] = []
                 try:
                     while True:
-                        try:
-                            frame = worker.frames.recv(min(lower_at, deadline))
-                        except TimeoutError:
-                            if lower_at >= deadline:
-                                raise
-                            _lower(worker, idle=visit.background)  # a long program: short calls go first
-                            lower_at = deadline
+                        frame = frames.take()
+                        if frame is None:
+                            if not (yield min(lower_at, deadline)):
+                                if lower_at >= deadline:
+                                    raise TimeoutError
+                                _lower(worker, idle=visit.background)  # a long program: short calls go first
+                                lower_at = deadline
+                            else:
+                                frames.fill()
                             continue
                         if frame[:1] != b"L":
                             break
@@ -396,17 +461,25 @@ class EmbeddedSandbox(Sandbox):
     # -- the pool ------------------------------------------------------------------------------
 
     def _take(self) -> _Worker:
-        with self._lock:
-            if self._closed:
-                raise SandboxUnavailable("the sandbox is shut down")
-            worker = self._idle.pop() if self._idle else None
-            if worker is not None:
-                self._busy.add(worker)
-                return worker
+        """An idle worker, or one started for this call."""
+        worker = self._take_idle()
+        if worker is not None:
+            return worker
         worker = self._zygote.spawn()
         with self._lock:
             self._busy.add(worker)
         return worker
+
+    def _take_idle(self) -> _Worker | None:
+        """The idle worker last used (its pages are the likeliest in memory), or None."""
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the sandbox is shut down")
+            if not self._idle:
+                return None
+            worker = self._idle.pop()
+            self._busy.add(worker)
+            return worker
 
     def _release(self, worker: _Worker, calls: int = 1) -> None:
         """Back to the idle list, unless it was killed; workers beyond the kept number retire.
@@ -462,6 +535,45 @@ def _lower(worker: _Worker, *, idle: bool) -> None:
     or with `idle` `SCHED_IDLE`); it retires after its visit."""
     worker.lowered = True
     lower(worker.pid, idle=idle, what="a sandbox worker")
+
+
+def _request(visit: _Visit, first: int) -> bytes:
+    """The request for the programs of `visit` from `first` on (those a lost worker left)."""
+    return encode_visit(
+        programs=[(program.kind, program.text) for program in visit.programs[first:]], timeout=visit.timeout,
+        memory_mb=visit.memory_mb, grants=visit.grants, context_json=visit.context_json, gated=visit.gated and first == 0,
+    )
+
+
+async def _converse(conversation: Generator[float, bool, None], frames: Frames) -> None:
+    """`arun`'s driver of a conversation: each wait for the worker's bytes is a future the loop
+    resolves when its socket is readable (`add_reader`) or when the time comes (`call_later`),
+    whichever is first; bytes there at that time still count, as `Frames.readable` counts them."""
+    loop = asyncio.get_running_loop()
+    fd = frames.sock.fileno()
+    try:
+        until = next(conversation)
+        while True:
+            waiting = loop.create_future()
+            loop.add_reader(fd, _settle, waiting, True)
+            timer = loop.call_later(max(0.0, until - time.monotonic()), _settle, waiting, False)
+            try:
+                readable = await waiting or frames.readable(0.0)
+            except BaseException as e:  # cancelled: the worker is killed, and `e` raised again
+                loop.remove_reader(fd)  # before the worker's socket closes
+                timer.cancel()
+                conversation.throw(e)
+                raise
+            loop.remove_reader(fd)
+            timer.cancel()
+            until = conversation.send(readable)
+    except StopIteration:
+        pass
+
+
+def _settle(waiting: asyncio.Future[bool], readable: bool) -> None:
+    if not waiting.done():
+        waiting.set_result(readable)
 
 
 _CRASH = ExecutionError("crash", "the sandbox process running this call ended abruptly (an engine crash); the call was abandoned")

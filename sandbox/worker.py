@@ -178,25 +178,36 @@ class Frames:
         """One whole frame; `EOFError` when the other end is gone. With a `deadline` (on
         `time.monotonic()`), `TimeoutError` when no more bytes came by then: the socket stays
         blocking and a poll waits, so no call changes the socket's mode (a system call each)."""
-        buffer = self._buffer
         while True:
-            if len(buffer) >= 4:
-                end = 4 + int.from_bytes(buffer[:4], "little")
-                if len(buffer) >= end:
-                    frame = bytes(buffer[4:end])
-                    del buffer[:end]
-                    return frame
-                wanted = end - len(buffer)
-            else:
-                wanted = 0
-            if deadline is not None and not self._readable(deadline):
+            frame = self.take()
+            if frame is not None:
+                return frame
+            if deadline is not None and not self.readable(deadline):
                 raise TimeoutError
-            chunk = self.sock.recv(max(wanted, 65536))
-            if not chunk:
-                raise EOFError("the socket was closed")
-            buffer += chunk
+            self.fill()
 
-    def _readable(self, deadline: float) -> bool:
+    def take(self) -> bytes | None:
+        """The next whole frame if the buffer holds one, else None (no system call)."""
+        buffer = self._buffer
+        if len(buffer) >= 4:
+            end = 4 + int.from_bytes(buffer[:4], "little")
+            if len(buffer) >= end:
+                frame = bytes(buffer[4:end])
+                del buffer[:end]
+                return frame
+        return None
+
+    def fill(self) -> None:
+        """One read into the buffer (it blocks until bytes come: call it when `readable`);
+        `EOFError` when the other end is gone."""
+        buffer = self._buffer
+        wanted = 4 + int.from_bytes(buffer[:4], "little") - len(buffer) if len(buffer) >= 4 else 0
+        chunk = self.sock.recv(max(wanted, 65536))
+        if not chunk:
+            raise EOFError("the socket was closed")
+        buffer += chunk
+
+    def readable(self, deadline: float) -> bool:
         """Whether bytes (or the end) came by `deadline`; bytes already there count even after it."""
         if self._poll is None:
             self._poll = select.poll()
