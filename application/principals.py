@@ -4,11 +4,20 @@ authenticator that finds the principal of a presented token.
 Only digests are compared (`domain.callers.token_digest`). The first admin's and the operator's
 digests come from the data dir or the settings (`infrastructure/auth.py`), handed in by the
 composition root; the tokens admins issued are found in the event-sourced token registry.
+
+Who holds an issued token is kept for `ttl` seconds (a second by default), so that a request costs
+no read of the store (on PostgreSQL, a query each): a token revoked here is refused here at once
+(`forget`, which the composition root calls on every change of the tokens or tenants), and by the
+other replicas of a PostgreSQL store within the `ttl`, as a tenant's suspension is
+(`application/tenants.py`). Only tokens that are one are kept, so the keeping is bounded by the
+tokens issued, whatever is presented.
 """
 
 from __future__ import annotations
 
 import hmac
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,10 +47,15 @@ class Authenticator:
     """The first admin's token (from the settings or the data dir), then the tokens admins issued
     (`find_issued`: the event-sourced token registry, which keeps only hashes)."""
 
-    def __init__(self, find_issued: Callable[[str], dict[str, Any] | None] | None = None) -> None:
+    def __init__(self, find_issued: Callable[[str], dict[str, Any] | None] | None = None, *, ttl: float = 1.0) -> None:
         # `find_issued` takes a token's digest.
         self._principals: dict[str, Principal] = {}
         self._find_issued = find_issued
+        self._ttl = ttl
+        self._issued: dict[str, tuple[float, Principal]] = {}  # a digest: when it was read, its holder
+        # Bumped by `forget`: a read of the store that began before a revocation is never kept after it.
+        self._generation = 0
+        self._lock = threading.Lock()
 
     def add(self, token_digest: str, principal: Principal) -> None:
         self._principals[token_digest] = principal
@@ -60,10 +74,31 @@ class Authenticator:
             if hmac.compare_digest(presented, digest):
                 found = principal
         if found is None and self._find_issued is not None:
-            issued = self._find_issued(presented)
-            if issued is not None:
-                found = Principal(
-                    name=issued["name"], role=issued["role"], tenant=issued["tenant"],
-                    usage_profile=issued["usageProfile"], token_id=issued["id"],
-                )
+            found = self._issued_holder(presented)
         return found
+
+    def _issued_holder(self, digest: str) -> Principal | None:
+        kept = self._issued.get(digest)
+        now = time.monotonic()
+        if kept is not None and now - kept[0] <= self._ttl:
+            return kept[1]
+        generation = self._generation
+        issued = self._find_issued(digest) if self._find_issued is not None else None
+        if issued is None:
+            return None
+        principal = Principal(
+            name=issued["name"], role=issued["role"], tenant=issued["tenant"],
+            usage_profile=issued["usageProfile"], token_id=issued["id"],
+        )
+        with self._lock:
+            if generation == self._generation:
+                self._issued[digest] = (now, principal)
+        return principal
+
+    def forget(self, *_: Any) -> None:
+        """Drops what is kept of the issued tokens: called after this process issued or revoked a
+        token, or changed a tenant (deleting one revokes its tokens), so that the next request reads
+        the store again."""
+        with self._lock:
+            self._generation += 1
+            self._issued = {}

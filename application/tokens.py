@@ -7,6 +7,7 @@ Every token of every tenant is an entry of the one `TokenRegistry`, changed by t
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 
 from application.commands import Change, CommandRunner
 from application.principals import CALLER, ROLES
@@ -22,6 +23,16 @@ class Tokens:
     def __init__(self, store: Store, commands: CommandRunner) -> None:
         self._store = store
         self._commands = commands
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """`listener()` after this process issued or revoked a token (the authenticator forgets
+        who held which, so a revoked token is refused at once: `application/principals.py`)."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
 
     def tokens(self, tenant: str) -> list[Record]:
         tokens = self._store.tokens().tokens.values()
@@ -50,6 +61,7 @@ class Tokens:
             return Change(public_token(registry.tokens[token_id]), save=(registry,))
 
         token, _ = self._commands.run(attempt, name=token_id)
+        self._changed()
         return token, secret
 
     def revoke_token(self, tenant: str, token_id: str, *, by: str) -> None:
@@ -62,6 +74,7 @@ class Tokens:
             return Change(None, save=(registry,))
 
         self._commands.run(attempt, name=token_id)
+        self._changed()
 
     def find_token(self, token: str) -> Record | None:
         """The issued token with this secret, or None (revoked tokens are gone)."""

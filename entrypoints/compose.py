@@ -330,6 +330,9 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
                               followers=projections_of(app, names))
 
     authenticator = Authenticator(app.tokens.find_digest)
+    # Who holds an issued token is kept a second; a token or tenant changed here is seen at once.
+    app.tokens.on_change(authenticator.forget)
+    app.tenants.on_change(authenticator.forget)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None
     digest, new_token = admin_token_digest(settings.data_dir, token)
     authenticator.add(digest, Principal(name="admin", role=ADMIN, tenant=settings.tenant))
