@@ -219,15 +219,6 @@ class Outbound(ABC):
              max_redirects: int) -> OutboundResponse:
         """The answer to `request` within the limits; raises `OutboundError`."""
 
-    async def asend(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
-                    max_redirects: int) -> OutboundResponse:
-        """`send`, awaited on the running event loop (an API URL tool's call without a worker
-        thread, issue 30); by default `send` in a worker thread."""
-        import asyncio
-
-        return await asyncio.to_thread(lambda: self.send(request, seconds=seconds, connect_seconds=connect_seconds,
-                                                         max_bytes=max_bytes, max_redirects=max_redirects))
-
     def close(self) -> None:
         """Releases the connections kept open."""
 

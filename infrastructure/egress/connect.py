@@ -7,25 +7,18 @@ goes to the same addresses without asking DNS again. `httpcore` then asks for a 
 host and port, and gets one to a judged address, or none. TLS still verifies the certificate
 against the name. Every step, reads and writes included, is bounded by one deadline; connecting
 (resolving, TCP and TLS) may have a shorter one of its own.
-
-`AsyncPinnedBackend` is the same for `httpcore`'s asynchronous pool (an API URL tool's call
-awaited on the event loop): the same checks and the same pinning, each task's exchange its own
-(a context variable where the synchronous backend has a thread's), the name resolved in a worker
-thread within the connect deadline.
 """
 
 from __future__ import annotations
 
-import contextvars
 import ssl
 import threading
 import time
 from typing import Any
 
-import anyio
 import httpcore
 
-from infrastructure.egress.policy import EgressError, EgressTimeout, Policy, netloc
+from infrastructure.egress.policy import EgressError, Policy, netloc
 from infrastructure.egress.resolve import Resolve, judged, resolve_addresses, resolve_before
 
 
@@ -133,109 +126,6 @@ class _DeadlineStream(httpcore.NetworkStream):
         # the TLS handshake is part of connecting
         remaining = _left(self._backend.exchange.connect_deadline, httpcore.ConnectTimeout)
         return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, remaining), self._backend)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-# -- the same, awaited -----------------------------------------------------------------------------
-
-_TASK_EXCHANGE: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar("egress_exchange", default=None)
-
-
-class AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
-    """`PinnedBackend` for `httpcore.AsyncConnectionPool`: one backend under the pool of an event
-    loop, each task's exchange started by `begin`. httpcore connects in the task whose request
-    needs the connection, so the addresses a connection goes to are those that task's `check`
-    judged; a connection kept alive was made to an address judged by the same policy."""
-
-    def __init__(self, *, resolve: Resolve = resolve_addresses, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
-        # `inner` (tests only) makes the TCP connection to an address already judged.
-        self._resolve = resolve
-        self._inner = inner or httpcore.AnyIOBackend()
-
-    def begin(self, deadline: float, connect_seconds: float | None = None) -> None:
-        """Starts this task's exchange."""
-        _TASK_EXCHANGE.set(_Exchange(deadline, connect_seconds))
-
-    @property
-    def exchange(self) -> _Exchange:
-        exchange = _TASK_EXCHANGE.get()
-        if exchange is None:
-            raise EgressError("no exchange was started in this task")
-        return exchange
-
-    async def check(self, policy: Policy, host: str, port: int) -> list[str]:
-        """`PinnedBackend.check`, the name resolved (once per exchange) in a worker thread that is
-        left behind at the connect deadline (the system resolver cannot be interrupted)."""
-        exchange = self.exchange
-        if exchange.connect_seconds is not None:
-            exchange.connect_deadline = min(exchange.deadline, time.monotonic() + exchange.connect_seconds)
-        key = (host, port)
-        literal = policy.check_name(host, port)
-        if literal is not None:
-            exchange.judged[key] = [str(literal)]
-        else:
-            if key not in exchange.answers:
-                exchange.answers[key] = await self._resolved(host, port, exchange.connect_deadline)
-            exchange.judged[key] = judged(policy, host, port, exchange.answers[key])
-        return exchange.judged[key]
-
-    async def _resolved(self, host: str, port: int, deadline: float) -> list[str]:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise EgressTimeout("deadline passed")
-        try:
-            with anyio.fail_after(remaining):
-                return list(await anyio.to_thread.run_sync(self._resolve, host, port, abandon_on_cancel=True))
-        except TimeoutError:
-            raise EgressTimeout("resolving timed out") from None
-        except Exception:  # noqa: BLE001 - as `resolve_before`: the name does not resolve
-            raise EgressError(f"could not resolve {host}") from None
-
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        exchange = self.exchange
-        addresses = exchange.judged.get((host, port))
-        if addresses is None:  # a connection nobody checked: never made
-            raise EgressError(f"{netloc(host, port)} was not checked")
-        connect_deadline = exchange.connect_deadline
-        failure: Exception | None = None
-        for address in addresses:
-            try:
-                stream = await self._inner.connect_tcp(address, port, timeout=_left(connect_deadline, httpcore.ConnectTimeout),
-                                                       socket_options=socket_options)
-                return _AsyncDeadlineStream(stream, self)
-            except httpcore.ConnectError as e:
-                failure = e
-        raise failure or httpcore.ConnectError(f"no address for {host}")
-
-    async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        raise EgressError("unix sockets are not allowed")
-
-    async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(max(0.0, min(seconds, self.exchange.deadline - time.monotonic())))
-
-
-class _AsyncDeadlineStream(httpcore.AsyncNetworkStream):
-    """A connection whose every step is bounded by the deadline of the exchange (task) using it."""
-
-    def __init__(self, inner: httpcore.AsyncNetworkStream, backend: AsyncPinnedBackend) -> None:
-        self._inner, self._backend = inner, backend
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._inner.read(max_bytes, _left(self._backend.exchange.deadline, httpcore.ReadTimeout))
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._inner.write(buffer, _left(self._backend.exchange.deadline, httpcore.WriteTimeout))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
-        remaining = _left(self._backend.exchange.connect_deadline, httpcore.ConnectTimeout)  # part of connecting
-        return _AsyncDeadlineStream(await self._inner.start_tls(ssl_context, server_hostname, remaining), self._backend)
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)

@@ -7,21 +7,15 @@ checked before anything is resolved. Every redirect hop is checked as the first 
 included, and credentials (and the headers a request marks sensitive) are dropped when the origin
 changes. The body is read (and decoded from gzip or deflate) without ever holding more than the
 cap: at the cap the connection is closed, not drained.
-
-`Egress.asend` is the same exchange awaited (an API URL tool's call on the event loop, without a
-thread): the same checks in the same order, over `httpcore`'s asynchronous pool (one per event
-loop, its connections kept alive) and `AsyncPinnedBackend`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 import ssl
 import threading
 import time
-import weakref
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,7 +23,7 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
-from infrastructure.egress.connect import AsyncPinnedBackend, PinnedBackend
+from infrastructure.egress.connect import PinnedBackend
 from infrastructure.egress.policy import EgressConnectError, EgressError, EgressTimeout, Policy, check_url, checked_url, port_of
 from infrastructure.egress.resolve import Resolve, resolve_addresses
 
@@ -73,7 +67,6 @@ class Egress:
         resolve: Resolve = resolve_addresses,
         ssl_context: ssl.SSLContext | None = None,
         network_backend: NetworkBackend | None = None,
-        async_network_backend: httpcore.AsyncNetworkBackend | None = None,
         keep_alive: int = 0,
     ) -> None:
         self.policy = policy
@@ -83,7 +76,6 @@ class Egress:
         # `ssl_context` may trust a private CA; `network_backend` (tests only) makes the TCP
         # connection to an address already judged.
         self._network = network_backend
-        self._async_network = async_network_backend  # `asend`'s (tests only)
         self._ssl = ssl_context  # None: httpx's default (certifi), made on first use
         # `keep_alive` > 0: one pool for every exchange, keeping that many idle connections (each
         # made to an address this policy judged) for the next exchange to the same origin. Every
@@ -91,23 +83,12 @@ class Egress:
         self._keep_alive = keep_alive
         self._shared: tuple[PinnedBackend, httpcore.ConnectionPool] | None = None
         self._lock = threading.Lock()
-        # `asend`'s pools, one per event loop (a connection belongs to the loop that opened it).
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[AsyncPinnedBackend, httpcore.AsyncConnectionPool]] = \
-            weakref.WeakKeyDictionary()
-
-    @property
-    def can_await(self) -> bool:
-        """Whether `asend` awaits the exchange itself: not with a test's synchronous
-        `network_backend` alone, whose exchanges `asend` sends in a worker thread instead."""
-        return self._network is None or self._async_network is not None
 
     def close(self) -> None:
-        """Closes the connections kept alive (those of `asend`'s pools as their loops let go of
-        them: a pool of another loop cannot be awaited from here)."""
+        """Closes the connections kept alive."""
         if self._shared is not None:
             self._shared[1].close()
             self._shared = None
-        self._async.clear()
 
     def url(self, text: str) -> httpx.URL:
         """`text` as a URL the policy allows (scheme, user info, host and port); else EgressError."""
@@ -131,62 +112,6 @@ class Egress:
             raise EgressTimeout(str(e)) from e
         except httpcore.ConnectError as e:
             raise EgressConnectError(str(e)) from e
-
-    async def asend(self, request: Request, seconds: float, connect_seconds: float | None = None, *,
-                    max_bytes: int | None = None, max_redirects: int | None = None) -> Response:
-        """`send`, awaited on the running event loop: the same checks, caps, redirects and time."""
-        if not self.can_await:
-            import anyio.to_thread
-
-            return await anyio.to_thread.run_sync(
-                lambda: self.send(request, seconds, connect_seconds, max_bytes=max_bytes, max_redirects=max_redirects))
-        check_headers(request.headers)
-        check_url(request.url, self.policy)
-        caps = (self.max_response_bytes if max_bytes is None else max_bytes,
-                self.max_redirects if max_redirects is None else max_redirects)
-        try:
-            return await self._asend(request, seconds, connect_seconds, caps)
-        except httpcore.TimeoutException as e:
-            raise EgressTimeout(str(e)) from e
-        except httpcore.ConnectError as e:
-            raise EgressConnectError(str(e)) from e
-
-    def _async_pool(self) -> tuple[AsyncPinnedBackend, httpcore.AsyncConnectionPool]:
-        loop = asyncio.get_running_loop()
-        shared = self._async.get(loop)
-        if shared is None:
-            if self._ssl is None:
-                self._ssl = httpx.create_ssl_context()
-            backend = AsyncPinnedBackend(resolve=self._resolve, inner=self._async_network)
-            pool = httpcore.AsyncConnectionPool(ssl_context=self._ssl, network_backend=backend, max_connections=None,
-                                                max_keepalive_connections=max(self._keep_alive, 1), keepalive_expiry=15.0)
-            shared = self._async[loop] = (backend, pool)
-        return shared
-
-    async def _asend(self, request: Request, seconds: float, connect_seconds: float | None, caps: tuple[int, int]) -> Response:
-        deadline = time.monotonic() + seconds
-        if seconds <= 0:
-            raise httpcore.ConnectTimeout("deadline passed")
-        max_bytes, max_redirects = caps
-        backend, pool = self._async_pool()
-        backend.begin(deadline, connect_seconds)
-        timeouts = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
-        redirects = 0
-        while True:
-            # this hop's addresses, judged for its scheme, before the pool may connect
-            await backend.check(self.policy.for_scheme(request.url.scheme), request.url.raw_host.decode("ascii"), port_of(request.url))
-            built = httpx.Request(request.method, request.url, headers=request.headers, content=request.body)
-            target = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port, target=request.url.raw_path)
-            async with pool.stream(request.method, target, headers=built.headers.raw, content=request.body,
-                                   extensions={"timeout": timeouts}) as response:
-                location = header(response.headers, "location")
-                if response.status not in REDIRECTS or location is None:
-                    body, read = (b"", 0) if request.method == "HEAD" else await self._abody(response, max_bytes)
-                    return Response(request.url, response.status, response.headers, body, read)
-            if redirects == max_redirects:
-                raise EgressError(f"too many redirects (more than {max_redirects})")
-            redirects += 1
-            request = self._redirected(request, response.status, location)
 
     def _pool(self, deadline: float, connect_seconds: float | None) -> tuple[PinnedBackend, httpcore.ConnectionPool, bool]:
         """The backend and pool of this exchange, and whether they are its own (closed after it)."""
@@ -248,46 +173,23 @@ class Egress:
         """The body, decoded from gzip or deflate without ever holding more than the cap, and the
         number of bytes read for it. Past the cap it stops reading: the caller's `with` closes the
         connection with the rest unread."""
-        body = _Body(response.headers, cap)
-        for chunk in response.iter_stream():
-            body.add(chunk)
-        return body.done()
-
-    async def _abody(self, response: httpcore.Response, cap: int) -> tuple[bytes, int]:
-        """`_body`, awaited."""
-        body = _Body(response.headers, cap)
-        async for chunk in response.aiter_stream():
-            body.add(chunk)
-        return body.done()
-
-
-class _Body:
-    """A response body as it is read: decoded from gzip or deflate, never more than `cap` bytes
-    held (EgressError past it), and the bytes read off the network counted."""
-
-    def __init__(self, headers: list[tuple[bytes, bytes]], cap: int) -> None:
-        encoding = ", ".join(value for name, value in decoded(headers) if name == "content-encoding").strip().lower()
+        encoding = ", ".join(value for name, value in decoded(response.headers) if name == "content-encoding").strip().lower()
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
             raise EgressError(f"unsupported content-encoding: {encoding[:40]}")
-        self.encoding, self.cap = encoding, cap
-        self.inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding not in ("", "identity") else None
-        self.chunks: list[bytes] = []
-        self.size = self.read = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.read += len(chunk)
-        if self.inflate is not None:
-            try:
-                chunk = self.inflate.decompress(chunk, self.cap - self.size + 1)
-            except zlib.error:
-                raise EgressError(f"could not decode the {self.encoding} response body") from None
-        self.size += len(chunk)
-        if self.size > self.cap:
-            raise EgressError(f"response body larger than {self.cap} bytes")
-        self.chunks.append(chunk)
-
-    def done(self) -> tuple[bytes, int]:
-        return b"".join(self.chunks), self.read
+        inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if encoding not in ("", "identity") else None
+        chunks, size, read = [], 0, 0
+        try:
+            for chunk in response.iter_stream():
+                read += len(chunk)
+                if inflate is not None:
+                    chunk = inflate.decompress(chunk, cap - size + 1)
+                size += len(chunk)
+                if size > cap:
+                    raise EgressError(f"response body larger than {cap} bytes")
+                chunks.append(chunk)
+        except zlib.error:
+            raise EgressError(f"could not decode the {encoding} response body") from None
+        return b"".join(chunks), read
 
 
 def check_headers(headers: Mapping[str, str]) -> None:

@@ -4,15 +4,13 @@ only through `TOOLSMITH_EGRESS_ALLOW`; metadata never (docs/kinds/api-url-tools.
 
 from __future__ import annotations
 
-import contextlib
 import ssl
-from collections.abc import Iterator
 
 import httpcore
 import httpx
 
 from domain.ports import Outbound, OutboundError, OutboundRequest, OutboundResponse
-from infrastructure.egress.exchange import Egress, NetworkBackend, Request, Response, decoded
+from infrastructure.egress.exchange import Egress, NetworkBackend, Request, decoded
 from infrastructure.egress.policy import ApiPolicy, EgressConnectError, EgressError, EgressTimeout
 from infrastructure.egress.resolve import Resolve, resolve_addresses
 
@@ -25,63 +23,34 @@ class ApiOutbound(Outbound):
     KEEP_ALIVE = 32
 
     def __init__(self, policy: ApiPolicy, *, resolve: Resolve = resolve_addresses,
-                 network_backend: NetworkBackend | None = None, async_network_backend: httpcore.AsyncNetworkBackend | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 network_backend: NetworkBackend | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.policy = policy
-        # `network_backend` and `async_network_backend` (tests only) make the TCP connection to a
-        # judged address, for `send` and `asend`. One TLS context for every call: making one loads
-        # the CA bundle (tens of milliseconds).
-        self._egress = Egress(policy, resolve=resolve, network_backend=network_backend, async_network_backend=async_network_backend,
-                              ssl_context=ssl_context, keep_alive=self.KEEP_ALIVE)
+        # `network_backend` (tests only) makes the TCP connection to a judged address. One TLS
+        # context for every call: making one loads the CA bundle (tens of milliseconds).
+        self._egress = Egress(policy, resolve=resolve, network_backend=network_backend, ssl_context=ssl_context,
+                              keep_alive=self.KEEP_ALIVE)
 
     def send(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
              max_redirects: int) -> OutboundResponse:
-        url = _url(request)
-        with _failures():
-            answer = self._egress.send(_egress_request(url, request), seconds, connect_seconds=min(connect_seconds, seconds),
+        try:
+            url = httpx.URL(request.url)  # checked by `send`, as every redirect hop is
+        except (httpx.InvalidURL, ValueError) as e:
+            raise OutboundError(f"invalid URL: {e}") from None
+        try:
+            answer = self._egress.send(Request(url, request.method, dict(request.headers), request.body, request.sensitive),
+                                       seconds, connect_seconds=min(connect_seconds, seconds),
                                        max_bytes=max_bytes, max_redirects=max_redirects)
-        return _response(answer)
-
-    async def asend(self, request: OutboundRequest, *, seconds: float, connect_seconds: float, max_bytes: int,
-                    max_redirects: int) -> OutboundResponse:
-        """`send`, awaited on the event loop (`Egress.asend`): no worker thread per call."""
-        url = _url(request)
-        with _failures():
-            answer = await self._egress.asend(_egress_request(url, request), seconds, connect_seconds=min(connect_seconds, seconds),
-                                              max_bytes=max_bytes, max_redirects=max_redirects)
-        return _response(answer)
+        except EgressTimeout as e:
+            raise OutboundError(f"timed out: {e}", "timeout") from None
+        except EgressConnectError as e:
+            raise OutboundError(f"could not connect: {e}", "connect") from None
+        except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as e:
+            raise OutboundError(f"the connection failed: {e or type(e).__name__}", "connect") from None
+        except EgressError as e:
+            kind = "response" if str(e).startswith(("response body larger", "could not decode", "unsupported content")) else "refused"
+            raise OutboundError(str(e), kind) from None
+        return OutboundResponse(status=answer.status, headers=decoded(answer.headers), body=answer.body, url=str(answer.url),
+                                bytes_read=answer.bytes_read)
 
     def close(self) -> None:
         self._egress.close()
-
-
-def _url(request: OutboundRequest) -> httpx.URL:
-    try:
-        return httpx.URL(request.url)  # checked by `send`, as every redirect hop is
-    except (httpx.InvalidURL, ValueError) as e:
-        raise OutboundError(f"invalid URL: {e}") from None
-
-
-def _egress_request(url: httpx.URL, request: OutboundRequest) -> Request:
-    return Request(url, request.method, dict(request.headers), request.body, request.sensitive)
-
-
-def _response(answer: Response) -> OutboundResponse:
-    return OutboundResponse(status=answer.status, headers=decoded(answer.headers), body=answer.body, url=str(answer.url),
-                            bytes_read=answer.bytes_read)
-
-
-@contextlib.contextmanager
-def _failures() -> Iterator[None]:
-    """The egress path's failures as `OutboundError`s of their kind."""
-    try:
-        yield
-    except EgressTimeout as e:
-        raise OutboundError(f"timed out: {e}", "timeout") from None
-    except EgressConnectError as e:
-        raise OutboundError(f"could not connect: {e}", "connect") from None
-    except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as e:
-        raise OutboundError(f"the connection failed: {e or type(e).__name__}", "connect") from None
-    except EgressError as e:
-        kind = "response" if str(e).startswith(("response body larger", "could not decode", "unsupported content")) else "refused"
-        raise OutboundError(str(e), kind) from None

@@ -31,8 +31,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import anyio.to_thread
-
 from application.context import CallContext
 from application.kinds.base import Tools, tagged
 from application.kinds.configured import ConfiguredKind
@@ -43,7 +41,7 @@ from domain.errors import InvalidDefinition, InvalidInput, ToolNotCallable, Viol
 from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
 from toolkinds.api_tools.oauth import Tokens
 from toolkinds.api_tools.request import Failed as _Failed, Trace, Used as _Used, build as build_request, secret as read_secret
-from domain.rules import id_violations, input_schema, validate_input
+from domain.rules import input_schema, validate_input
 from domain.values import MAX_DEPTH
 
 log = logging.getLogger("toolsmith.api_tools")
@@ -52,9 +50,6 @@ API_TAG = "api"
 LABEL = "API URL tool"
 CUT_MARKER = "\n[output cut: {shown} of {total} characters shown (maxOutputChars)]"
 ERROR_BODY_CHARS = 500
-# An answer up to this size is parsed, extracted (JMESPath) and cut on the event loop by an awaited
-# call (`acall`): tens of microseconds. A larger one is, in a worker thread.
-ANSWERED_ON_THE_LOOP_BYTES = 65_536
 
 
 class ApiToolKind(ConfiguredKind[ApiTool]):
@@ -136,63 +131,29 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
         """One call: refused (`InvalidInput`) before anything is sent when the arguments break a rule;
         otherwise an answer or an error result, never an exception for what the API does."""
         started = time.perf_counter()
-        arguments = _checked(config, arguments)
-        trace, used = Trace(), _Used()
+        arguments = validate_input(config["parameters"], arguments)
+        if not config["parameters"] and arguments not in (None, {}):
+            raise InvalidInput([Violation("input", "V1", "the tool takes no arguments")])
+        arguments = arguments or {}
+        found = call_violations(config, arguments)
+        if found:
+            raise InvalidInput(found)
+        trace = Trace()
+        used = _Used()
         try:
-            request = self._request(tenant, config, arguments, used, trace)
+            request, shown = build_request(self.deps.secrets, tenant, config, arguments, used)
+            trace.method, trace.url, trace.headers, trace.body = shown
             response = self.tokens.send_with_auth(tenant, config, request, used, trace)
-            result = self._answered(tenant, config, response, context, trace)
+            trace.status, trace.bytes = response.status, response.bytes_read or len(response.body)
+            result = self._answer(tenant, config, response, context)
         except OutboundError as error:
             result = ExecutionError(_ERROR_TYPES.get(error.kind, "egress"), str(error))
         except _Failed as failed:
             result = failed.error
-        return _finished(result, started, used, trace, config, tenant, name)
-
-    async def acall(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
-        """`call`, awaited (issue 30: a call costs what its work costs). When nothing in the call can
-        block — the tool is in the store's cache and a read of it asks no database (`_cached`),
-        and the call reads no secret, fetches no OAuth token and runs no post-processing module
-        (`awaitable`) — the request is awaited on the event loop (`Outbound.asend`: the same
-        egress path, checks, caps and time), with no worker thread. Otherwise `call` in a
-        worker thread, as the route always did."""
-        tool = self._cached(tenant, entry.name)
-        if tool is not None and awaitable(tool.config):
-            return (await self.aperform(tenant, tool.tool_id, tool.config, arguments, context))[0]
-        return await anyio.to_thread.run_sync(self.call, tenant, entry, arguments, context, tools, depth)
-
-    async def aperform(self, tenant: str, name: str, config: Config, arguments: Any, context: CallContext) -> tuple[ExecutionResult, Trace]:
-        """`perform` for an `awaitable` tool, its request awaited: the same checks, request,
-        answer, cut and redaction."""
-        started = time.perf_counter()
-        arguments = _checked(config, arguments)
-        trace, used = Trace(), _Used()
-        try:
-            request = self._request(tenant, config, arguments, used, trace)
-            trace.attempts = 1
-            response = await self._asend(config, request)
-            if len(response.body) <= ANSWERED_ON_THE_LOOP_BYTES:
-                result = self._answered(tenant, config, response, context, trace)
-            else:  # parsing, extracting and cutting a large answer would hold the loop up
-                result = await anyio.to_thread.run_sync(self._answered, tenant, config, response, context, trace)
-        except OutboundError as error:
-            result = ExecutionError(_ERROR_TYPES.get(error.kind, "egress"), str(error))
-        except _Failed as failed:
-            result = failed.error
-        return _finished(result, started, used, trace, config, tenant, name)
-
-    def _cached(self, tenant: str, name: str) -> ApiTool | None:
-        """The live tool `name` when reading it blocks on nothing: the store's cache holds it and
-        does not ask the database for newer events first (it does with PostgreSQL, where other
-        replicas write); else None (the caller reads it in a worker thread)."""
-        repository = self.deps.store.repository
-        cache = getattr(repository, "cache", None)
-        if cache is None or getattr(repository, "fastforward", True) or not isinstance(name, str) or id_violations(name):
-            return None
-        try:
-            cache.get(self.aggregate_id(tenant, name))
-        except KeyError:
-            return None
-        return self.find(tenant, name)
+        trace.millis = (time.perf_counter() - started) * 1000
+        result = _redacted(result, used, trace)
+        _log_module_lines(result, config["response"]["module"], tenant, name)
+        return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
 
     def close(self) -> None:
         if self.deps.outbound is not None:
@@ -203,28 +164,14 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
     def _secret(self, tenant: str, secret_id: str, used: _Used) -> str:
         return read_secret(self.deps.secrets, tenant, secret_id, used)
 
-    def _request(self, tenant: str, config: Config, arguments: dict[str, Any], used: _Used, trace: Trace) -> OutboundRequest:
-        request, shown = build_request(self.deps.secrets, tenant, config, arguments, used)
-        trace.method, trace.url, trace.headers, trace.body = shown
-        return request
-
     def _send(self, config: Config, request: OutboundRequest) -> OutboundResponse:
-        return self._outbound().send(request, **_limits(config))
-
-    async def _asend(self, config: Config, request: OutboundRequest) -> OutboundResponse:
-        return await self._outbound().asend(request, **_limits(config))
-
-    def _outbound(self) -> Any:
         outbound = self.deps.outbound
         if outbound is None:
             raise _Failed(ExecutionError("config", "outbound requests are not configured in this service"))
-        return outbound
+        return outbound.send(request, seconds=config["timeoutMillis"] / 1000, connect_seconds=config["connectTimeoutMillis"] / 1000,
+                             max_bytes=config["response"]["maxBytes"], max_redirects=config["maxRedirects"])
 
     # -- the answer ----------------------------------------------------------------------------
-
-    def _answered(self, tenant: str, config: Config, response: OutboundResponse, context: CallContext, trace: Trace) -> ExecutionResult:
-        trace.status, trace.bytes = response.status, response.bytes_read or len(response.body)
-        return self._answer(tenant, config, response, context)
 
     def _answer(self, tenant: str, config: Config, response: OutboundResponse, context: CallContext) -> ExecutionResult:
         text = _text(response)
@@ -258,40 +205,6 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
             return ExecutionResult(output=_cut(output, config["response"]["maxOutputChars"], references=references), logs=logs)
         except RecursionError:  # deeper than the stack; what is merely deeper than 100 levels, `answered` refuses
             raise _Failed(ExecutionError("response", f"the answer is JSON nested more than {MAX_DEPTH} levels deep")) from None
-
-
-def awaitable(config: Config) -> bool:
-    """Whether a call of the tool can be awaited on the event loop from start to end: it reads no
-    secret (a row of the store, decrypted), fetches no OAuth token (a cache shared by threads, one
-    fetch at a time) and runs no post-processing module (the sandbox)."""
-    return config["auth"]["type"] == "none" and not secret_ids(config) and config["response"]["module"] is None
-
-
-def _checked(config: Config, arguments: Any) -> dict[str, Any]:
-    """The arguments as the call uses them; `InvalidInput` when they break a rule (V1, the call's own)."""
-    arguments = validate_input(config["parameters"], arguments)
-    if not config["parameters"] and arguments not in (None, {}):
-        raise InvalidInput([Violation("input", "V1", "the tool takes no arguments")])
-    arguments = arguments or {}
-    found = call_violations(config, arguments)
-    if found:
-        raise InvalidInput(found)
-    return arguments
-
-
-def _limits(config: Config) -> dict[str, Any]:
-    """The caps of an outbound request of the tool (`Outbound.send`'s keywords)."""
-    return {"seconds": config["timeoutMillis"] / 1000, "connect_seconds": config["connectTimeoutMillis"] / 1000,
-            "max_bytes": config["response"]["maxBytes"], "max_redirects": config["maxRedirects"]}
-
-
-def _finished(result: ExecutionResult | ExecutionError, started: float, used: _Used, trace: Trace, config: Config,
-              tenant: str, name: str) -> tuple[ExecutionResult, Trace]:
-    """The call's result as it leaves it: redacted, the module's log lines logged, timed."""
-    trace.millis = (time.perf_counter() - started) * 1000
-    result = _redacted(result, used, trace)
-    _log_module_lines(result, config["response"]["module"], tenant, name)
-    return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
 
 
 _NOT_JSON: Any = object()
