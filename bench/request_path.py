@@ -57,6 +57,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -529,6 +530,37 @@ def children_cpu(pid: int) -> dict[int, float]:
     return cpu
 
 
+class WorkersCpu:
+    """The CPU seconds the processes under `pid` (the sandbox's zygote and workers) use while it runs,
+    read every `every` s: a worker that exits (replaced; the kernel reaps it, so no one's `cutime`
+    keeps its time) keeps what it had used at the last reading."""
+
+    def __init__(self, pid: int, every: float = 0.1) -> None:
+        self.pid, self.every = pid, every
+        self.first: dict[int, float] = children_cpu(pid)
+        self.last: dict[int, float] = dict(self.first)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> WorkersCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._thread.join()
+        self.last |= children_cpu(self.pid)
+
+    def _poll(self) -> None:
+        while not self._done.wait(self.every):
+            self.last |= children_cpu(self.pid)
+
+    @property
+    def seconds(self) -> float:
+        """Each process's CPU in the window: since the first reading, or since its fork."""
+        return sum(cpu - self.first.get(pid, 0.0) for pid, cpu in self.last.items())
+
+
 def py_spy() -> str | None:
     for candidate in (Path(sys.executable).parent / "py-spy", shutil.which("py-spy")):
         if candidate and Path(candidate).exists():
@@ -548,17 +580,18 @@ def profile_server(server: Server, variant: Variant, seconds: float, tmp: Path, 
     # One window for everything: wrk and py-spy start together for the same time, and the process's
     # CPU is read before both and after both; the requests are those wrk was answered in it (each
     # checked), so CPU ÷ requests is the cost of one, and the samples say how it divides.
-    cpu_before, workers_before, started = cpu_seconds(pid), children_cpu(pid), time.perf_counter()
-    wrk = subprocess.Popen(["wrk", "-t1", f"-c{variant.connections}", f"-d{duration}s", "-s", str(variant.script), variant.url],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        spied = subprocess.run([spy, "record", "--pid", str(pid), "--duration", str(duration), "--rate", "250", "--gil",
-                                "--format", "raw", "--output", str(raw), "--nonblocking"],
-                               capture_output=True, text=True, timeout=duration + 60)
-    finally:
-        out, _ = wrk.communicate(timeout=duration + 60)
-    window = time.perf_counter() - started
-    cpu_after, workers_after = cpu_seconds(pid), children_cpu(pid)
+    with WorkersCpu(pid) as workers:
+        cpu_before, started = cpu_seconds(pid), time.perf_counter()
+        wrk = subprocess.Popen(["wrk", "-t1", f"-c{variant.connections}", f"-d{duration}s", "-s", str(variant.script), variant.url],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            spied = subprocess.run([spy, "record", "--pid", str(pid), "--duration", str(duration), "--rate", "250", "--gil",
+                                    "--format", "raw", "--output", str(raw), "--nonblocking"],
+                                   capture_output=True, text=True, timeout=duration + 60)
+        finally:
+            out, _ = wrk.communicate(timeout=duration + 60)
+        window = time.perf_counter() - started
+        cpu_after = cpu_seconds(pid)
     found = re.search(r"^WRK (\{.*\})$", out, re.MULTILINE)
     if found is None:
         raise SystemExit(f"bench.request_path: wrk failed while profiling:\n{out}")
@@ -570,11 +603,9 @@ def profile_server(server: Server, variant: Variant, seconds: float, tmp: Path, 
     samples = fold(raw.read_text().splitlines())
     requests = figures["requests"]
     cpu = cpu_after - cpu_before
-    workers = sum(workers_after.get(p, 0) - before for p, before in workers_before.items() if p in workers_after)
-    workers += sum(after for p, after in workers_after.items() if p not in workers_before)  # spawned in the window
     how = (f"py-spy record --gil --rate 250 on the real server: {sum(samples.values()):,} samples (GIL held) in {window:.1f} s, "
            f"{requests:,} requests, the API process used {cpu:.2f} CPU s ({cpu / window:.0%} of a core)")
-    return layer_rows(samples, cpu, requests, workers, f"{requests:,} requests, {cpu:.2f} CPU s"), how
+    return layer_rows(samples, cpu, requests, workers.seconds, f"{requests:,} requests, {cpu:.2f} CPU s"), how
 
 
 def layer_rows(samples: Counter[str], cpu: float, requests: int, workers_cpu: float | None, summary: str) -> list[Row]:
@@ -664,47 +695,51 @@ def measure(variant_list: list[Variant], args: argparse.Namespace, progress: Pro
 
 
 def rows_of(runs: dict[str, list[dict[str, float]]], quickjs: list[float]) -> list[Row]:
-    def rate(name: str) -> float:
-        return median([run["rate"] for run in runs[name]])
+    """The table's figures: medians of the rounds, each ratio with the spread of its per-round ratios."""
+    def rates(name: str) -> list[float]:
+        return [run["rate"] for run in runs[name]]
 
-    def spread(ours: str, base: str | None = None, base_of: Callable[[int], float] | None = None) -> str:
-        values = [o["rate"] / (b["rate"] if base else base_of(i)) for i, (o, b) in  # type: ignore[misc]
-                  enumerate(zip(runs[ours], runs[base or ours]))]
-        q1, q3 = quartiles(values)
+    def rate(name: str) -> float:
+        return median(rates(name))
+
+    def spread(ours: list[float], bases: list[float]) -> str:
+        q1, q3 = quartiles([o / b for o, b in zip(ours, bases)])
         return f"IQR {q1:.2f}–{q3:.2f}"
 
     floor_rate_1 = rate("floor POST ×1")
     quickjs_time = median(quickjs)
     floor_time = 1 / floor_rate_1 + quickjs_time
     floor = 1 / floor_time
-    per_round_floor = [1 / (1 / run["rate"] + q) for run, q in zip(runs["floor POST ×1"], quickjs)]
+    floor_per_round = [1 / (1 / r + q) for r, q in zip(rates("floor POST ×1"), quickjs)]
     rest_1, rest_4 = rate("REST call ×1"), rate("REST call ×4")
     p95 = median([run["p95"] for run in runs["REST call ×4"]])
     p50_1 = median([run["p50"] for run in runs["REST call ×1"]])
+    healthz, bare_get = rate("healthz ×1"), rate("floor GET ×1")
+    q1, q3 = quartiles(quickjs)
     rows = [
         Row("floor (a): bare FastAPI POST /call, 1 conn", f"{floor_rate_1:,.0f}/s", f"4 conn {rate('floor POST ×4'):,.0f}/s",
-            rate("floor POST ×4") / floor_rate_1, "(4 conn / 1 conn, informative)", None, spread("floor POST ×4", "floor POST ×1")),
+            rate("floor POST ×4") / floor_rate_1, "(4 conn / 1 conn, informative)", None,
+            spread(rates("floor POST ×4"), rates("floor POST ×1"))),
         Row("floor (b): bare QuickJS fresh context + eval", f"{quickjs_time * 1e6:,.0f} µs/call", "in this process", None, "", None,
-            f"IQR {quartiles(quickjs)[0] * 1e6:.0f}–{quartiles(quickjs)[1] * 1e6:.0f} µs"),
+            f"IQR {q1 * 1e6:.0f}–{q3 * 1e6:.0f} µs"),
         Row("floor: 1/(a) + (b)", f"{floor:,.0f}/s", f"{floor_time * 1e6:,.0f} µs/call", None, "", None, ""),
         Row("REST POST /api/v1/tools/addOne/call, 1 conn", f"{rest_1:,.0f}/s (p50 {p50_1 * 1e3:.2f} ms)", f"floor {floor:,.0f}/s",
-            rest_1 / floor, f"≥ {GOAL_REST} × floor", rest_1 / floor >= GOAL_REST,
-            spread("REST call ×1", base_of=lambda i: per_round_floor[i])),
+            rest_1 / floor, f"≥ {GOAL_REST} × floor", rest_1 / floor >= GOAL_REST, spread(rates("REST call ×1"), floor_per_round)),
         Row("REST call, 4 conn vs 1 conn", f"{rest_4:,.0f}/s (p95 {p95 * 1e3:.2f} ms)", f"1 conn {rest_1:,.0f}/s",
-            rest_4 / rest_1, f"≥ {GOAL_SCALING}", rest_4 / rest_1 >= GOAL_SCALING, spread("REST call ×4", "REST call ×1")),
-        Row("GET /healthz, 1 conn", f"{rate('healthz ×1'):,.0f}/s", f"bare GET {rate('floor GET ×1'):,.0f}/s",
-            rate("healthz ×1") / rate("floor GET ×1"), f"≥ {GOAL_HEALTHZ}", rate("healthz ×1") / rate("floor GET ×1") >= GOAL_HEALTHZ,
-            spread("healthz ×1", "floor GET ×1")),
+            rest_4 / rest_1, f"≥ {GOAL_SCALING}", rest_4 / rest_1 >= GOAL_SCALING, spread(rates("REST call ×4"), rates("REST call ×1"))),
+        Row("GET /healthz, 1 conn", f"{healthz:,.0f}/s", f"bare GET {bare_get:,.0f}/s", healthz / bare_get, f"≥ {GOAL_HEALTHZ}",
+            healthz / bare_get >= GOAL_HEALTHZ, spread(rates("healthz ×1"), rates("floor GET ×1"))),
     ]
     for name, what in (("MCP session", f"handshake session, {HANDSHAKE_VERSION}"), ("MCP stateless", f"stateless, {STATELESS_VERSION}")):
         ours = rate(f"{name} ×1")
         rows.append(Row(f"MCP tools/call, {what}, 1 conn", f"{ours:,.0f}/s", f"REST {rest_1:,.0f}/s", ours / rest_1,
-                        f"≥ {GOAL_MCP} × REST", ours / rest_1 >= GOAL_MCP, spread(f"{name} ×1", "REST call ×1")))
+                        f"≥ {GOAL_MCP} × REST", ours / rest_1 >= GOAL_MCP, spread(rates(f"{name} ×1"), rates("REST call ×1"))))
     fastmcp = rate("FastMCP ×1")
     for name, what in (("MCP stateless", "stateless"), ("MCP session", "session")):
         ours = rate(f"{name} ×1")
         rows.append(Row(f"Toolsmith MCP ({what}) vs FastMCP (stateless, JSON), 1 conn", f"{ours:,.0f}/s", f"FastMCP {fastmcp:,.0f}/s",
-                        ours / fastmcp, f"≥ {GOAL_FASTMCP} × FastMCP", ours / fastmcp >= GOAL_FASTMCP, spread(f"{name} ×1", "FastMCP ×1")))
+                        ours / fastmcp, f"≥ {GOAL_FASTMCP} × FastMCP", ours / fastmcp >= GOAL_FASTMCP,
+                        spread(rates(f"{name} ×1"), rates("FastMCP ×1"))))
     return rows
 
 

@@ -66,3 +66,25 @@ def test_the_fallback_puts_a_function_of_no_layer_in_its_callers_layers() -> Non
     })
     seconds = fold_profile(stats)  # type: ignore[arg-type]
     assert seconds == {"body parsing and the JSON body checks": 3.0, "routing (route match, dispatch)": 1.5, OTHER: 0.25}
+
+
+def test_the_floor_is_the_bare_route_plus_the_bare_context_and_each_goal_is_read_against_its_own_baseline() -> None:
+    from bench.request_path import rows_of
+
+    def rounds(rate: float, p95: float = 0.002) -> list[dict[str, float]]:
+        return [{"rate": rate, "p50": 0.001, "p95": p95, "requests": rate}] * 3
+
+    runs = {"floor POST ×1": rounds(1000), "floor POST ×4": rounds(1500), "floor GET ×1": rounds(2000),
+            "REST call ×1": rounds(600), "REST call ×4": rounds(1200, p95=0.0035), "healthz ×1": rounds(1000),
+            "MCP session ×1": rounds(570), "MCP stateless ×1": rounds(500), "FastMCP ×1": rounds(250)}
+    rows = {row.figure: row for row in rows_of(runs, [0.0005] * 3)}
+    # 1 / (1/1000 s + 500 µs) = 666.7 calls/s; REST 600/s is 0.9 of it
+    assert rows["floor: 1/(a) + (b)"].ours == "667/s"
+    rest = rows["REST POST /api/v1/tools/addOne/call, 1 conn"]
+    assert round(rest.ratio, 2) == 0.9 and rest.meets is True
+    scaling = rows["REST call, 4 conn vs 1 conn"]
+    assert scaling.ratio == 2.0 and scaling.meets is True and "p95 3.50 ms" in scaling.ours
+    assert rows["GET /healthz, 1 conn"].ratio == 0.5 and rows["GET /healthz, 1 conn"].meets is False
+    assert rows["MCP tools/call, handshake session, 2025-06-18, 1 conn"].meets is True  # 570 / 600 = 0.95
+    assert rows["MCP tools/call, stateless, 2026-07-28, 1 conn"].meets is False  # 500 / 600 = 0.83
+    assert rows["Toolsmith MCP (stateless) vs FastMCP (stateless, JSON), 1 conn"].ratio == 2.0
