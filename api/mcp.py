@@ -44,7 +44,6 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from api import problems
@@ -266,16 +265,15 @@ class McpEndpoint:
     def _admit(self, scope: Scope) -> tuple[Principal, str | None] | Any:
         """The caller and the server its request is for, or the refusal to answer it with. (The
         offer is taken after: with a plain tool call, in the call's thread.)"""
-        request = Request(scope)
+        host, origin, authorization = _gate_headers(scope)
         # Host and Origin first: a page reaching a local server through DNS rebinding learns nothing.
-        host, origin = request.headers.get("host"), request.headers.get("origin")
         if not host or not self.hosts.allow(host):
             return problems.problem(421, "invalid-host", f"the Host header {host!r} is not allowed (TOOLSMITH_MCP_ALLOWED_HOSTS)")
         # No Origin: not a browser's cross-origin request.
         if origin and not self.origins.allow(origin):
             return problems.problem(403, "invalid-origin", f"the Origin {origin!r} is not allowed (TOOLSMITH_MCP_ALLOWED_ORIGINS)")
         try:
-            principal = self.services.admission.admit(_bearer(request), client_address(scope))
+            principal = self.services.admission.admit(_bearer(authorization), client_address(scope))
         except Refusal as refusal:
             return problems.problem(refusal.status, refusal.code, refusal.detail, headers=refusal.headers)
         if principal.role not in MCP_ROLES:
@@ -289,8 +287,22 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
     return next((value for key, value in scope.get("headers") or [] if key == name), None)
 
 
-def _bearer(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+_GATE_HEADERS = {b"host": 0, b"origin": 1, b"authorization": 2}
+
+
+def _gate_headers(scope: Scope) -> list[str | None]:
+    """The Host, Origin and Authorization headers (the first of each, as Starlette's `Headers.get`
+    answers), in one pass over the request's headers."""
+    found: list[str | None] = [None, None, None]
+    for key, value in scope.get("headers") or []:
+        index = _GATE_HEADERS.get(key)
+        if index is not None and found[index] is None:
+            found[index] = value.decode("latin-1")
+    return found
+
+
+def _bearer(authorization: str | None) -> str | None:
+    scheme, _, token = (authorization or "").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 

@@ -65,16 +65,26 @@ def keeps_idle_clock(transport: StreamableHTTPServerTransport) -> bool:
 async def in_flight(transport: StreamableHTTPServerTransport) -> AsyncIterator[None]:
     """Keeps the session alive while a call runs, and restarts its idle clock after, as the
     SDK's transport does for each request it serves (`StreamableHTTPServerTransport.handle_request`)."""
-    idle = transport.idle_scope
-    timeout = getattr(transport, "_idle_timeout", None)
-    if idle is None or timeout is None:
-        yield
-        return
-    transport._requests_in_flight += 1  # noqa: SLF001 - no public way in SDK 2.3 (see the module)
-    idle.deadline = math.inf
+    started = call_started(transport)
     try:
         yield
     finally:
-        transport._requests_in_flight -= 1  # noqa: SLF001
-        if not transport._requests_in_flight:  # noqa: SLF001
-            idle.deadline = anyio.current_time() + timeout
+        if started:
+            call_ended(transport)
+
+
+def call_started(transport: StreamableHTTPServerTransport) -> bool:
+    """`in_flight`'s start, for a caller that ends it itself (`call_ended`, in a `finally`) without a
+    context manager's cost; False: the transport keeps no idle clock, so nothing is to end."""
+    idle = transport.idle_scope
+    if idle is None or getattr(transport, "_idle_timeout", None) is None:
+        return False
+    transport._requests_in_flight += 1  # noqa: SLF001 - no public way in SDK 2.3 (see the module)
+    idle.deadline = math.inf
+    return True
+
+
+def call_ended(transport: StreamableHTTPServerTransport) -> None:
+    transport._requests_in_flight -= 1  # noqa: SLF001
+    if not transport._requests_in_flight:  # noqa: SLF001
+        transport.idle_scope.deadline = anyio.current_time() + transport._idle_timeout  # type: ignore[union-attr,operator]  # noqa: SLF001

@@ -86,3 +86,30 @@ def test_only_the_plainest_tools_call_is_taken() -> None:
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":NaN}}}',
     ):
         assert mcp_direct._plain_call(body) is None, body  # noqa: SLF001
+
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+
+
+@pytest.mark.parametrize("version", sorted(mcp_direct.KNOWN_VERSIONS))
+def test_the_params_shortcut_answers_as_the_specs_validation(version: str) -> None:
+    from mcp_types import methods
+
+    def validates(params: dict[str, Any]) -> bool:
+        try:
+            methods.validate_client_request("tools/call", version, params)
+        except Exception:  # noqa: BLE001
+            return False
+        return True
+
+    cases = [
+        {"name": "echo"}, {"name": "", "arguments": None}, {"name": "echo", "arguments": {"a": [1, None, {"b": 2.5}], "": "x"}},
+        {"name": "echo", "arguments": {}, "_meta": META}, {"name": "echo", "_meta": {"progressToken": 3}},
+        {"name": "echo", "_meta": {"progressToken": [3]}}, {"name": "echo", "_meta": {**META, "io.modelcontextprotocol/clientInfo": 5}},
+        {"name": "echo", "_meta": {**META, "io.modelcontextprotocol/clientCapabilities": []}}, {"name": "echo", "_meta": {}},
+        {"name": "echo", "task": {"ttl": "no"}}, {"name": "echo", "arguments": {"x": 1}, "_meta": {"traceparent": 7}},
+    ]
+    for params in cases:
+        assert mcp_direct._valid_params(version, params) == validates(params), params  # noqa: SLF001
+        assert mcp_direct._valid_params(version, {**params, "name": "other"}) == validates({**params, "name": "other"}), params  # noqa: SLF001
