@@ -183,13 +183,18 @@ def parse_frame(text: str) -> Frame:
     return Frame(found["function"], found["file"]) if found else Frame(text, "")
 
 
-def layer_of(stack: Sequence[Frame]) -> str:
-    """The layer of one sample: that of the innermost frame (the last) a layer matches."""
+def placed(stack: Sequence[Frame]) -> tuple[str, Frame | None]:
+    """The layer of one sample and the frame that put it there: the innermost (the last) frame a
+    layer matches, or (OTHER, None)."""
     for frame in reversed(stack):
         for name, matches in LAYERS:
             if matches(frame):
-                return name
-    return OTHER
+                return name, frame
+    return OTHER, None
+
+
+def layer_of(stack: Sequence[Frame]) -> str:
+    return placed(stack)[0]
 
 
 def fold(raw: Iterable[str]) -> Counter[str]:
@@ -203,6 +208,21 @@ def fold(raw: Iterable[str]) -> Counter[str]:
         stack, _, count = line.rpartition(" ")
         samples[layer_of([parse_frame(f) for f in stack.split(";")])] += int(count)
     return samples
+
+
+def hottest(raw: Iterable[str], n: int) -> dict[str, list[tuple[str, int]]]:
+    """Each layer's `n` frames that put the most samples in it (for OTHER, the innermost frames):
+    where in a layer to look first."""
+    frames: dict[str, Counter[str]] = {}
+    for line in raw:
+        stack, _, count = line.rstrip("\n").rpartition(" ")
+        if not stack:
+            continue
+        parsed = [parse_frame(f) for f in stack.split(";")]
+        layer, frame = placed(parsed)
+        frame = frame or parsed[-1]
+        frames.setdefault(layer, Counter())[f"{frame.function} ({frame.file})"] += int(count)
+    return {layer: counts.most_common(n) for layer, counts in frames.items()}
 
 
 def fold_profile(stats: pstats.Stats) -> Counter[str]:
@@ -568,7 +588,8 @@ def py_spy() -> str | None:
     return None
 
 
-def profile_server(server: Server, variant: Variant, seconds: float, tmp: Path, progress: Progress) -> tuple[list[Row], str]:
+def profile_server(server: Server, variant: Variant, seconds: float, tmp: Path, progress: Progress, *,
+                   profile_out: Path | None = None, hot_frames: int = 0) -> tuple[list[Row], str]:
     """py-spy on the server while wrk loads the REST call; rows of CPU µs per request per layer."""
     spy = py_spy()
     pid = server.process.pid  # type: ignore[union-attr]
@@ -600,11 +621,19 @@ def profile_server(server: Server, variant: Variant, seconds: float, tmp: Path, 
         raise SystemExit(f"bench.request_path: wrong answers while profiling: {found.group(1)}")
     if spied.returncode != 0 or not raw.exists():
         return [], f"py-spy could not sample the server (ptrace refused?): {spied.stderr.strip()[-400:]}"
-    samples = fold(raw.read_text().splitlines())
+    lines = raw.read_text().splitlines()
+    samples = fold(lines)
+    if profile_out is not None:
+        shutil.copyfile(raw, profile_out)
+    hot = hottest(lines, hot_frames) if hot_frames else {}
     requests = figures["requests"]
     cpu = cpu_after - cpu_before
     how = (f"py-spy record --gil --rate 250 on the real server: {sum(samples.values()):,} samples (GIL held) in {window:.1f} s, "
            f"{requests:,} requests, the API process used {cpu:.2f} CPU s ({cpu / window:.0%} of a core)")
+    if hot:
+        total = sum(samples.values()) or 1
+        how += "".join(f"\n  {layer}: " + ", ".join(f"{frame} {count / total:.1%}" for frame, count in frames)
+                       for layer, frames in sorted(hot.items(), key=lambda item: -samples[item[0]]))
     return layer_rows(samples, cpu, requests, workers.seconds, f"{requests:,} requests, {cpu:.2f} CPU s"), how
 
 
@@ -785,7 +814,8 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
             if args.in_process_profile:
                 layer_table, how = [], "--in-process-profile asked for the fallback"
             else:
-                layer_table, how = profile_server(server, rest, args.profile_seconds, tmp, progress)
+                layer_table, how = profile_server(server, rest, args.profile_seconds, tmp, progress,
+                                                  profile_out=args.profile_out, hot_frames=args.hot)
         finally:
             for process in processes:
                 stop(process)
@@ -809,6 +839,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=1.0, help="untimed seconds per variant first (default 1)")
     parser.add_argument("--profile-seconds", type=float, help="py-spy's sampling window (default 15, quick 6)")
     parser.add_argument("--skip-api-tools", action="store_true", help="leave bench.api_tools's measurement out")
+    parser.add_argument("--profile-out", type=Path, help="keep py-spy's raw profile (collapsed stacks) at this path")
+    parser.add_argument("--hot", type=int, default=0, metavar="N", help="print each layer's N hottest frames under the table")
     parser.add_argument("--in-process-profile", action="store_true",
                         help="profile with cProfile in this process (the fallback when py-spy cannot attach) instead of py-spy")
     args = parser.parse_args(argv)

@@ -88,3 +88,17 @@ def test_the_floor_is_the_bare_route_plus_the_bare_context_and_each_goal_is_read
     assert rows["MCP tools/call, handshake session, 2025-06-18, 1 conn"].meets is True  # 570 / 600 = 0.95
     assert rows["MCP tools/call, stateless, 2026-07-28, 1 conn"].meets is False  # 500 / 600 = 0.83
     assert rows["Toolsmith MCP (stateless) vs FastMCP (stateless, JSON), 1 conn"].ratio == 2.0
+
+
+def test_each_layers_hottest_frames_are_those_that_put_the_samples_there() -> None:
+    from bench.request_path import hottest
+
+    raw = [
+        CHECKS + ";_method_not_answered (api/edge.py:210);_MethodsByPath.allowed (api/methods.py:80) 5",
+        CHECKS + ";_method_not_answered (api/edge.py:211);_MethodsByPath.allowed (api/methods.py:81);re.match (re/__init__.py:166) 2",
+        CHECKS + " 1",
+        "<module> (toolsmith:6);Runner.run (asyncio/runners.py:118) 6",
+    ]
+    hot = hottest(raw, 1)
+    assert hot["the middleware chain"] == [("_MethodsByPath.allowed (api/methods.py)", 7)]
+    assert hot[OTHER] == [("Runner.run (asyncio/runners.py)", 6)]
