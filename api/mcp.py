@@ -16,10 +16,12 @@ event carries an id to resume from.
 
 In front of the SDK, an HTTP gate refuses, as problem details: a Host or Origin the settings do
 not allow (DNS rebinding), a missing or unknown bearer token (401), a role that may not call tools
-(403), a server the caller's tenant does not have (404). It then takes the caller's offer (see
-`api.mcp_watch`) and leaves it in the request's state for the handlers, and binds the session to
-the token and the server that opened it: the SDK answers 404 to a session id presented with
-another token or on another server's path.
+(403), a server the caller's tenant does not have (404). It binds the session to the token and the
+server that opened it: the SDK answers 404 to a session id presented with another token or on
+another server's path. A plain `tools/call` of either era is then answered by `api.mcp_direct`'s
+`FastCalls`, which takes the caller's offer with the call, in its worker thread (one hop, as
+REST's); for anything else the gate takes the offer (see `api.mcp_watch`) and leaves it in the
+request's state for the SDK's handlers.
 """
 
 from __future__ import annotations
