@@ -14,6 +14,7 @@ The checks here are pure: resolving and connecting are `resolve.py` and `connect
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass, replace
@@ -439,12 +440,26 @@ class ApiPolicy:
     allow: EgressAllow
     scheme: str = "http"
 
+    # Every verdict of this policy depends on the policy (immutable: the settings'), the scheme,
+    # and the name, port and address judged, nothing else; so each verdict that lets a request
+    # through is kept (`_checked_name`, `_checked_address`, bounded): a call judges its URL's name
+    # twice (the URL, then the hop) and the same few names and addresses come back call after
+    # call (issue 30: ~45 µs a call). A refusal is not kept: it is judged again and raised each
+    # time. What a name resolves to is never kept here: each exchange resolves it and has its
+    # answers judged, and connects to those alone (`connect.py`).
+
     def for_scheme(self, scheme: str) -> ApiPolicy:
         if scheme not in ("http", "https"):
             raise EgressError("only http and https URLs are allowed")
-        return replace(self, scheme=scheme)
+        return self if scheme == self.scheme else _with_scheme(self, scheme)
 
     def check_name(self, host: str, port: int) -> Address | None:
+        return _checked_name(self, host, port)
+
+    def check_address(self, host: str, port: int, address: Address) -> None:
+        _checked_address(self, host, port, address)
+
+    def _check_name(self, host: str, port: int) -> Address | None:
         key = _common_name_checks(host, port)
         address = ip(key)
         if key in METADATA_NAMES or address is not None and is_metadata(address):
@@ -456,7 +471,7 @@ class ApiPolicy:
             self.check_address(host, port, address)
         return address
 
-    def check_address(self, host: str, port: int, address: Address) -> None:
+    def _check_address(self, host: str, port: int, address: Address) -> None:
         verdict = judge(address)
         where = host if ip(host) == address else f"{host} resolves to {address}"
         if verdict is not None and verdict[1]:
@@ -468,3 +483,21 @@ class ApiPolicy:
         if self.scheme != "https":
             resolved = "" if ip(host) == address else f" ({host} resolves to {address})"
             raise EgressError(f"http needs an entry in TOOLSMITH_EGRESS_ALLOW: {netloc(host, port)}{resolved}")
+
+
+# -- `ApiPolicy`'s verdicts, kept ------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16)
+def _with_scheme(policy: ApiPolicy, scheme: str) -> ApiPolicy:
+    return replace(policy, scheme=scheme)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _checked_name(policy: ApiPolicy, host: str, port: int) -> Address | None:
+    return policy._check_name(host, port)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _checked_address(policy: ApiPolicy, host: str, port: int, address: Address) -> None:
+    policy._check_address(host, port, address)

@@ -168,3 +168,30 @@ def test_every_policy_is_told_the_scheme() -> None:
     assert origin.for_scheme("http") is origin
     with pytest.raises(EgressError, match="https is not the scheme of the declared origin http://sidecar.local:8080"):
         origin.for_scheme("https")
+
+
+def test_a_kept_verdict_is_the_verdict_of_its_own_policy_scheme_and_port() -> None:
+    # `ApiPolicy` keeps what it judged (issue 30): what one allow-list, scheme or port let through
+    # never lets another through, in any order, and a refusal is a refusal every time.
+    loopback = ipaddress.ip_address("127.0.0.1")
+    allowing, empty = ApiPolicy(EgressAllow.parse("127.0.0.1:8080")), ApiPolicy(EgressAllow())
+    for _ in range(2):
+        assert allowing.for_scheme("http").check_name("127.0.0.1", 8080) == loopback
+        for policy, scheme, port, message in (
+            (empty, "http", 8080, "http needs an entry in TOOLSMITH_EGRESS_ALLOW: 127.0.0.1:8080"),
+            (empty, "https", 8080, "address not allowed: 127.0.0.1 (loopback); it needs an entry in TOOLSMITH_EGRESS_ALLOW"),
+            (allowing, "http", 8081, "http needs an entry in TOOLSMITH_EGRESS_ALLOW: 127.0.0.1:8081"),
+            (allowing, "https", 443, "address not allowed: 127.0.0.1 (loopback); it needs an entry in TOOLSMITH_EGRESS_ALLOW"),
+        ):
+            with pytest.raises(EgressError) as refused:
+                policy.for_scheme(scheme).check_name("127.0.0.1", port)
+            assert str(refused.value) == message
+        # an address a name resolved to: judged for the name, port and policy it came with
+        allowing.for_scheme("https").check_address("api.example", 443, ipaddress.ip_address("93.184.216.34"))
+        for port in (80, 443):
+            with pytest.raises(EgressError, match="http needs an entry"):
+                allowing.for_scheme("http").check_address("api.example", port, ipaddress.ip_address("93.184.216.34"))
+        with pytest.raises(EgressError, match="address not allowed: api.example resolves to 127.0.0.1"):
+            allowing.for_scheme("https").check_address("api.example", 8080, loopback)
+        assert allowing.for_scheme("http").check_address("127.0.0.1", 8080, loopback) is None
+    assert allowing.for_scheme("https").for_scheme("http") == allowing
