@@ -213,10 +213,13 @@ def _links(units: tuple[SourceUnit, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((dep, member) for unit in units for dep, member in used_members(unit.content, unit.imports))
 
 
+_json = json.JSONEncoder().encode  # json.dumps(value) without its keyword handling, per call
+
+
 def _input(value: object, dates: tuple[str, ...]) -> str:
     """The input as a JavaScript expression: a literal (JSON is JavaScript) unless it holds a
     `__proto__` key, which a literal would turn into a prototype; `date` parameters become Dates."""
-    text = json.dumps(value)
+    text = _json(value)
     if "__proto__" in text:
         text = f"JSON.parse({json.dumps(text)})"
     if dates:
@@ -249,19 +252,31 @@ def build_program(execution: Execution, *, check: bool, capabilities: Capabiliti
             f"{_input(parameters, execution.date_parameters)},{json.dumps(script.content)},{'false' if check else 'true'})"
         )
         return Program(text=setup + text, unit_lines=unit_lines, kind="json", host=host)
-    head, unit_lines, host = _modules(execution.units, _grants(grants))
-    target = json.dumps(execution.target.name)
     if check:
+        head, unit_lines, host = _modules(execution.units, _grants(grants))
+        target = json.dumps(execution.target.name)
         links = _links(execution.units)
         tail = f"{_LINKS}($m,{json.dumps(links)},{target if execution.is_tool else 'null'})"
         return Program(text=head + tail, unit_lines=unit_lines, kind="check", host=host, links=links)
-    # What `run` throws is kept in `$x` before it escapes, so the worker can read its text exactly
-    # (the binding's own reading of a thrown value stops at a NUL). `$x` exists before `run` is
-    # called, so that keeping it allocates nothing: a call out of memory stays out of memory.
-    text = f"{head}$x=undefined;try{{$v=$m[{target}].run({_input(execution.input, execution.date_parameters)})}}catch(e){{$x=e;throw e}}"
-    return Program(text=text, unit_lines=unit_lines, kind="value", host=host)
+    opening, unit_lines, host = _call(execution.units, _grants(grants))
+    return Program(text=opening + _input(execution.input, execution.date_parameters) + _CALL_END, unit_lines=unit_lines, kind="value", host=host)
 
 
+# What `run` throws is kept in `$x` before it escapes, so the worker can read its text exactly
+# (the binding's own reading of a thrown value stops at a NUL). `$x` exists before `run` is
+# called, so that keeping it allocates nothing: a call out of memory stays out of memory.
+_CALL_END = ")}catch(e){$x=e;throw e}"
+
+
+@lru_cache(maxsize=1024)
+def _call(units: tuple[SourceUnit, ...], grants: Capabilities) -> tuple[str, tuple[tuple[int, str], ...], bool]:
+    """A call's program up to its input (the modules, then the call of the target's `run`), made
+    once per bundle: a call adds only its input."""
+    head, unit_lines, host = _modules(units, grants)
+    return f"{head}$x=undefined;try{{$v=$m[{json.dumps(units[-1].name)}].run(", unit_lines, host
+
+
+@lru_cache(maxsize=64)
 def _grants(capabilities: Capabilities) -> Capabilities:
     """The grants alone (not the profile's name), so that profiles granting the same share a cache entry."""
     return Capabilities("", log=capabilities.log, context=capabilities.context, intl=capabilities.intl, http=capabilities.http)
