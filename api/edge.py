@@ -1,6 +1,8 @@
 """Checks every HTTP request passes before any route, FastAPI or the MCP SDK reads it.
 
-`RequestChecks` refuses, as problem details:
+The edge of the application (`entrypoints.web.Edge`, one layer for the checks, the body's size,
+the security headers and HEAD, so that a request pays for one wrapper of its messages rather than
+one per concern) refuses with these, as problem details:
 
 - two or more `Authorization` headers (which one is meant is not for the service to guess);
 - a path or query string that, percent-decoded, holds NUL or bytes that are not UTF-8;
@@ -19,7 +21,8 @@ A request whose method its path does not answer goes on to the router untouched,
 body: the answer is 405, whose `Allow` lists every method of every route of that path
 (`api.methods`), not a complaint about a body no route would read.
 
-`HeadAsGet` answers `HEAD` on every route that answers `GET`: the same status and headers, no body.
+The edge answers `HEAD` on every route that answers `GET` (`HEAD` is served as `GET` with the body
+left out): the same status and headers, no body.
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ from collections.abc import Iterable
 from urllib.parse import unquote_to_bytes
 
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from api import problems
-from api.methods import allowed_methods
+from api.methods import methods_of
 from domain.values import MAX_DEPTH, lone_surrogate_at
 
 CONSOLE_PREFIX = "/console/"
@@ -141,21 +144,17 @@ def as_json_rpc_error(refusal: Response) -> Response:
     return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=refusal.status_code)
 
 
-def _media_problem(scope: Scope) -> Response | None:
+def _media_problem(content_type: bytes | None) -> Response | None:
     """415 for a body not declared as JSON: every route reads JSON, and FastAPI (strict about the
     content type) hands a route any other body, or one with no Content-Type, as raw bytes."""
-    content_type = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), None)
-    if content_type is not None and _is_json(scope):
+    if content_type is not None and _is_json(content_type):
         return None
     shown = "a body without a Content-Type" if content_type is None else content_type.decode("latin-1")[:80]
     return problems.problem(415, "unsupported-media-type", f"the body must be JSON (Content-Type: application/json), not {shown}")
 
 
-def _is_json(scope: Scope) -> bool:
+def _is_json(content_type: bytes) -> bool:
     """Whether the body is declared as JSON: `application/json` or `application/…+json`."""
-    content_type = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), None)
-    if content_type is None:
-        return False
     media = content_type.split(b";")[0].strip().lower()
     return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
 
@@ -163,9 +162,13 @@ def _is_json(scope: Scope) -> bool:
 def _url_problem(scope: Scope) -> Response | None:
     raw_path = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogatepass")
     for part, raw in (("path", raw_path), ("query string", scope.get("query_string") or b"")):
-        decoded = unquote_to_bytes(raw.replace(b"+", b" ") if part == "query string" else raw)
+        # Without a `%` the bytes are what they decode to (a `+`, a space in a query, is neither NUL nor
+        # outside UTF-8): most URLs are checked without decoding them.
+        decoded = raw if b"%" not in raw else unquote_to_bytes(raw.replace(b"+", b" ") if part == "query string" else raw)
         if b"\x00" in decoded:
             return problems.problem(400, "invalid-url", f"the {part} holds a NUL character (%00)")
+        if decoded.isascii():
+            continue
         try:
             decoded.decode("utf-8")
         except UnicodeDecodeError:
@@ -174,12 +177,45 @@ def _url_problem(scope: Scope) -> Response | None:
     return None
 
 
-def _authorization_problem(scope: Scope) -> Response | None:
-    count = sum(1 for k, _ in scope.get("headers") or [] if k == b"authorization")
-    if count > 1:
+class RequestHead:
+    """What the checks read of a request's headers, in one pass over them: its first
+    `Content-Type`, its `Content-Length` (the last, as a dict of the headers has it) and how many
+    `Authorization` headers it has."""
+
+    __slots__ = ("content_type", "content_length", "authorizations")
+
+    def __init__(self, scope: Scope) -> None:
+        content_type: bytes | None = None
+        content_length: bytes | None = None
+        authorizations = 0
+        for name, value in scope.get("headers") or ():
+            if name == b"content-type":
+                if content_type is None:
+                    content_type = value
+            elif name == b"content-length":
+                content_length = value
+            elif name == b"authorization":
+                authorizations += 1
+        self.content_type = content_type
+        self.content_length = content_length
+        self.authorizations = authorizations
+
+    def declared_length(self) -> int | None:
+        """The body's length as the client declares it, when it does as a number."""
+        length = self.content_length
+        return int(length) if length is not None and length.isdigit() else None
+
+
+def _authorization_problem(head: RequestHead) -> Response | None:
+    if head.authorizations > 1:
         return problems.problem(400, "duplicate-authorization",
-                                f"the request has {count} Authorization headers; send exactly one")
+                                f"the request has {head.authorizations} Authorization headers; send exactly one")
     return None
+
+
+def refusal_before_body(scope: Scope, head: RequestHead) -> Response | None:
+    """What a request gets before its body is read: two `Authorization` headers, a URL that is not text."""
+    return _authorization_problem(head) or _url_problem(scope)
 
 
 class Uploads:
@@ -196,8 +232,9 @@ class Uploads:
                 and self._pattern.match(scope.get("path", "")) is not None)
 
 
-def _upload_problem(scope: Scope) -> Response | None:
-    content_type = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), b"")
+def upload_refusal(head: RequestHead) -> Response | None:
+    """415 for an upload that is not multipart/form-data."""
+    content_type = head.content_type or b""
     if content_type.split(b";", 1)[0].strip().lower() == b"multipart/form-data":
         return None
     shown = content_type.decode("latin-1")[:80] or "a body without a Content-Type"
@@ -208,90 +245,25 @@ def _upload_problem(scope: Scope) -> Response | None:
 def _method_not_answered(scope: Scope) -> bool:
     """Whether the path's routes answer other methods only (the router's 405 follows)."""
     app = scope.get("app")
-    allowed = allowed_methods(app, scope["path"]) if app is not None else None
+    allowed = methods_of(app, scope["path"]) if app is not None else None
     return allowed is not None and scope["method"] not in allowed
 
 
-class RequestChecks:
-    """Refuses what no route may see (see the module's docstring), before routing; `uploads` are
-    the routes whose bodies are streamed to them, checked for their media type only."""
-
-    def __init__(self, app: ASGIApp, uploads: Uploads | None = None) -> None:
-        self.app = app
-        self.is_upload = uploads or Uploads()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        refusal = _authorization_problem(scope) or _url_problem(scope)
-        if refusal is not None:
-            await refusal(scope, receive, send)
-            return
-        if scope["method"] in ("GET", "HEAD", "OPTIONS") or _method_not_answered(scope):
-            await self.app(scope, receive, send)
-            return
-        if self.is_upload(scope):
-            refusal = _upload_problem(scope)
-            if refusal is not None:
-                await refusal(scope, receive, send)
-                return
-            await self.app(scope, receive, send)
-            return
-        # The whole body (BodyLimit, outside, bounds it), then replayed to the app as one message.
-        chunks: list[bytes] = []
-        ending: Message | None = None
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                ending = message
-                break
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        # The console's forms post `application/x-www-form-urlencoded` (console/: its own checks).
-        if ending is None and body and not scope["path"].startswith(CONSOLE_PREFIX):
-            refusal = _media_problem(scope) or body_problem(body)
-            if refusal is not None:
-                if scope["path"] == "/mcp" or scope["path"].startswith("/mcp/"):
-                    refusal = as_json_rpc_error(refusal)
-                await refusal(scope, receive, send)
-                return
-        pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}] if ending is None else [ending]
-
-        async def replay() -> Message:
-            return pending.pop(0) if pending else await receive()
-
-        await self.app(scope, replay, send)
+def body_is_checked(scope: Scope) -> bool:
+    """Whether the body is read whole and checked before the app sees it: not for a method that
+    has none (GET, HEAD, OPTIONS), nor one the path does not answer (its 405 is the answer,
+    whatever the body)."""
+    return scope["method"] not in ("GET", "HEAD", "OPTIONS") and not _method_not_answered(scope)
 
 
-class HeadAsGet:
-    """`HEAD` is served as `GET` with the body left out (FastAPI routes declare `GET` only). The
-    response ends as soon as its head is sent, so a streaming `GET` does not keep a `HEAD` open;
-    the server then tells the app the client is gone."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD":
-            await self.app(scope, receive, send)
-            return
-        ended = False
-
-        async def without_body(message: Message) -> None:
-            nonlocal ended
-            if ended:
-                return
-            if message["type"] == "http.response.start":
-                await send(message)
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-                ended = True
-            elif message["type"] != "http.response.body":
-                await send(message)
-
-        async def receive_until_ended() -> Message:
-            return {"type": "http.disconnect"} if ended else await receive()
-
-        await self.app({**scope, "method": "GET"}, receive_until_ended, without_body)
+def body_refusal(scope: Scope, head: RequestHead, body: bytes) -> Response | None:
+    """What a whole body gets before the app reads it (see the module's docstring); an MCP
+    request's refusal is spelled as JSON-RPC. The console's forms post
+    `application/x-www-form-urlencoded` (console/: its own checks)."""
+    path = scope["path"]
+    if not body or path.startswith(CONSOLE_PREFIX):
+        return None
+    refusal = _media_problem(head.content_type) or body_problem(body)
+    if refusal is not None and (path == "/mcp" or path.startswith("/mcp/")):
+        return as_json_rpc_error(refusal)
+    return refusal

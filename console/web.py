@@ -1,5 +1,5 @@
 """Mounts the console on the API's application: its static files, its routers, `/` to the
-console, and `/docs` served from the local bundle (the app adds `console.security.SecurityHeaders`)."""
+console, and `/docs` served from the local bundle (the app's edge adds `console.security.secure`'s headers)."""
 
 from __future__ import annotations
 

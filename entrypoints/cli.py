@@ -121,7 +121,13 @@ def _serve(args: argparse.Namespace) -> int:
     # long for open requests, then drops them (a client re-listens), rather than forever.
     # The client's address (failed authentications count per address) is the connection's peer;
     # X-Forwarded-For only from TOOLSMITH_TRUSTED_PROXIES (uvicorn would trust 127.0.0.1's by default).
-    uvicorn.run(create_app(services), host=args.host, port=args.port, log_config=None, access_log=True,
+    # The access log is the app's own (entrypoints.web.Edge: one line per request, at no cost when
+    # its level is off), under uvicorn's logger name. The event loop and the HTTP parser are
+    # uvicorn's "auto": uvloop and httptools, which uvicorn[standard] installs (the fastest of
+    # uvicorn's choices; granian was slower at one connection, a thread hop per request). One
+    # process, no workers: the embedded defaults (the in-memory read models, rate buckets and MCP
+    # sessions) are one process's state (docs/deployment.md).
+    uvicorn.run(create_app(services), host=args.host, port=args.port, log_config=None, access_log=False,
                 timeout_graceful_shutdown=5, proxy_headers=bool(settings.trusted_proxies),
                 forwarded_allow_ips=settings.trusted_proxies or None)
     return 0

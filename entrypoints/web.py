@@ -1,9 +1,12 @@
-"""The FastAPI application factory: routes, problem handlers, body limits and the service lifecycle."""
+"""The FastAPI application factory: routes, problem handlers, the edge (body limits, checks, security
+headers, the access log) and the service lifecycle."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from time import perf_counter
 from typing import Any
 
 from fastapi import FastAPI
@@ -11,12 +14,13 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
-from api.edge import HeadAsGet, RequestChecks, Uploads
+from api.edge import RequestHead, Uploads, body_is_checked, body_refusal, refusal_before_body, upload_refusal
 from api.routes import audit, callers, catalog, changesets, operator, secrets, tokens, tools
 from api.schemas import openapi_with_rules
 from console import web as console
-from console.security import SecurityHeaders
+from console.security import secure
 from entrypoints.compose import Services
+from infrastructure import logs
 from projections.runner import health
 
 
@@ -24,9 +28,20 @@ from projections.runner import health
 MULTIPART_ALLOWANCE = 256 * 1024
 
 
-class BodyLimit:
-    """Refuses bodies over `limit` bytes with 413, by Content-Length or while streaming; the limit
-    of an upload (to a route of `uploads`) is `upload_limit` (`TOOLSMITH_MAX_UPLOAD_MB`) instead."""
+class Edge:
+    """What every HTTP request passes before the app, and every response after it, in one layer
+    (issue 30: one wrapper of a request's `receive` and `send` rather than one per concern), in
+    the order separate middlewares had: outermost first,
+
+    - every response gets the security headers (`console.security.secure`, docs/security.md), and
+      one access-log line (`infrastructure.logs.log_access`, when its level is on);
+    - `HEAD` is served as `GET` with the body left out (FastAPI routes declare `GET` only): the
+      response ends as soon as its head is sent, so a streaming `GET` does not keep a `HEAD` open;
+      the app is then told the client is gone;
+    - a body over `limit` bytes is refused with 413, by Content-Length or while streaming; an
+      upload's (to a route of `uploads`) limit is `upload_limit` (`TOOLSMITH_MAX_UPLOAD_MB`) instead;
+    - what no route may see is refused (`api.edge`): a JSON body is read whole, checked, and handed
+      to the app as one message; an upload is streamed to its route, checked for its media type only."""
 
     def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None, uploads: Uploads | None = None) -> None:
         self.app = app
@@ -38,12 +53,103 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        began = perf_counter()
+        asked = scope
+        head_only = scope["method"] == "HEAD"
+        if head_only:
+            scope = {**scope, "method": "GET"}
+        logged = logs.ACCESS.isEnabledFor(logging.INFO)
+        answered = False
+        ended = False  # a HEAD's head is sent: the rest is dropped, and the app told the client is gone
+
+        async def respond(message: Message) -> None:
+            nonlocal answered, ended
+            if message["type"] == "http.response.start":
+                secure(message)
+                answered = True
+                if logged:
+                    logs.log_access(asked, message["status"], perf_counter() - began)
+                if head_only:
+                    if not ended:
+                        await send(message)
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                        ended = True
+                    return
+            elif head_only and (ended or message["type"] == "http.response.body"):
+                return
+            await send(message)
+
+        source = receive
+        if head_only:
+            async def source() -> Message:
+                return {"type": "http.disconnect"} if ended else await receive()
+
+        try:
+            await self._checked(scope, receive, source, respond)
+        except Exception:
+            # The app failed before it answered: ServerErrorMiddleware, outside, answers 500.
+            if logged and not answered:
+                logs.log_access(asked, 500, perf_counter() - began)
+            raise
+
+    async def _checked(self, scope: Scope, receive: Receive, source: Receive, respond: Send) -> None:
+        """The body's size and the checks; then the app (`source` is the client's messages, as the app may see them)."""
+        head = RequestHead(scope)
         upload = self.upload_limit is not None and self.is_upload(scope)
         limit = self.upload_limit + MULTIPART_ALLOWANCE if upload and self.upload_limit is not None else self.default_limit
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._refuse(scope, receive, send, limit, upload)
+        declared = head.declared_length()
+        if declared is not None and declared > limit:
+            await self._refuse(scope, receive, respond, limit, upload)
             return
+        refusal = refusal_before_body(scope, head)
+        if refusal is not None:
+            await refusal(scope, receive, respond)
+            return
+        checked = body_is_checked(scope)
+        if upload or not checked:
+            if checked:  # an upload, to a path that takes it
+                refusal = upload_refusal(head)
+                if refusal is not None:
+                    await refusal(scope, receive, respond)
+                    return
+            await self._streamed(scope, source, respond, limit, upload)
+            return
+        # The whole body, bounded, then replayed to the app as one message.
+        chunks: list[bytes] = []
+        received = 0
+        ending: Message | None = None
+        while True:
+            message = await source()
+            if message["type"] != "http.request":
+                ending = message
+                break
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > limit:
+                await self._refuse(scope, receive, respond, limit, upload)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if ending is None:
+            refusal = body_refusal(scope, head, body)
+            if refusal is not None:
+                await refusal(scope, receive, respond)
+                return
+        pending: Message | None = {"type": "http.request", "body": body, "more_body": False} if ending is None else ending
+
+        async def replay() -> Message:
+            nonlocal pending
+            if pending is None:
+                return await source()
+            message, pending = pending, None
+            return message
+
+        await self.app(scope, replay, respond)
+
+    async def _streamed(self, scope: Scope, receive: Receive, send: Send, limit: int, upload: bool) -> None:
+        """The app reads the body itself (an upload, a GET's): counted as it comes."""
         received = 0
         started = False
         refused = False
@@ -102,6 +208,18 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     problems.install(app)
+    # First of the routes: a probe's request is matched before the 175 others are tried (issue 30).
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, Any]:
+        """Liveness and read-model progress; needs no token."""
+        read_side = health(services.store, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
+        return {
+            **read_side,
+            "sandbox": services.settings.sandbox_url or "off",
+            # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
+            "mcp": {"watchers": len(mcp_endpoint.watch)},
+        }
+
     # Each kind of tool's own routes (a module's, a plan's), then the routes every kind shares.
     for plugin in services.plugins:
         for router in plugin.routers:
@@ -121,24 +239,9 @@ def create_app(services: Services) -> FastAPI:
                   templates=tuple(plugin.templates for plugin in services.plugins if plugin.templates is not None),
                   navigation=tuple(plugin.navigation for plugin in services.plugins if plugin.navigation is not None))
 
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, Any]:
-        """Liveness and read-model progress; needs no token."""
-        read_side = health(services.store, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
-        return {
-            **read_side,
-            "sandbox": services.settings.sandbox_url or "off",
-            # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
-            "mcp": {"watchers": len(mcp_endpoint.watch)},
-        }
-
-    # Outermost last: HEAD as GET, the body's size, then what no route may see (api.edge).
-    uploads = Uploads(path for plugin in services.plugins for path in plugin.uploads)
-    app.add_middleware(RequestChecks, uploads=uploads)
-    app.add_middleware(BodyLimit, limit=services.settings.max_body_bytes,
-                       upload_limit=services.settings.max_upload_mb * 1_048_576, uploads=uploads)
-    app.add_middleware(HeadAsGet)
-    app.add_middleware(SecurityHeaders)
+    # The security headers, the access log, HEAD as GET, the body's size, then what no route may see (api.edge).
+    app.add_middleware(Edge, limit=services.settings.max_body_bytes, upload_limit=services.settings.max_upload_mb * 1_048_576,
+                       uploads=Uploads(path for plugin in services.plugins for path in plugin.uploads))
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

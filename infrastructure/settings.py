@@ -226,7 +226,8 @@ class Settings(BaseSettings):
         description="/healthz says degraded once the oldest event the read model has not applied is older than this.")
     log_level: str = Field("INFO", validation_alias=_env("log_level", "TOOLSMITH_LOG_LEVEL"),
         description=("The log level; logs are JSON lines on stderr, never with a secret, request paths without their "
-            "query string."))
+            "query string. At INFO each request is one access-log line (logger `uvicorn.access`, with its method, path, "
+            "status, durationMillis and client); WARNING leaves them out, at no cost to a request."))
 
     # MCP (docs/mcp.md, docs/security.md): the Host and Origin headers an MCP request may carry, comma-separated;
     # `name:*` allows any port. Anything else is refused, so that a web page cannot reach a local

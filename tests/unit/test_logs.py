@@ -1,0 +1,74 @@
+"""The service's log lines (infrastructure/logs.py): one JSON object per line, secrets masked by
+field name, and the access log written by the service, not by uvicorn (issue 30)."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timezone
+
+import pytest
+
+from infrastructure import logs
+from infrastructure.logs import JsonFormatter
+
+
+def record(message: str = "hello", **extra: object) -> logging.LogRecord:
+    made = logging.makeLogRecord({"name": "toolsmith.test", "levelno": logging.INFO, "levelname": "INFO", "msg": message})
+    made.__dict__.update(extra)
+    return made
+
+
+def test_a_line_is_json_with_the_time_the_level_the_logger_and_the_extra_fields() -> None:
+    made = record("called %s", tool="addOne", durationMillis=1.5)
+    made.args = ("addOne",)
+    made.created = 1_700_000_000.9996
+    line = json.loads(JsonFormatter().format(made))
+    assert line == {"at": datetime.fromtimestamp(made.created, timezone.utc).isoformat(timespec="milliseconds"),
+                    "level": "info", "logger": "toolsmith.test", "message": "called addOne", "tool": "addOne", "durationMillis": 1.5}
+
+
+def test_a_field_named_as_a_secret_is_masked() -> None:
+    line = json.loads(JsonFormatter().format(record(apiToken="tsa_x", Authorization="Bearer y", clientSecret="z", tokens=3)))
+    assert line["apiToken"] == line["Authorization"] == line["clientSecret"] == line["tokens"] == "***"
+
+
+def test_what_orjson_does_not_write_is_still_one_json_line() -> None:
+    text = JsonFormatter().format(record("a lone \ud800 surrogate", big=2**70))
+    assert "\n" not in text
+    line = json.loads(text)
+    assert line["message"] == "a lone \ud800 surrogate" and line["big"] == 2**70
+
+
+@pytest.fixture
+def restored() -> Iterator[None]:
+    """The logging set up as it was after the test (`logs.configure` changes the process's)."""
+    root, access = logging.getLogger(), logs.ACCESS
+    kept = (root.handlers[:], root.level, access.handlers[:], access.propagate, access.filters[:],
+            logging.logThreads, logging.logProcesses, logging.logMultiprocessing)
+    yield
+    (root.handlers[:], level, access.handlers[:], access.propagate, access.filters[:],
+     logging.logThreads, logging.logProcesses, logging.logMultiprocessing) = kept
+    root.setLevel(level)
+
+
+def test_the_service_writes_the_access_log_and_uvicorn_does_not(restored: None) -> None:
+    written, stderr = io.StringIO(), sys.stderr
+    sys.stderr = written
+    try:
+        logs.configure("INFO")
+    finally:
+        sys.stderr = stderr
+    # uvicorn writes its own line whenever its logger reaches a handler (it asks at each connection)
+    assert not logs.ACCESS.hasHandlers()
+    logs.log_access({"method": "GET", "path": "/api/v1/admin/code-modules", "client": ("127.0.0.1", 5000), "http_version": "1.1",
+                     "query_string": b"access_token=tsa_secret", "headers": [(b"authorization", b"Bearer tsa_secret")]}, 200, 0.0015)
+    (line,) = [json.loads(text) for text in written.getvalue().splitlines()]
+    assert line["logger"] == "uvicorn.access" and line["level"] == "info"
+    assert line["message"] == '127.0.0.1:5000 - "GET /api/v1/admin/code-modules HTTP/1.1" 200'
+    assert (line["method"], line["path"], line["status"], line["durationMillis"], line["client"]) == (
+        "GET", "/api/v1/admin/code-modules", 200, 1.5, "127.0.0.1:5000")
+    assert "tsa_secret" not in written.getvalue()
