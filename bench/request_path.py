@@ -142,6 +142,7 @@ LAYERS: tuple[tuple[str, Callable[[Frame], bool]], ...] = (
     ("the thread hop to the sandbox (run_in_threadpool)", any_of(
         files("starlette/concurrency.py", "anyio/to_thread.py", "queue.py", "threading.py", "concurrent/futures/"),
         named("anyio/_backends/_asyncio.py", "WorkerThread.", "AsyncIOBackend.run_sync_in_worker_thread", "_threadpool_idle_workers"),
+        named("asyncio/base_events.py", "BaseEventLoop.run_in_executor"),
     )),
     ("tool resolution (toolbox entry lookup)", files("application/toolbox.py", "application/projected.py")),
     ("the call itself (tools route, execution, code kind)", files(
