@@ -5,7 +5,7 @@ request's names here (infrastructure/egress/resolve.py), so a test makes `evil.t
 loopback without touching `/etc/hosts`. Each name has one or more answer sets, served in turn: each
 A question takes the next set (round and round), and the AAAA question that follows it gets the
 same set's IPv6 addresses. A name whose sets are a public address and then loopback "rebinds" on
-every second lookup. Answers have a TTL of 0; any other name is NXDOMAIN. Every question is kept
+every second lookup. Answers have a TTL of 0 (`ttl` says another); any other name is NXDOMAIN. Every question is kept
 in `asked`.
 """
 
@@ -28,7 +28,8 @@ import dns.rrset
 class DnsServer:
     """Answers A and AAAA questions over UDP from `names`: each name's answer sets, in turn."""
 
-    def __init__(self, names: Mapping[str, Sequence[Sequence[str]]]) -> None:
+    def __init__(self, names: Mapping[str, Sequence[Sequence[str]]], *, ttl: int = 0) -> None:
+        self.ttl = ttl
         self.names = {name.lower().rstrip("."): [list(answers) for answers in sets] for name, sets in names.items()}
         self.asked: list[tuple[str, str]] = []  # (name, "A" or "AAAA"), in order
         self._turns: dict[str, int] = {}
@@ -78,7 +79,7 @@ class DnsServer:
                 if answers is None:
                     response.set_rcode(dns.rcode.NXDOMAIN)
                 elif answers:
-                    response.answer.append(dns.rrset.from_text_list(question.name, 0, dns.rdataclass.IN, kind, answers))
+                    response.answer.append(dns.rrset.from_text_list(question.name, self.ttl, dns.rdataclass.IN, kind, answers))
             try:
                 self._socket.sendto(response.to_wire(), peer)
             except OSError:
