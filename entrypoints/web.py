@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
@@ -208,17 +209,21 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     problems.install(app)
+    sandbox = services.settings.sandbox_url or "off"
+
     # First of the routes: a probe's request is matched before the 175 others are tried (issue 30).
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, Any]:
+    # Its answer is JSON made here, as FastAPI would make it from the dict (the document still says
+    # so), without validating a dict against `dict[str, Any]` on the way.
+    @app.get("/healthz", tags=["health"], response_model=dict[str, Any])
+    def healthz() -> Response:
         """Liveness and read-model progress; needs no token."""
         read_side = health(services.store, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
-        return {
+        return JSONResponse({
             **read_side,
-            "sandbox": services.settings.sandbox_url or "off",
+            "sandbox": sandbox,
             # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
             "mcp": {"watchers": len(mcp_endpoint.watch)},
-        }
+        })
 
     # Each kind of tool's own routes (a module's, a plan's), then the routes every kind shares.
     for plugin in services.plugins:
