@@ -171,7 +171,7 @@ class DirectCalls:
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             return None
-        has_json, _ = check_accept_headers(http)
+        has_json = accepts_json(http.headers.get("accept", ""))
         if not has_json or headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return None
         return session, transport
@@ -223,6 +223,25 @@ def _tools_call(body: bytes) -> JSONRPCRequest | None:
         return JSONRPCRequest.model_validate(decoded, by_name=False)
     except ValidationError:
         return None
+
+
+@lru_cache(maxsize=64)
+def accepts_json(accept: str) -> bool:
+    """Whether an `Accept` header's value takes JSON, as the SDK's `check_accept_headers` reads it
+    (kept per value: a client sends the same one with every request)."""
+    has_json, _ = check_accept_headers(_Accepting(accept))
+    return has_json
+
+
+@dataclass(frozen=True)
+class _Accepting:
+    """What `check_accept_headers` reads of a request: its `Accept` header."""
+
+    accept: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"accept": self.accept}
 
 
 async def read_body(receive: Receive) -> tuple[bytes, Message | None]:
@@ -351,7 +370,7 @@ class FastCalls:
         (`mcp.server._streamable_http_modern.handle_modern_request`, in its order), else None."""
         if await self._security.validate_request(http, is_post=True) is not None:
             return None
-        has_json, _ = check_accept_headers(http)
+        has_json = accepts_json(http.headers.get("accept", ""))
         if not has_json or find_duplicated_routing_header(http.headers.items()) is not None:
             return None
         verdict = classify_inbound_request(decoded, headers=dict(http.headers))

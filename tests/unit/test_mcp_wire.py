@@ -113,3 +113,13 @@ def test_the_params_shortcut_answers_as_the_specs_validation(version: str) -> No
     for params in cases:
         assert mcp_direct._valid_params(version, params) == validates(params), params  # noqa: SLF001
         assert mcp_direct._valid_params(version, {**params, "name": "other"}) == validates({**params, "name": "other"}), params  # noqa: SLF001
+
+
+def test_the_accept_header_is_read_as_the_sdk_reads_it() -> None:
+    from mcp.server.streamable_http import check_accept_headers
+    from starlette.requests import Request
+
+    for accept in ("", "application/json", "text/event-stream", "application/json, text/event-stream", "*/*", "application/*",
+                   "APPLICATION/JSON;q=0.5", "text/*", "application/jsonx", " application/json ; charset=utf-8"):
+        request = Request({"type": "http", "headers": [(b"accept", accept.encode())] if accept else []})
+        assert mcp_direct.accepts_json(accept) == check_accept_headers(request)[0], accept
