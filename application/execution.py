@@ -128,6 +128,18 @@ class Execution:
 
     def call_tool(self, tenant: str, name: str, input: Any, *, context: CallContext) -> ExecutionResult:
         """POST /api/v1/tools/{name}/call: runs the published version of a tool module."""
+        sandbox, bundle = self._tool_run(tenant, name, input, context)
+        return sandbox.run(bundle)
+
+    async def acall_tool(self, tenant: str, name: str, input: Any, *, context: CallContext) -> ExecutionResult:
+        """`call_tool` awaited on the event loop (issue 30): the same checks and bundle, then the
+        sandbox's `arun` (the embedded sandbox waits for its worker's answer with no thread). For a
+        caller whose reads of the module and graph ask no database (`CodeKind.acall` sees to it)."""
+        sandbox, bundle = self._tool_run(tenant, name, input, context)
+        return await sandbox.arun(bundle)
+
+    def _tool_run(self, tenant: str, name: str, input: Any, context: CallContext) -> tuple[Sandbox, Bundle]:
+        """The published tool module `name` checked (V1 on `input`) and bundled, and the tenant's sandbox to run it."""
         self._refuse_if_tenant_busy(tenant)
         module = self._store.find(tenant, name)
         if module is None or module.deleted:
@@ -143,7 +155,7 @@ class Execution:
         sandbox = self._tenant_sandbox(tenant)
         edges = self._store.graph(tenant).published_edges()
         bundle = self._bundle(tenant, name, edges, {name: module.published}, input=given, context=context)
-        return sandbox.run(bundle)
+        return sandbox, bundle
 
     def post_process(self, tenant: str, name: str, response: Any, *, context: CallContext) -> ExecutionResult:
         """An API URL tool's answer post-processed by the published tool module `name`: its

@@ -98,6 +98,12 @@ class TenantSandbox(Sandbox):
         with self.sessions.session(self.tenant) as background:
             return self.inner.run(_marked(execution, background))
 
+    async def arun(self, execution: Execution) -> ExecutionResult:
+        """`run` awaited on the event loop: the tenant's session is held while the inner sandbox's
+        `arun` is awaited (no thread for the embedded sandbox), and freed when it ends or is cancelled."""
+        with self.sessions.session(self.tenant) as background:
+            return await self.inner.arun(_marked(execution, background))
+
     def check(self, execution: Execution) -> ExecutionResult:
         with self.sessions.session(self.tenant) as background:
             return self.inner.check(_marked(execution, background))

@@ -15,6 +15,9 @@ A call resolves the name (R15), checks the caller's permissions (R14, and what t
 to them), and hands the call to the tool's kind, which validates the arguments before anything
 runs and executes it. Admission comes first and is the kind's own: only a kind with a bound (code,
 on the JavaScript pool) refuses when its capacity is taken; the toolbox never names a kind.
+An async route awaits the call (`acall`): on the event loop when nothing before the run can block
+(the catalog up to date, a store that asks no database before a read) and the kind can await its
+own work (`acall` of code and API URL tools), in a worker thread otherwise.
 
 Every result, whatever kind of tool produced it, passes `answered` before anyone sees it: a value
 nested deeper than `MAX_DEPTH` becomes a `result` error, and lone surrogates become U+FFFD.
@@ -30,6 +33,7 @@ from collections.abc import Callable, Collection, Container, Iterable, Iterator,
 from typing import Any, NamedTuple
 from uuid import UUID
 
+import anyio.to_thread
 from eventsourcing.persistence import Tracking
 from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.projection import Projection
@@ -535,6 +539,43 @@ class Toolbox(Tools):
         if undeclared:
             raise InvalidInput(undeclared)
         return self.call_entry(tenant, entry, arguments, context, depth=0)
+
+    async def acall(self, tenant: str, name: str, arguments: Any, *, permissions: Permissions, context: CallContext) -> ExecutionResult:
+        """`call` awaited from the event loop (issue 30: a call costs what its work costs, not a hop
+        to a worker thread and back). When the catalog is up to date and its store asks no database
+        before a read (`_in_memory`), `call`'s checks are made here and the call is the kind's
+        `acall`, if it has one (it decides what of its work may run on the loop); a kind without
+        one is called in a worker thread. Anything else (a catalog to bring up, a refusal or an
+        admin's call of an unlisted name, a store with other writers) is `call` in a worker thread,
+        as the routes always did. The same checks, in the same order, the same results."""
+        entry = self._entry_in_memory(tenant, name)
+        if entry is None or not permissions.allow(entry):
+            return await anyio.to_thread.run_sync(lambda: self.call(tenant, name, arguments, permissions=permissions, context=context))
+        if not permissions.everything:
+            self.kind_of(entry).check_permissions(tenant, entry, permissions, self)
+        undeclared = undeclared_violations(entry.input_schema, arguments)
+        if undeclared:
+            raise InvalidInput(undeclared)
+        if not entry.enabled:
+            raise ToolNotCallable(entry.name, "the tool is disabled")
+        kind = self.kind_of(entry)
+        awaited = getattr(kind, "acall", None)
+        if awaited is None:
+            return answered(await anyio.to_thread.run_sync(kind.call, tenant, entry, arguments, context, self, 0))
+        return answered(await awaited(tenant, entry, arguments, context, self, 0))
+
+    def _entry_in_memory(self, tenant: str, name: str) -> ToolEntry | None:
+        """The tool a call of `name` reaches (R15) when finding it reads nothing but the store's
+        position (a local read: SQLite's, in this process): the tenant's catalog is at it already,
+        and the store's cache asks no database before a read. None otherwise."""
+        repository = self._store.repository
+        if getattr(repository, "cache", None) is None or getattr(repository, "fastforward", True):
+            return None
+        catalog = self._catalogs.get(tenant)
+        if catalog is None or catalog.position < self._store.position():
+            return None
+        holders = catalog.listed.get(name)
+        return holders[0] if holders else None
 
     def call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, depth: int) -> ExecutionResult:
         """Hands the call to the tool's kind; whatever it answers passes `answered`."""

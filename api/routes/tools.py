@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Request, Response
-from starlette.concurrency import run_in_threadpool
 
 from api.deps import ToolCaller, permissions_of
 from api.problems import documented
@@ -40,8 +39,8 @@ async def call_tool(
     # taken) the answer is 429 at once, without a trip to a thread: a burst beyond the cap must not
     # queue behind itself. Tools of other kinds never wait on the pool. The kind has the last word.
     services.toolbox.admit(principal.tenant, name)
-    result = await run_in_threadpool(
-        services.toolbox.call,
+    # Awaited on the loop where nothing in the call blocks (`Toolbox.acall`), in a worker thread otherwise.
+    result = await services.toolbox.acall(
         principal.tenant,
         name,
         arguments,

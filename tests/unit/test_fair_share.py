@@ -4,6 +4,7 @@ publish's parallel checks stay within the tenant's share without refusing themse
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -195,3 +196,40 @@ def test_the_tenant_cap_defaults_to_half_the_sandbox_sessions(monkeypatch: pytes
     monkeypatch.setenv("TOOLSMITH_TENANT_MAX_SESSIONS", "0")
     with pytest.raises(ValueError):
         Settings()
+
+
+class AwaitedSandbox(RecordingSandbox):
+    """A sandbox whose `arun` is awaited on the loop until `go` is set (as the embedded one's is)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+
+    async def arun(self, execution: Execution) -> ExecutionResult:
+        self.given.append(execution)
+        await self.go.wait()
+        return ExecutionResult(output=1)
+
+
+def test_an_awaited_run_holds_a_session_of_its_tenant_until_it_ends_or_is_cancelled() -> None:
+    sessions = TenantSessions(2, foreground=1)
+    inner = AwaitedSandbox()
+    alpha = TenantSandbox(inner, sessions, "alpha")
+
+    async def scenario() -> None:
+        first = asyncio.create_task(alpha.arun(_bundle()))
+        second = asyncio.create_task(alpha.arun(_bundle()))
+        await asyncio.sleep(0)
+        assert sessions.held("alpha") == 2
+        assert [e.background for e in inner.given] == [False, True]  # beyond the first: background
+        with pytest.raises(TenantBusy):  # at once, awaiting nothing
+            await alpha.arun(_bundle())
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        assert sessions.held("alpha") == 1
+        inner.go.set()
+        assert (await first).output == 1
+        assert sessions.held("alpha") == 0
+
+    asyncio.run(scenario())

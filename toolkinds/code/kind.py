@@ -10,11 +10,14 @@ from collections.abc import Collection, Mapping
 from typing import Any
 from uuid import UUID
 
+import anyio.to_thread
+
 from application.context import CallContext
 from application.kinds.base import Ranked, ToolKind, Tools, tagged
 from domain.catalog import ToolEntry
 from domain.errors import SandboxBusy
-from domain.model import CodeModule, module_aggregate_id
+from domain.graph import bundle_order
+from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
 from domain.ports import ExecutionResult
 from domain.rules import input_schema
 
@@ -60,6 +63,33 @@ class CodeKind(ToolKind):
 
     def call(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
         return self._run(tenant, entry.name, arguments, context)
+
+    async def acall(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, tools: Tools, depth: int) -> ExecutionResult:
+        """`call`, awaited (issue 30: a call costs what its work costs). When every read the call
+        makes — the tenant's import graph, the module and each module its bundle imports — is in
+        the store's cache and asks no database first (`_in_memory`), the call is checked and bundled
+        on the event loop and its run awaited (`Sandbox.arun`: no thread for the embedded sandbox).
+        Otherwise `call` in a worker thread, as the route always did."""
+        if self._in_memory(tenant, entry.name):
+            return await self.deps.execution.acall_tool(tenant, entry.name, arguments, context=context)
+        return await anyio.to_thread.run_sync(self.call, tenant, entry, arguments, context, tools, depth)
+
+    def _in_memory(self, tenant: str, name: str) -> bool:
+        """Whether reading what a call of `name` runs blocks on nothing: the store's cache holds the
+        graph and every module of the bundle, and does not ask the database for newer events first
+        (it does with PostgreSQL, where other replicas write)."""
+        store = self.deps.store
+        repository = store.repository
+        cache = getattr(repository, "cache", None)
+        if cache is None or getattr(repository, "fastforward", True):
+            return False
+        try:
+            cache.get(graph_aggregate_id(tenant))
+            for needed in bundle_order(store.graph(tenant).published_edges(), name):
+                cache.get(module_aggregate_id(tenant, needed))
+        except KeyError:
+            return False
+        return True
 
     def call_unlisted(self, tenant: str, name: str, arguments: Any, context: CallContext) -> ExecutionResult | None:
         # The module's own reason: not published, a library, disabled.
