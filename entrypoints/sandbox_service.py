@@ -44,6 +44,7 @@ from domain.ports import Sandbox
 from domain.values import MAX_DEPTH, too_deep
 from sandbox.capabilities import PROFILES, UnknownProfile, profile
 from sandbox.config import SandboxConfig
+from sandbox.embedded import EmbeddedSandbox
 from sandbox.wire import (
     BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, SERVICE_LOG_HEADER, SERVICE_LOG_OFF, WireError, check_then_run_from_wire,
     execution_from_wire, outcomes_to_wire, result_to_wire, to_json,
@@ -168,11 +169,15 @@ def create_sandbox_app(
             record("busy", module)
             return _busy(sessions.limit)
         try:
-            if visit:
-                work = partial(sandbox.check_then_run, execution, inputs, capabilities=capabilities)
+            if mode == "run" and isinstance(sandbox, EmbeddedSandbox):
+                # A run's answer is awaited on the loop (sandbox.embedded: `arun`), without a thread.
+                answer = await sandbox.arun(execution, capabilities=capabilities)
             else:
-                work = partial(sandbox.check if mode == "check" else sandbox.run, execution, capabilities=capabilities)
-            answer = await anyio.to_thread.run_sync(work, limiter=threads)
+                if visit:
+                    work = partial(sandbox.check_then_run, execution, inputs, capabilities=capabilities)
+                else:
+                    work = partial(sandbox.check if mode == "check" else sandbox.run, execution, capabilities=capabilities)
+                answer = await anyio.to_thread.run_sync(work, limiter=threads)
         except SandboxBusy as e:
             record("busy", module)
             return _busy(e.limit)
