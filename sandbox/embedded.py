@@ -11,6 +11,11 @@ visit: one request to one worker, which answers each program as it ends, each un
 deadline. A run that times out, crashes or runs out of memory costs its worker as a call would;
 the programs after it go to another worker, in a visit of their own.
 
+A call from a thread (`run`, `check`, `check_then_run`) waits on its worker's socket; a call from
+an event loop (`arun`) awaits the same answer on the loop, without a thread (docs/sandbox.md). Both
+hold the same conversation with the worker (`_conversation`: send the request, read its frames,
+lower the worker at `LONG_CALL_SECONDS`, kill it at the deadline), which waits on nothing itself.
+
 At most `max_active_sessions` calls run at once; one more fails at once with `SandboxBusy` (429):
 nothing queues. Workers are forked from a zygote (`sandbox.worker`) in a few milliseconds;
 `workers` of them are kept while idle, more start on demand and retire after a minute unused.
@@ -364,8 +369,9 @@ class EmbeddedSandbox(Sandbox):
         while len(answers) < len(visit.programs):
             if visit.gated and answers and answers[0][1] is not None:
                 break  # the check failed: nothing runs
+            request = _request(visit, len(answers))  # before a worker is taken: nothing to give back if it fails
             worker = self._take()
-            conversation = self._conversation(visit, answers, started, worker)
+            conversation = self._conversation(visit, answers, started, worker, request)
             frames = worker.frames
             try:
                 until = next(conversation)
@@ -382,7 +388,7 @@ class EmbeddedSandbox(Sandbox):
         return answers
 
     def _conversation(
-        self, visit: _Visit, answers: list[_Answer], started: float, worker: _Worker, request: bytes | None = None,
+        self, visit: _Visit, answers: list[_Answer], started: float, worker: _Worker, request: bytes,
     ) -> Generator[float, bool, None]:
         """One worker's part of a visit: the programs not yet answered, sent in one request, their
         answers read into `answers` until all are in, the gate closes, or the worker is lost.
@@ -393,8 +399,6 @@ class EmbeddedSandbox(Sandbox):
         programs = visit.programs[first:]
         gated = visit.gated and first == 0
         timeout = visit.timeout
-        if request is None:
-            request = _request(visit, first)
         frames = worker.frames
         served = 0
         try:
@@ -549,10 +553,10 @@ async def _converse(conversation: Generator[float, bool, None], frames: Frames) 
     """`arun`'s driver of a conversation: each wait for the worker's bytes is a future the loop
     resolves when its socket is readable (`add_reader`) or when the time comes (`call_later`),
     whichever is first; bytes there at that time still count, as `Frames.readable` counts them."""
-    loop = asyncio.get_running_loop()
-    fd = frames.sock.fileno()
     try:
-        until = next(conversation)
+        until = next(conversation)  # first: from here on, the conversation gives its worker back
+        loop = asyncio.get_running_loop()
+        fd = frames.sock.fileno()
         while True:
             waiting = loop.create_future()
             loop.add_reader(fd, _settle, waiting, True)
