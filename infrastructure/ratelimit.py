@@ -66,7 +66,9 @@ class RateLimiter:
     def waiting(self, key: str) -> float | None:
         """Without taking anything: None when a request of `key` would go on now, else the seconds
         until one would (a login throttle asks this before it knows whether a request counts)."""
-        if self.rate <= 0:
+        if self.rate <= 0 or key not in self._buckets:
+            # A key without a bucket has a full one (at least one request): every request of an
+            # address that sent no bad token asks this, and it costs no lock nor clock.
             return None
         with self._lock:
             tokens = self._tokens(key, self._clock())
