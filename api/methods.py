@@ -40,7 +40,7 @@ class _MethodsByPath:
             pattern = compile_path(path.rstrip("/") + "/{path:path}" if mounted else path)[0]
             methods = None if mounted or route.methods is None else frozenset(route.methods)
             if methods is not None and "GET" in methods:
-                methods |= {"HEAD"}  # HeadAsGet answers it
+                methods |= {"HEAD"}  # the edge answers it as GET (entrypoints.web.Edge)
             self.routes.append((pattern, methods))
         # Per table (per app), least recently asked paths dropped first; thread-safe.
         self.allowed = lru_cache(maxsize=PATHS_KEPT)(self._scan)

@@ -97,7 +97,7 @@ def openapi_with_problems(schema: dict[str, Any]) -> dict[str, Any]:
             for status, description in always.items():
                 responses.setdefault(status, {"description": description})
             if "requestBody" in operation:
-                # api.edge refuses a body not declared as JSON before any route sees it, and BodyLimit a large one.
+                # The edge (api.edge's checks) refuses a body not declared as JSON before any route sees it, and a large one.
                 media = "multipart/form-data" if "multipart/form-data" in operation["requestBody"].get("content", {}) else "JSON"
                 responses.setdefault("415", {"description": f"the body is not declared as {media}"})
                 responses.setdefault("413", {"description": _DESCRIPTIONS[413]})
