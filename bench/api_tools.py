@@ -11,7 +11,8 @@ answer extracted by the JMESPath `current.temp`) — and this process, the clien
   exactly `CONCURRENCY` connections, all kept alive) calling back to back for a fixed time: through
   Toolsmith (`POST /api/v1/tools/weather/call`) and directly (`GET /v1/weather/{city}` on the local
   API). Toolsmith's own requests to the local API go through its egress pool, which keeps its
-  connections alive too. Every answer is checked (the city comes back). 1 caller: informative.
+  connections alive too: the local API counts the connections each side opened (by User-Agent),
+  shown last. Every answer is checked (the city comes back). 1 caller: informative.
 - Overhead per call: the median latency of one caller through Toolsmith minus the direct one, in
   µs, without and with JMESPath extraction.
 - The route's floor (informative): the same calls of a native tool (`bench._upstream:weather`)
@@ -107,7 +108,9 @@ async def _rate(call: Callable[[], Awaitable[bool]], concurrency: int, seconds: 
 
 
 async def _measure(server: Server, upstream: str, args: argparse.Namespace, progress: Progress) -> tuple[list[Row], dict[str, object]]:
-    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    # One kept-alive connection per caller on both sides, kept between the phases too (httpx drops
+    # an idle one after 5 s by default; the local API keeps them, `bench._upstream`).
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY, keepalive_expiry=120)
     async with (
         httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, limits=limits, timeout=30, trust_env=False) as api,
         httpx.AsyncClient(base_url=upstream, limits=limits, timeout=30, trust_env=False) as direct,
@@ -147,10 +150,12 @@ async def _measure(server: Server, upstream: str, args: argparse.Namespace, prog
                     wrong += bad
             progress(f"  round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{n}×{c} {rates[(n, c)][-1]:,.0f}/s" for c in (1, CONCURRENCY) for n in calls))
-    return _rows(rates, p50), {"wrong": wrong, "args": vars(args)}
+        connections = (await direct.get("/v1/connections")).json()
+    return _rows(rates, p50, connections), {"wrong": wrong, "args": vars(args), "connections": connections}
 
 
-def _rows(rates: dict[tuple[str, int], list[float]], p50: dict[tuple[str, int], list[float]]) -> list[Row]:
+def _rows(rates: dict[tuple[str, int], list[float]], p50: dict[tuple[str, int], list[float]],
+          connections: dict[str, int]) -> list[Row]:
     rows = []
     for c in (CONCURRENCY, 1):
         ours, base = rates[("toolsmith", c)], rates[("direct", c)]
@@ -184,6 +189,14 @@ def _rows(rates: dict[tuple[str, int], list[float]], p50: dict[tuple[str, int], 
             f"direct p50 {direct * 1e6:,.0f} µs",
             None, "(informative)", None, "",
         ))
+    # Both sides keep their connections to the local API alive: one per caller over the whole run
+    # (the direct side's count includes the launcher's readiness probe).
+    rows.append(Row(
+        "connections opened to the local API over the run",
+        f"Toolsmith's egress {connections['toolsmith']}",
+        f"httpx directly {connections['direct']}",
+        None, f"(informative: kept alive, {CONCURRENCY} each + the probe)", None, "",
+    ))
     return rows
 
 
