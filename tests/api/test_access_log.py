@@ -1,12 +1,14 @@
 """The access log (issue 30): one line per request, written by the app's edge under uvicorn's logger
 name, with its parts as fields (method, path, status, duration, client); never a query string or a
-header (a token may be in either), and no line at all while its level is off."""
+header (a token may be in either), no line at all while its level is off, and a line for a request
+the app fails (the 500 it gets)."""
 
 from __future__ import annotations
 
 import logging
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.helpers import ADMIN_TOKEN
@@ -43,3 +45,15 @@ def test_no_line_is_made_while_the_access_log_is_off(client: TestClient, caplog:
     caplog.set_level(logging.WARNING)
     assert client.get(MODULES).status_code == 200
     assert access_lines(caplog) == []
+
+
+def test_a_request_the_app_fails_is_logged_with_the_500_it_gets(app: FastAPI, caplog: pytest.LogCaptureFixture) -> None:
+    @app.get("/test-only/fails")
+    def fails() -> None:
+        raise RuntimeError("the route fails")
+
+    caplog.set_level(logging.INFO)
+    # (not `with`: the app's lifespan is the fixture's)
+    answer = TestClient(app, raise_server_exceptions=False).get("/test-only/fails")
+    assert answer.status_code == 500 and answer.json()["code"] == "internal-error"
+    assert [(r.method, r.path, r.status) for r in access_lines(caplog)] == [("GET", "/test-only/fails", 500)]  # type: ignore[attr-defined]
