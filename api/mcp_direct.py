@@ -75,10 +75,11 @@ from starlette.types import Message, Receive, Scope, Send
 
 from api import mcp_sdk, problems
 from api.mcp_tools import CALL_FAILED, not_offered_text, refusal_text, wire_error, wire_result
-from api.mcp_watch import take_offer
+from api.mcp_watch import Offer, take_offer
 from application.context import MCP
 from application.queries import call_context
 from domain.errors import ModuleError, UnknownRecord
+from domain.ports import ExecutionResult
 
 if TYPE_CHECKING:
     from api.services import Services
@@ -272,6 +273,8 @@ MODERN_VERSION = "2026-07-28"
 KNOWN_VERSIONS = frozenset(HANDSHAKE_PROTOCOL_VERSIONS) | {MODERN_VERSION}
 PLAIN_PARAMS = frozenset({"name", "arguments"})
 _PARAM_HEADER = MCP_PARAM_HEADER_PREFIX.lower()
+# Offers kept for calls answered on the event loop, one per caller and server (the oldest goes first).
+MAX_OFFERS_KEPT = 4_096
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
@@ -300,6 +303,7 @@ class FastCalls:
         # The 2026 era's `serverInfo` stamp: the SDK copies it afresh for each answer, in case one
         # is changed; this one is only ever serialized.
         self._server_info = server.server_info_stamp
+        self._offers: dict[tuple[Principal, str | None], Offer] = {}
 
     def seal(self) -> None:
         """Takes the server's middleware as it is now as the chain known to do nothing for a plain
@@ -378,36 +382,89 @@ class FastCalls:
 
     async def _call(self, principal: Principal, server_id: str | None, request_id: RequestId, params: dict[str, Any],
                     headers: Any) -> dict[str, Any] | _Failed:
-        """The wire result of the call, the offer taken in the call's own worker thread."""
+        """The wire result of the call: on the event loop with the caller's offer as of the store's
+        position, when the store reads in memory and an offer taken at that position is kept;
+        else the offer taken afresh and the call made in one worker thread."""
         services = self._services
         name, arguments = params["name"], params.get("arguments")
+        key = (principal, server_id)
+        offer = self._offers.get(key) if _reads_in_memory(services) else None
+        # The offer is everything the store said at its generation (its position): the tools, the
+        # caller's profile, the server's tools. While the store has not moved, a new one would be
+        # the same; any change (of any tenant) moves it, and the offer is taken again.
+        if offer is not None and offer.generation == services.toolbox.generation():
+            entry = offer.tool(name)
+            self._check_param_headers(entry, arguments, headers)
+            if entry is None:
+                return wire_error(not_offered_text(server_id, name))
+            try:
+                services.toolbox.admit(principal.tenant, name)
+                result = await services.toolbox.acall(principal.tenant, name, arguments if arguments is not None else {},
+                                                      permissions=offer.permissions, context=call_context(principal, MCP, str(request_id)))
+            except ModuleError as error:
+                return wire_error(refusal_text(error))
+            except Exception:
+                log.exception("an MCP tool call failed", extra={"tool": name})
+                return wire_error(CALL_FAILED)
+            return _wired(result)
+
+        taken: list[Offer] = []
 
         def offered_call() -> dict[str, Any] | _Failed:
             # Raises UnknownRecord for a server the tenant does not have, as the gate's offer does.
-            offer = take_offer(services, principal, server_id)
-            entry = offer.tool(name)
-            if headers is not None and entry is not None and (arguments or any(h.startswith(_PARAM_HEADER) for h in headers)):
-                # The SDK checks the call's Mcp-Param-* headers against the schema the caller is offered.
-                if validate_mcp_param_headers(entry.input_schema, arguments or {}, headers) is not None:
-                    raise _Declined
+            taken.append(take_offer(services, principal, server_id))
+            entry = taken[0].tool(name)
+            self._check_param_headers(entry, arguments, headers)
             if entry is None:
                 # The toolbox would run any tool the caller may use; through this server, only what it offers.
                 return wire_error(not_offered_text(server_id, name))
             try:
                 services.toolbox.admit(principal.tenant, name)
                 result = services.toolbox.call(principal.tenant, name, arguments if arguments is not None else {},
-                                               permissions=offer.permissions, context=call_context(principal, MCP, str(request_id)))
+                                               permissions=taken[0].permissions, context=call_context(principal, MCP, str(request_id)))
             except ModuleError as error:
                 return wire_error(refusal_text(error))
             except Exception:
                 log.exception("an MCP tool call failed", extra={"tool": name})
                 return wire_error(CALL_FAILED)
-            try:
-                return wire_result(result)
-            except Exception as error:  # an output JSON cannot carry: the kernel's error, as before
-                return _Failed(error)
+            return _wired(result)
 
-        return await anyio.to_thread.run_sync(offered_call)
+        try:
+            return await anyio.to_thread.run_sync(offered_call)
+        finally:
+            if taken:  # kept here, on the loop: the only place the kept offers change
+                self._keep(key, taken[0])
+
+    @staticmethod
+    def _check_param_headers(entry: Any, arguments: dict[str, Any] | None, headers: Any) -> None:
+        """The SDK checks a 2026 call's Mcp-Param-* headers against the schema the caller is offered;
+        one it refuses is the SDK's to answer (`_Declined`), before anything runs."""
+        if headers is not None and entry is not None and (arguments or any(h.startswith(_PARAM_HEADER) for h in headers)):
+            if validate_mcp_param_headers(entry.input_schema, arguments or {}, headers) is not None:
+                raise _Declined
+
+    def _keep(self, key: tuple[Principal, str | None], offer: Offer) -> None:
+        """Keeps the newest offer per caller and server (a bounded number of them)."""
+        offers = self._offers
+        offers.pop(key, None)
+        if len(offers) >= MAX_OFFERS_KEPT:
+            offers.pop(next(iter(offers)), None)
+        offers[key] = offer
+
+
+def _reads_in_memory(services: Services) -> bool:
+    """Whether the store answers reads from memory, asking no database first (its aggregates
+    cached, no other writer to fast-forward from: SQLite in this process), so that its position and
+    a kept offer may be read on the event loop, as `Toolbox.acall` judges."""
+    repository = services.store.repository
+    return getattr(repository, "cache", None) is not None and not getattr(repository, "fastforward", True)
+
+
+def _wired(result: ExecutionResult) -> dict[str, Any] | _Failed:
+    try:
+        return wire_result(result)
+    except Exception as error:  # an output JSON cannot carry: the kernel's error, as before
+        return _Failed(error)
 
 
 def _plain_call(body: bytes) -> tuple[dict[str, Any], RequestId, dict[str, Any]] | None:

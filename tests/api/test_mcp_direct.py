@@ -266,24 +266,31 @@ def test_a_param_header_the_sdk_refuses_is_refused_before_the_tool_runs(client: 
 
     publish(client, "echo", "exports.run = function (input) { return input.text; };")
     ran: list[str] = []
-    toolbox_call = Toolbox.call
+    toolbox_call, toolbox_acall = Toolbox.call, Toolbox.acall
 
     def counted(self: Any, tenant: str, name: str, *args: Any, **kwargs: Any) -> Any:
         ran.append(name)
         return toolbox_call(self, tenant, name, *args, **kwargs)
+
+    async def acounted(self: Any, tenant: str, name: str, *args: Any, **kwargs: Any) -> Any:
+        ran.append(name)
+        return await toolbox_acall(self, tenant, name, *args, **kwargs)
 
     def refuse(schema: Any, arguments: Any, sent: Any) -> Any:
         value = sent.get("mcp-param-text")
         return None if value is None else InboundLadderRejection(code=HEADER_MISMATCH, message="Mcp-Param-Text does not match")
 
     monkeypatch.setattr(Toolbox, "call", counted)
+    monkeypatch.setattr(Toolbox, "acall", acounted)
     monkeypatch.setattr(mcp_direct, "validate_mcp_param_headers", refuse)
     monkeypatch.setattr(modern, "validate_mcp_param_headers", refuse)
 
-    refused = modern_call(client, "echo", {"text": "a"}, extra={"Mcp-Param-Text": "b"})
-    assert refused.status_code == 400 and refused.json()["error"]["code"] == HEADER_MISMATCH, refused.text
+    for _ in range(2):  # the offer taken afresh, then kept
+        refused = modern_call(client, "echo", {"text": "a"}, extra={"Mcp-Param-Text": "b"})
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == HEADER_MISMATCH, refused.text
     assert ran == []
     assert modern_call(client, "echo", {"text": "a"}).status_code == 200 and ran == ["echo"]
+    assert modern_call(client, "echo", {"text": "a"}).status_code == 200 and ran == ["echo", "echo"]
 
 
 def test_with_a_tracer_configured_every_call_goes_through_the_sdks_span(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,3 +317,37 @@ def test_with_a_tracer_configured_every_call_goes_through_the_sdks_span(client: 
     assert call(client, session, "echo", {"text": "a"}).json()["result"]["content"][0]["text"] == "a"
     assert modern_call(client, "echo", {"text": "b"}).json()["result"]["content"][0]["text"] == "b"
     assert spans == ["tools/call", "tools/call"]
+
+
+def test_a_callers_offer_is_kept_while_the_store_stands_still_and_taken_again_once_it_moves(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from api import mcp_direct
+
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    publish(client, "other", "exports.run = function (input) { return 'other'; };")
+    expect(client.post("/api/v1/admin/usage-profiles", json={"id": "narrow", "description": "n", "allowedTools": ["echo"]}), 201)
+    caller = expect(client.post("/api/v1/admin/tokens", json={"name": "a caller", "role": "caller", "usageProfile": "narrow"}), 201).json()["token"]
+    taken: list[str] = []
+    take_offer = mcp_direct.take_offer
+
+    def counted(services: Any, principal: Any, server_id: Any) -> Any:
+        taken.append(principal.role)
+        return take_offer(services, principal, server_id)
+
+    monkeypatch.setattr(mcp_direct, "take_offer", counted)
+    session = open_session_as(client, caller)
+
+    def text(answered: Any) -> str:
+        return answered.json()["result"]["content"][0]["text"]
+
+    for _ in range(3):
+        assert text(call(client, session, "echo", {"text": "a"}, token=caller)) == "a"
+        assert text(modern_call(client, "echo", {"text": "b"}, token=caller)) == "b"
+        assert text(modern_call(client, "other", {}, token=caller)).startswith("tool-not-found")
+    assert taken.count("caller") == 1  # one offer, kept for every call after
+
+    # the profile changes: the very next call of either era is answered from the new offer
+    expect(client.put("/api/v1/admin/usage-profiles/narrow", json={"description": "n", "allowedTools": ["other"]}), 200)
+    assert text(call(client, session, "echo", {"text": "a"}, token=caller)).startswith("tool-not-found")
+    assert text(modern_call(client, "echo", {"text": "b"}, token=caller)).startswith("tool-not-found")
+    assert text(modern_call(client, "other", {}, token=caller)) == "other"
+    assert taken.count("caller") == 2
