@@ -225,11 +225,13 @@ def create_app(services: Services) -> FastAPI:
             "mcp": {"watchers": len(mcp_endpoint.watch)},
         })
 
+    # Then the tool call, the request clients make most: the router tries the routes in order, and
+    # this one was behind some forty others (no other route's path starts with /api/v1/tools/).
+    app.include_router(tools.router)
     # Each kind of tool's own routes (a module's, a plan's), then the routes every kind shares.
     for plugin in services.plugins:
         for router in plugin.routers:
             app.include_router(router)
-    app.include_router(tools.router)
     app.include_router(changesets.router)
     app.include_router(catalog.router_for(services.toolbox.call_types))
     for router in (callers.agents, callers.servers, callers.profiles):
