@@ -19,8 +19,7 @@ not allow (DNS rebinding), a missing or unknown bearer token (401), a role that 
 (403), a server the caller's tenant does not have (404). It binds the session to the token and the
 server that opened it: the SDK answers 404 to a session id presented with another token or on
 another server's path. A plain `tools/call` of either era is then answered by `api.mcp_direct`'s
-`FastCalls`, which takes the caller's offer with the call, in its worker thread (one hop, as
-REST's); for anything else the gate takes the offer (see `api.mcp_watch`) and leaves it in the
+`FastCalls`, which takes (or keeps) the caller's offer with the call; for anything else the gate takes the offer (see `api.mcp_watch`) and leaves it in the
 request's state for the SDK's handlers.
 """
 

@@ -26,9 +26,11 @@ call takes the SDK's path again (slower, never wrong). `tests/unit/test_mcp_sdk.
 
 `FastCalls` goes one step further for the plainest and hottest request there is, a valid
 `tools/call` (issue 30: MCP at REST's cost), of a session as above or a self-contained 2026-07-28
-POST: the body is parsed once (orjson), the caller's offer is taken in the same worker thread as
-the call (one hop, as REST's), and the answer is built as a plain dict and serialized once, the
-same bytes as the SDK's kernel gives (`tests/unit/test_mcp_wire.py`). It answers only what it can
+POST: the body is parsed once (orjson); the call is awaited on the event loop (`Toolbox.acall`, as
+REST's) with the caller's offer kept while the store has not moved since it was taken, else the
+offer is taken afresh and the call made in one worker thread (one hop); and the answer is built
+as a plain dict and serialized once, the same bytes as the SDK's kernel gives
+(`tests/unit/test_mcp_wire.py`). It answers only what it can
 answer exactly as the SDK would: the SDK's own checks run first (the spec's validation of the
 params, the 2026 era's envelope, routing headers and `Mcp-Param-*` headers), and whatever they
 would refuse, or anything it does not know to be plain (an OpenTelemetry tracer to report spans
