@@ -390,7 +390,7 @@ class FastCalls:
         services = self._services
         name, arguments = params["name"], params.get("arguments")
         key = (principal, server_id)
-        offer = self._offers.get(key) if _reads_in_memory(services) else None
+        offer = self._offers.get(key) if services.store.owns_its_writes else None
         # The offer is everything the store said at its generation (its position): the tools, the
         # caller's profile, the server's tools. While the store has not moved, a new one would be
         # the same; any change (of any tenant) moves it, and the offer is taken again.
@@ -452,14 +452,6 @@ class FastCalls:
         if len(offers) >= MAX_OFFERS_KEPT:
             offers.pop(next(iter(offers)), None)
         offers[key] = offer
-
-
-def _reads_in_memory(services: Services) -> bool:
-    """Whether the store answers reads from memory, asking no database first (its aggregates
-    cached, no other writer to fast-forward from: SQLite in this process), so that its position and
-    a kept offer may be read on the event loop, as `Toolbox.acall` judges."""
-    repository = services.store.repository
-    return getattr(repository, "cache", None) is not None and not getattr(repository, "fastforward", True)
 
 
 def _wired(result: ExecutionResult) -> dict[str, Any] | _Failed:

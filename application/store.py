@@ -147,6 +147,10 @@ class Store(Application):
         self._tool_names = tool_names or NoOtherTools()
         # This store's: the core's (`snapshotting_intervals`), and the kinds' aggregates that `snapshot` adds.
         self.snapshot_intervals: dict[type[Any], int] = dict(type(self).snapshotting_intervals)
+        # The newest notification id, kept here when this process is the store's one writer (see
+        # `owns_its_writes`); None until first asked, and always None for a store others write too.
+        self._position: int | None = None
+        self._position_lock = threading.Lock()
 
     def snapshot(self, aggregates: Iterable[type[Any]]) -> None:
         """Snapshots these aggregates too, at the same interval: the kinds' own that grow for as long
@@ -307,5 +311,36 @@ class Store(Application):
         this process's before its save returns)."""
         return bool(self.recorder.select_events(aggregate_id, gt=version, limit=1))
 
+    @property
+    def owns_its_writes(self) -> bool:
+        """Whether every write of the store passes through this object, so that what it caches
+        needs no database read to stay current: its aggregates are cached and not fast-forwarded
+        (SQLite, which one serving process owns; a PostgreSQL store has other writers)."""
+        repository = self.repository
+        return getattr(repository, "cache", None) is not None and not getattr(repository, "fastforward", True)
+
     def position(self) -> int:
-        return self.recorder.max_notification_id() or 0
+        """The newest notification id. A store that owns its writes keeps it from its own saves
+        (a read of SQLite per tool call cost a tenth of the call, issue 30); any other asks the
+        database each time."""
+        known = self._position
+        if known is not None:
+            return known
+        position = self.recorder.max_notification_id() or 0
+        if self.owns_its_writes:
+            self._advance(position)
+        return position
+
+    def _advance(self, position: int) -> None:
+        with self._position_lock:
+            if self._position is None or position > self._position:
+                self._position = position
+
+    def _record(self, processing_event: ProcessingEvent[Any]) -> list[Any]:
+        recordings = super()._record(processing_event)
+        if recordings and self.owns_its_writes:
+            # After the commit, so a reader that sees the new position finds its events stored.
+            # Ids only grow, and `_advance` keeps the larger: a read of the database racing this
+            # write cannot set the position back.
+            self._advance(max(recording.notification.id for recording in recordings))
+        return recordings

@@ -568,8 +568,7 @@ class Toolbox(Tools):
         """The tool a call of `name` reaches (R15) when finding it reads nothing but the store's
         position (a local read: SQLite's, in this process): the tenant's catalog is at it already,
         and the store's cache asks no database before a read. None otherwise."""
-        repository = self._store.repository
-        if getattr(repository, "cache", None) is None or getattr(repository, "fastforward", True):
+        if not self._store.owns_its_writes:
             return None
         catalog = self._catalogs.get(tenant)
         if catalog is None or catalog.position < self._store.position():

@@ -79,10 +79,9 @@ class CodeKind(ToolKind):
         graph and every module of the bundle, and does not ask the database for newer events first
         (it does with PostgreSQL, where other replicas write)."""
         store = self.deps.store
-        repository = store.repository
-        cache = getattr(repository, "cache", None)
-        if cache is None or getattr(repository, "fastforward", True):
+        if not store.owns_its_writes:
             return False
+        cache = store.repository.cache
         try:
             cache.get(graph_aggregate_id(tenant))
             for needed in bundle_order(store.graph(tenant).published_edges(), name):
