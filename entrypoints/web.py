@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from time import perf_counter
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.responses import JSONResponse, Response
@@ -214,12 +215,20 @@ def create_app(services: Services) -> FastAPI:
     # First of the routes: a probe's request is matched before the 175 others are tried (issue 30).
     # Its answer is JSON made here, as FastAPI would make it from the dict (the document still says
     # so), without validating a dict against `dict[str, Any]` on the way.
+    # What it reads is local (SQLite in this process, read models in memory) with the embedded
+    # defaults: then it is answered on the event loop, as a tool call is (`Toolbox.acall`), without
+    # a hop to a worker thread; a read of PostgreSQL or OpenSearch goes to a worker thread.
+    read_locally = services.store.owns_its_writes and services.settings.opensearch_url is None
+
+    def read_side() -> dict[str, Any]:
+        return health(services.store, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
+
     @app.get("/healthz", tags=["health"], response_model=dict[str, Any])
-    def healthz() -> Response:
+    async def healthz() -> Response:
         """Liveness and read-model progress; needs no token."""
-        read_side = health(services.store, services.runner, max_lag_seconds=services.settings.read_model_max_lag_seconds)
+        read = read_side() if read_locally else await anyio.to_thread.run_sync(read_side)
         return JSONResponse({
-            **read_side,
+            **read,
             "sandbox": sandbox,
             # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
             "mcp": {"watchers": len(mcp_endpoint.watch)},
