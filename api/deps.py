@@ -68,7 +68,9 @@ def bearer_token(authorization: str | None) -> str | None:
 
 Admin = Annotated[Principal, Depends(_Admitted(ADMIN))]
 Reader = Annotated[Principal, Depends(_Admitted(ADMIN, AUDITOR))]
-ToolCaller = Annotated[Principal, Depends(_Admitted(ADMIN, CALLER))]
+# The tool call route admits its caller itself (api/routes/tools.py), with this same dependency.
+TOOL_CALLER = _Admitted(ADMIN, CALLER)
+ToolCaller = Annotated[Principal, Depends(TOOL_CALLER)]
 # Manages tenants and nothing inside them (docs/tenants.md): no other route takes its token.
 Operator = Annotated[Principal, Depends(_Admitted(OPERATOR))]
 
