@@ -57,3 +57,25 @@ def test_the_cache_never_goes_back_to_an_older_version() -> None:
     newest = _Versioned(4)
     cache.put("id", newest)
     assert cache.get("id") is newest
+
+
+def test_a_store_that_owns_its_writes_knows_its_position_from_its_saves() -> None:
+    app = _repository("n")  # as on SQLite: every write passes through this store
+    assert app.store.owns_its_writes
+    assert app.store.position() == 0
+    app.modules.create(TENANT, "m", description="first", content="exports.x = 1;", imports=[], tool=None, by="t")
+    app.modules.update(TENANT, "m", description="second", by="t")
+    stored = app.store.recorder.max_notification_id()
+    assert stored == 2 and app.store.position() == stored  # seen at once, without asking the recorder
+    app.store._advance(1)  # a read of the database begun before the last save, answered after it
+    assert app.store.position() == 2
+
+
+def test_a_store_with_other_writers_asks_the_database_for_its_position(monkeypatch: Any) -> None:
+    app = _repository("y")  # as on PostgreSQL: other replicas write
+    assert not app.store.owns_its_writes
+    app.modules.create(TENANT, "m", description="first", content="exports.x = 1;", imports=[], tool=None, by="t")
+    assert app.store.position() == 1
+    # Another replica writes events past this store object: its position says so at once.
+    monkeypatch.setattr(app.store.recorder, "max_notification_id", lambda: 7)
+    assert app.store.position() == 7
