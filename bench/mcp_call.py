@@ -36,6 +36,7 @@ from pathlib import Path
 import anyio
 import httpx
 
+from bench import request_path
 from bench._common import Progress, Row, median, quartiles, rotated, standalone
 from testing.launcher import Server
 
@@ -89,45 +90,13 @@ def open_session(url: str) -> str:
     return session
 
 
-# wrk's script: POSTs `head .. n .. tail` to `path`, n counting the requests when `numbered` (MCP:
-# the requests of one session are told apart by their JSON-RPC id), else `head` (REST: a tool takes
-# no member it does not declare); counts the answers that are not 200 with `expected` in the body,
-# and prints one line of JSON at the end.
-WRK_SCRIPT = """
-local path, head, tail, numbered, expected = {path}, {head}, {tail}, {numbered}, {expected}
-wrk.method = "POST"
-{headers}
--- `first` and `wrong` are globals: the main state sets and reads them in each thread's state.
-local threads, counter = {{}}, 0
-wrong = 0
-function setup(thread) thread:set("first", #threads * 1000000000); table.insert(threads, thread) end
-function request()
-  if not numbered then return wrk.format(nil, path, nil, head) end
-  counter = counter + 1
-  return wrk.format(nil, path, nil, head .. (first + counter) .. tail)
-end
-function response(status, headers, body)
-  if status ~= 200 or not string.find(body, expected, 1, true) then wrong = wrong + 1 end
-end
-function done(summary, latency, requests)
-  local bad, e = 0, summary.errors
-  for _, thread in ipairs(threads) do bad = bad + thread:get("wrong") end
-  io.write(string.format('WRK {{"requests": %d, "micros": %d, "p50": %d, "wrong": %d, "errors": %d}}\\n',
-    summary.requests, summary.duration, latency:percentile(50), bad, e.connect + e.read + e.write + e.timeout))
-end
-"""
-
-
-def _lua(text: str) -> str:
-    return "[==[" + text + "]==]"
-
-
+# wrk's script (bench.request_path's): POSTs `head .. n .. tail` with n counting the requests (MCP:
+# the requests of one session are told apart by their JSON-RPC id), or the body as it is (REST: a
+# tool takes no member it does not declare); it counts the answers that are not 200 with the
+# expected output, and prints one line of JSON at the end.
 def wrk_script(path: str, body: str | tuple[str, str], expected: str, headers: dict[str, str]) -> str:
     """`body`: as it is, or a (head, tail) pair with a counter between them."""
-    head, tail = body if isinstance(body, tuple) else (body, "")
-    lines = "\n".join(f"wrk.headers[ {_lua(k)} ] = {_lua(v)}" for k, v in headers.items())
-    numbered = "true" if isinstance(body, tuple) else "false"
-    return WRK_SCRIPT.format(path=_lua(path), head=_lua(head), tail=_lua(tail), numbered=numbered, expected=_lua(expected), headers=lines)
+    return request_path.wrk_script("POST", path, body, expected, headers)
 
 
 def wrk_variants(url: str, session: str) -> dict[str, str]:
