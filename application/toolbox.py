@@ -531,6 +531,11 @@ class Toolbox(Tools):
                     if result is not None:
                         return answered(result)
             raise ToolNotCallable(name, "no such tool" if permissions.everything or entry is None else "not allowed for this caller (R14)")
+        self._check_caller(tenant, entry, arguments, permissions)
+        return self.call_entry(tenant, entry, arguments, context, depth=0)
+
+    def _check_caller(self, tenant: str, entry: ToolEntry, arguments: Any, permissions: Permissions) -> None:
+        """What a caller's call of a listed tool it may use must pass before anything runs."""
         if not permissions.everything:
             self.kind_of(entry).check_permissions(tenant, entry, permissions, self)
         # A caller's arguments meet the schema it was shown: a tool without parameters takes none.
@@ -538,7 +543,6 @@ class Toolbox(Tools):
         undeclared = undeclared_violations(entry.input_schema, arguments)
         if undeclared:
             raise InvalidInput(undeclared)
-        return self.call_entry(tenant, entry, arguments, context, depth=0)
 
     async def acall(self, tenant: str, name: str, arguments: Any, *, permissions: Permissions, context: CallContext) -> ExecutionResult:
         """`call` awaited from the event loop (issue 30: a call costs what its work costs, not a hop
@@ -551,11 +555,7 @@ class Toolbox(Tools):
         entry = self._entry_in_memory(tenant, name)
         if entry is None or not permissions.allow(entry):
             return await anyio.to_thread.run_sync(lambda: self.call(tenant, name, arguments, permissions=permissions, context=context))
-        if not permissions.everything:
-            self.kind_of(entry).check_permissions(tenant, entry, permissions, self)
-        undeclared = undeclared_violations(entry.input_schema, arguments)
-        if undeclared:
-            raise InvalidInput(undeclared)
+        self._check_caller(tenant, entry, arguments, permissions)
         if not entry.enabled:
             raise ToolNotCallable(entry.name, "the tool is disabled")
         kind = self.kind_of(entry)
