@@ -6,15 +6,30 @@ the app fails (the 500 it gets)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from infrastructure.logs import ACCESS
 from tests.helpers import ADMIN_TOKEN
 
 MODULES = "/api/v1/admin/code-modules"
 LEAKED = "tsa_query-string-secret-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def access_logger() -> Iterator[None]:
+    """The access logger as the service leaves it (no level, handler or cut of its own: the root's
+    decide). A test that runs uvicorn in this process with uvicorn's logging config (several do)
+    leaves it at WARNING with a handler of its own, and no line would reach `caplog`."""
+    saved = (ACCESS.level, ACCESS.propagate, ACCESS.handlers[:], ACCESS.disabled)
+    ACCESS.setLevel(logging.NOTSET)
+    ACCESS.propagate, ACCESS.handlers[:], ACCESS.disabled = True, [], False
+    yield
+    level, ACCESS.propagate, ACCESS.handlers[:], ACCESS.disabled = saved
+    ACCESS.setLevel(level)
 
 
 def access_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
