@@ -556,7 +556,8 @@ async def _converse(conversation: Generator[float, bool, None], frames: Frames) 
     try:
         until = next(conversation)  # first: from here on, the conversation gives its worker back
         loop = asyncio.get_running_loop()
-        fd = frames.sock.fileno()
+        sock = frames.sock
+        fd = sock.fileno()
         while True:
             waiting = loop.create_future()
             loop.add_reader(fd, _settle, waiting, True)
@@ -570,6 +571,12 @@ async def _converse(conversation: Generator[float, bool, None], frames: Frames) 
                 raise
             loop.remove_reader(fd)
             timer.cancel()
+            # uvloop's add_reader leaves the socket non-blocking (libuv's poll handle sets
+            # O_NONBLOCK, and nothing sets it back): blocking again before the conversation goes
+            # on, and so before it gives the worker back, since a call from a thread writes its
+            # request with a blocking `sendall` (one larger than the socket's buffer failed with
+            # EAGAIN, taken for a worker that died while idle). One ioctl.
+            sock.setblocking(True)
             until = conversation.send(readable)
     except StopIteration:
         pass

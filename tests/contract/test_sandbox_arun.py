@@ -138,3 +138,30 @@ def test_a_call_beyond_the_session_cap_is_refused_at_once(embedded: EmbeddedSand
     refused_in = asyncio.run(main())
     assert refused_in < 0.1, f"the refusal took {refused_in * 1000:.0f} ms"
     assert asyncio.run(embedded.arun(CASES["a result and its log"])).output == "Report 1999"
+
+
+ECHO = SourceUnit("echo", "exports.run = function (input) { return input; };")
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_worker_that_answered_on_the_loop_then_takes_a_large_call_from_a_thread(loop: str) -> None:
+    """uvloop's `add_reader` makes the worker's socket non-blocking (libuv's poll handle does), and
+    it stays so: a large request written to that worker from a thread then (`run`, or `arun` with
+    a request it hands to a thread) failed with EAGAIN as soon as the socket's buffer was full,
+    and the call was a `crash` ("died while idle"). Each goes on answering what it was given, on
+    the same worker."""
+    factory = asyncio.new_event_loop if loop == "asyncio" else pytest.importorskip("uvloop").new_event_loop
+    sandbox = EmbeddedSandbox(SandboxConfig(workers=1, max_active_sessions=2))
+    try:
+        _wait_until_idle(sandbox, workers=1)
+        small = {"value": {"n": 2**40}}
+        large = {"text": "é" * 262144}  # about 1.5 MB of JSON escapes: more than a socket's buffer
+        with asyncio.Runner(loop_factory=factory) as runner:
+            for _ in range(2):
+                assert outcome(runner.run(sandbox.arun(Execution(units=(ECHO,), input=small)))) == (small, None, ())
+                assert outcome(sandbox.run(Execution(units=(ECHO,), input=large))) == (large, None, ())
+                assert outcome(runner.run(sandbox.arun(Execution(units=(ECHO,), input=small)))) == (small, None, ())
+                assert outcome(runner.run(sandbox.arun(Execution(units=(ECHO,), input=large)))) == (large, None, ())
+        assert len(sandbox.worker_pids()) == 1
+    finally:
+        sandbox.close()
