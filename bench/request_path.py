@@ -123,8 +123,8 @@ def any_of(*predicates: Callable[[Frame], bool]) -> Callable[[Frame], bool]:
 
 
 # Each sample belongs to the INNERMOST frame of its stack that some layer matches (so a JSON decode
-# under the body checks is the body checks', and the body checks under RequestChecks are not the
-# middleware's); a frame that several layers match is the first one's here. A sample no frame of
+# under the body checks is the body checks', and the body checks under the edge (entrypoints.web.Edge)
+# are not the middleware's); a frame that several layers match is the first one's here. A sample no frame of
 # which matches is "other" (the event loop, asyncio, the process's other threads).
 LAYERS: tuple[tuple[str, Callable[[Frame], bool]], ...] = (
     ("access log and other logging", files("logging/", "infrastructure/logs.py", "uvicorn/logging.py")),

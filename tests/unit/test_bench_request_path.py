@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from bench.request_path import LAYERS, OTHER, Frame, fold, fold_profile, parse_frame
 
 ROOT = "<module> (toolsmith:6);Runner.run (asyncio/runners.py:118);RequestResponseCycle.run_asgi (uvicorn/protocols/http/httptools_impl.py:422)"
-CHECKS = ROOT + ";SecurityHeaders.__call__ (console/security.py:74);RequestChecks.__call__ (api/edge.py:266)"
+CHECKS = ROOT + ";Edge.__call__ (entrypoints/web.py:53);Edge._checked (entrypoints/web.py:96)"
 
 
 def test_a_frame_is_its_function_and_its_file() -> None:
@@ -20,10 +20,10 @@ def test_a_frame_is_its_function_and_its_file() -> None:
 
 def test_each_sample_goes_to_the_innermost_layer_on_its_stack() -> None:
     raw = [
-        # the JSON body checks run inside RequestChecks: theirs, not the middleware's, and so is the decode under them
+        # the JSON body checks run inside the edge: theirs, not the middleware's, and so is the decode under them
         CHECKS + ";body_problem (api/edge.py:101);JSONDecoder.raw_decode (json/decoder.py:353) 7",
-        # RequestChecks' own time (the methods table) is the middleware's
-        CHECKS + ";_method_not_answered (api/edge.py:210);_MethodsByPath.allowed (api/methods.py:80) 5",
+        # the edge's own time (the methods table) is the middleware's
+        CHECKS + ";methods_of (api/methods.py:60);_MethodsByPath.allowed (api/methods.py:80) 5",
         # the log formatter's JSON encoding is the log's, not the result serialization's
         CHECKS + ";Logger.info (logging/__init__.py:1489);JsonFormatter.format (infrastructure/logs.py:40);"
                  "JSONEncoder.iterencode (json/encoder.py:258) 3",
@@ -94,7 +94,7 @@ def test_each_layers_hottest_frames_are_those_that_put_the_samples_there() -> No
     from bench.request_path import hottest
 
     raw = [
-        CHECKS + ";_method_not_answered (api/edge.py:210);_MethodsByPath.allowed (api/methods.py:80) 5",
+        CHECKS + ";methods_of (api/methods.py:60);_MethodsByPath.allowed (api/methods.py:80) 5",
         CHECKS + ";_method_not_answered (api/edge.py:211);_MethodsByPath.allowed (api/methods.py:81);re.match (re/__init__.py:166) 2",
         CHECKS + " 1",
         "<module> (toolsmith:6);Runner.run (asyncio/runners.py:118) 6",
