@@ -403,11 +403,8 @@ class FastCalls:
                 services.toolbox.admit(principal.tenant, name)
                 result = await services.toolbox.acall(principal.tenant, name, arguments if arguments is not None else {},
                                                       permissions=offer.permissions, context=call_context(principal, MCP, str(request_id)))
-            except ModuleError as error:
-                return wire_error(refusal_text(error))
-            except Exception:
-                log.exception("an MCP tool call failed", extra={"tool": name})
-                return wire_error(CALL_FAILED)
+            except Exception as error:
+                return _call_failed(name, error)
             return _wired(result)
 
         taken: list[Offer] = []
@@ -424,11 +421,8 @@ class FastCalls:
                 services.toolbox.admit(principal.tenant, name)
                 result = services.toolbox.call(principal.tenant, name, arguments if arguments is not None else {},
                                                permissions=taken[0].permissions, context=call_context(principal, MCP, str(request_id)))
-            except ModuleError as error:
-                return wire_error(refusal_text(error))
-            except Exception:
-                log.exception("an MCP tool call failed", extra={"tool": name})
-                return wire_error(CALL_FAILED)
+            except Exception as error:
+                return _call_failed(name, error)
             return _wired(result)
 
         try:
@@ -452,6 +446,15 @@ class FastCalls:
         if len(offers) >= MAX_OFFERS_KEPT:
             offers.pop(next(iter(offers)), None)
         offers[key] = offer
+
+
+def _call_failed(name: str, error: Exception) -> dict[str, Any]:
+    """The wire error of a call that raised (called in its `except`): a refusal's own text, or
+    CALL_FAILED with the error in the service's log."""
+    if isinstance(error, ModuleError):
+        return wire_error(refusal_text(error))
+    log.exception("an MCP tool call failed", extra={"tool": name})
+    return wire_error(CALL_FAILED)
 
 
 def _wired(result: ExecutionResult) -> dict[str, Any] | _Failed:
