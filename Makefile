@@ -18,7 +18,7 @@ $(BIN)/toolsmith: pyproject.toml
 # The console's browser assets (console/static/dist): htmx, the CodeMirror island and Swagger UI,
 # from the committed lockfile (npm ci), bundled with esbuild.
 CONSOLE_DIST := console/static/dist/sizes.json
-$(CONSOLE_DIST): console/package.json console/package-lock.json console/build.mjs $(wildcard console/assets/*.js)
+$(CONSOLE_DIST): console/package.json console/package-lock.json console/build.mjs $(wildcard console/assets/*.js console/static/console.css console/styles/*.css toolkinds/*/assets/*.js toolkinds/*/styles/*.css)
 	@command -v npm >/dev/null || { echo "Node.js 20 and npm are needed to build the console"; exit 1; }
 	cd console && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 	@touch $@

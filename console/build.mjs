@@ -47,6 +47,25 @@ await build({
   nodePaths: [join(here, "node_modules")],
 });
 
+// One stylesheet for every page, dist/console.css: the design system (static/console.css) first, then
+// each part of the console's own styles (styles/*.css), then the kinds' (toolkinds/<kind>/styles/*.css),
+// each in alphabetical order, so a part's rules may build on the tokens and components before it.
+const styleFiles = (dir) => existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith(".css")).sort().map((name) => join(dir, name)) : [];
+const stylesheets = [
+  join(here, "static", "console.css"),
+  ...styleFiles(join(here, "styles")),
+  ...readdirSync(kinds, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()
+    .flatMap((kind) => styleFiles(join(kinds, kind, "styles"))),
+];
+await build({
+  stdin: { contents: stylesheets.map((path) => `@import ${JSON.stringify(path)};`).join("\n"), loader: "css", resolveDir: here },
+  bundle: true,
+  minify: true,
+  target: ["chrome120", "firefox120", "safari17"],
+  outfile: join(out, "console.css"),
+  logLevel: "warning",
+});
+
 const swagger = join(here, "node_modules", "swagger-ui-dist");
 for (const name of ["swagger-ui-bundle.js", "swagger-ui.css"]) {
   copyFileSync(join(swagger, name), join(out, name));
