@@ -5,7 +5,8 @@ mix in one process): `TOOLSMITH_BROWSER_TESTS=1 .venv/bin/python -m pytest tests
 
 Every page a test opens is watched: a request to any host other than the server, a console error,
 an uncaught exception or a Content-Security-Policy violation fails the test. A screenshot of each
-failure, and of each main page a test names with `shot()`, is saved under tests/browser/artifacts/.
+failure, and of each main page a test names with `shot()` (or `shots()`: both themes at 1440 and
+390 px), is saved under tests/browser/artifacts/.
 """
 
 from __future__ import annotations
@@ -169,6 +170,44 @@ def shot(page: object, name: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(target), full_page=True)  # type: ignore[attr-defined]
     return target
+
+
+SHOT_WIDTHS = (1440, 390)
+SHOT_SCHEMES = ("light", "dark")
+
+
+def assert_no_horizontal_scroll(page: object, where: str = "the page") -> None:
+    """The page does not scroll sideways: a wide table or code block scrolls inside its own box."""
+    widths = page.evaluate(  # type: ignore[attr-defined]
+        "() => [document.scrollingElement.scrollWidth, window.innerWidth,"
+        " [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1"
+        " && getComputedStyle(e).position !== 'fixed').slice(0, 5).map(e => e.tagName.toLowerCase()"
+        " + (e.id ? '#' + e.id : '') + (e.className && typeof e.className === 'string' ? '.' + e.className.trim().split(/\\s+/).join('.') : ''))]"
+    )
+    scroll, inner, wide = widths
+    assert scroll <= inner, f"{where} scrolls sideways at {inner} px wide (its content is {scroll} px): {wide}"
+
+
+def shots(page: object, name: str) -> list[Path]:
+    """Saves full-page screenshots of the page as it stands in the light and dark theme at 1440 and
+    390 px wide (`<name>-light-1440.png`, `-dark-1440`, `-light-390`, `-dark-390`), checking at 390 px
+    that nothing scrolls sideways; the page's viewport and colour scheme are restored after."""
+    viewport = page.viewport_size or {"width": 1280, "height": 800}  # type: ignore[attr-defined]
+    scheme = page.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'")  # type: ignore[attr-defined]
+    saved = []
+    try:
+        for width in SHOT_WIDTHS:
+            page.set_viewport_size({"width": width, "height": viewport["height"]})  # type: ignore[attr-defined]
+            for colours in SHOT_SCHEMES:
+                page.emulate_media(color_scheme=colours)  # type: ignore[attr-defined]
+                page.wait_for_timeout(50)  # type: ignore[attr-defined]  # a layout and a paint after the switch
+                if width == 390 and colours == SHOT_SCHEMES[0]:
+                    assert_no_horizontal_scroll(page, name)
+                saved.append(shot(page, f"{name}-{colours}-{width}"))
+    finally:
+        page.set_viewport_size(viewport)  # type: ignore[attr-defined]
+        page.emulate_media(color_scheme=scheme)  # type: ignore[attr-defined]
+    return saved
 
 
 def sign_in(page: object, token: str = ADMIN_TOKEN, *, then: str = "/console/modules") -> None:
