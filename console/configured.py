@@ -85,7 +85,7 @@ def refused(error: Exception, messages_of: Callable[[list[Violation]], dict[str,
     if isinstance(error, (errors.InvalidDefinition, errors.InvalidRecord)):
         return messages_of(error.violations), "Some fields need a change."
     if isinstance(error, (errors.IdTaken, errors.RecordTaken)):
-        return {"id": [f"Id: {error.detail}"]}, "That id is taken."
+        return {"id": [f"Name: {error.detail}"]}, "That name is taken."
     if isinstance(error, errors.QuotaExceeded):  # docs/tenants.md
         return {"form": [f"Not created: {error.detail}. Your organization's operator sets its quotas."]}, "A quota is reached."
     if isinstance(error, errors.PreconditionFailed):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from console import language
 
 if TYPE_CHECKING:
     from api.kinds import Nav
@@ -58,6 +59,7 @@ class Pages:
                                 operator_navigation=OPERATOR_NAVIGATION,
                                 tojson=_tojson)
         self.env.filters["tojson"] = _tojson
+        self.env.filters.update(plain=language.plain, rules_in=language.rules_in, kind_words=language.kind_words)  # rule codes as words (console.language)
 
     def asset(self, name: str) -> str:
         """A static file's URL, with a hash of its bytes so that a new build is fetched anew."""

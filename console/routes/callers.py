@@ -63,7 +63,7 @@ def problem_of_error(error: errors.ModuleError) -> FormProblem | None:
             fields.setdefault(field_root(violation.field), []).append(f"{violation.field}: {violation.message}")
         return FormProblem(fields, "Some fields need a change.")
     if isinstance(error, errors.RecordTaken):
-        return FormProblem({"id": [error.detail]}, "That id is taken.")
+        return FormProblem({"id": [error.detail]}, "That name is taken.")
     return None
 
 

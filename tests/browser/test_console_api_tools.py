@@ -20,7 +20,7 @@ def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_se
     assert page.get_by_role("heading", name="New API tool").is_visible()
 
     # the id, what it does, and a template whose scheme is not http(s)
-    page.get_by_label("Id", exact=True).fill(name)
+    page.get_by_label("Name", exact=True).fill(name)
     page.get_by_label("Description", exact=True).fill("Current weather for a city")
     page.get_by_label("Tags").fill("weather")
     page.get_by_label("URL template").fill("ftp://127.0.0.1/v1/weather/{city}{?units}")

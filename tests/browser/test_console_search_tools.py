@@ -31,7 +31,7 @@ def test_a_file_search_tool_is_made_filled_searched_and_trimmed(page, console_se
     expect(page.get_by_role("heading", name="New File Search tool")).to_be_visible()
 
     # a default over its cap: refused next to its field, what was typed kept
-    page.get_by_label("Id", exact=True).fill(name)
+    page.get_by_label("Name", exact=True).fill(name)
     page.get_by_label("Description", exact=True).fill("Care guides for the zebra house")
     page.get_by_label("Tags").fill("zoo")
     search = page.get_by_role("group", name="Search", exact=True)

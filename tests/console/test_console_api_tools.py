@@ -156,7 +156,7 @@ def test_each_refusal_names_its_own_field(admin: TestClient, upstream: Upstream)
     # the summary links each message to its field
     assert 'href="#param-b2-name"' in answer and 'href="#auth-basic-username"' in answer
     taken = post(admin, PAGE, weather_form(upstream, "bad name!"), page=f"{PAGE}/new").text
-    assert error_of(taken, "id").startswith("Id: ")
+    assert error_of(taken, "id").startswith("Name: ")
 
 
 def test_an_edit_is_saved_and_a_stale_form_is_refused(client: TestClient, admin: TestClient, upstream: Upstream) -> None:

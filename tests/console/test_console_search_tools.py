@@ -185,11 +185,11 @@ def test_each_refusal_names_its_own_field(client: TestClient, admin: TestClient)
     assert "at most 40 characters" in error_of(answer, "id")
     assert error_of(answer, "capabilities-read_context-neighboursCap") == \
         "Read context, neighbours at most: must be an integer from 1 to 5, got 9"
-    assert "Id: is required" in error_of(post(admin, PAGE, tool_form(""), page=f"{PAGE}/new").text, "id")
+    assert "Name: is required" in error_of(post(admin, PAGE, tool_form(""), page=f"{PAGE}/new").text, "id")
     # a taken name (R2 across every kind)
     name = unique_id("guides")
     made(client, name)
-    assert "That id is taken." in post(admin, PAGE, tool_form(name), page=f"{PAGE}/new").text
+    assert "That name is taken." in post(admin, PAGE, tool_form(name), page=f"{PAGE}/new").text
 
 
 def test_an_edit_switches_a_capability_off_and_a_stale_form_is_refused(

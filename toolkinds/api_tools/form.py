@@ -28,7 +28,7 @@ assert set(AUTH_FIELDS) == set(AUTH_TYPES)
 AUTH_LABELS = {"none": "None", "apiKey": "API key", "bearer": "Bearer token", "basic": "Basic (user and password)",
                "oauth2ClientCredentials": "OAuth 2 client credentials"}
 FIELD_LABELS = {
-    "id": "Id", "description": "Description", "tags": "Tags", "method": "Method", "urlTemplate": "URL template",
+    "id": "Name", "description": "Description", "tags": "Tags", "method": "Method", "urlTemplate": "URL template",
     "parameters": "Parameters", "fixedQuery": "Fixed query", "fixedBody": "Fixed body", "headers": "Headers",
     "timeoutMillis": "Timeout", "connectTimeoutMillis": "Connect timeout", "maxRedirects": "Redirects followed",
     "exposeInChat": "Callable in chat", "enabled": "Enabled", "response": "Response",

@@ -26,7 +26,7 @@ CAPABILITY_TEXT: dict[str, tuple[str, str, str, str]] = {
     "read_context": ("Read context", "The chunks before and after a chunk.", "Neighbours by default", "Neighbours at most"),
 }
 assert set(CAPABILITY_TEXT) == set(CAPABILITIES)
-FIELD_LABELS = {"id": "Id", "description": "Description", "tags": "Tags", "exposeInChat": "Callable in chat",
+FIELD_LABELS = {"id": "Name", "description": "Description", "tags": "Tags", "exposeInChat": "Callable in chat",
                 "enabled": "Enabled", "capabilities": "Capabilities"}
 
 
