@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from console.display import when
 from console import language
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ class Pages:
                                 operator_navigation=OPERATOR_NAVIGATION,
                                 tojson=_tojson)
         self.env.filters["tojson"] = _tojson
+        # Dates (console.display.when): `{{ moment|when }}`, or `{{ moment|when(absolute_text=True) }}`.
+        self.env.filters["when"] = when
         self.env.filters.update(plain=language.plain, rules_in=language.rules_in, kind_words=language.kind_words)  # rule codes as words (console.language)
 
     def asset(self, name: str) -> str:
