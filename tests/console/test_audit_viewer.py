@@ -1,0 +1,173 @@
+"""The console's audit viewer over HTTP (no browser): the tenant's events in words, newest first,
+filtered and paged by the URL, a row's change as a diff, nothing of another tenant's, and never a
+secret's value nor a token's digest."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from console import audit_log
+from infrastructure.settings import Settings
+from tests.helpers import ADMIN_TOKEN, expect, sign_in_console, unique_id
+
+OPERATOR_TOKEN = "tso_test-operator-token"
+MODULES = "/api/v1/admin/code-modules"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN)
+
+
+def signed_in(app: FastAPI, token: str = ADMIN_TOKEN) -> TestClient:
+    client = TestClient(app)
+    sign_in_console(client, token, next="/console/audit")
+    return client
+
+
+def module(api: TestClient, name: str, source: str = "exports.run = function (i) { return i.n + 1; };") -> None:
+    expect(api.post(MODULES, json={"id": name, "description": "adds one", "draftContent": source,
+                                   "tool": {"inputParameters": [{"name": "n", "type": "integer", "required": True}],
+                                            "exposeInChat": True}}), 201)
+    expect(api.post(f"{MODULES}/{name}/publish"), 200)
+
+
+def rows(html: str) -> list[str]:
+    """Each row's text, tags stripped and spaces folded."""
+    found = re.findall(r'<tr class="audit-row">(.*?)</tr>', html, re.S)
+    return [" ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in found]
+
+
+def test_the_viewer_tells_each_event_in_words_newest_first_above_the_export(app: FastAPI, api: TestClient) -> None:
+    name = unique_id("addOne")
+    module(api, name)
+    expect(api.put(f"{MODULES}/{name}", json={"draftContent": "exports.run = function (i) {\n  return i.n + 2;\n};"}), 200)
+    expect(api.post(f"{MODULES}/{name}/publish"), 200)
+    server = unique_id("srv")
+    expect(api.post("/api/v1/admin/mcp-servers", json={"id": server, "tools": []}), 201)
+    expect(api.put(f"/api/v1/admin/mcp-servers/{server}/tools/{name}"), 200)
+    page = signed_in(app).get("/console/audit")
+    assert page.status_code == 200
+    text = rows(page.text)
+    assert f"attached tool {name} to MCP server {server}" in text[0]
+    assert f"saved MCP server {server}" in text[1]
+    assert f"published code module {name} as version 2" in text[2]
+    assert f"saved a draft of code module {name}" in text[3]
+    assert all("admin" in row for row in text)  # who: the principal's name
+    # the object links to its page while it exists
+    assert f'href="/console/modules/{name}"' in page.text and f'href="/console/servers/{server}"' in page.text
+    # no class name, no topic
+    assert "DraftChanged" not in page.text and "domain.model" not in page.text
+    assert page.text.index("audit-results") < page.text.index("Download the audit export")
+
+
+def test_a_rows_change_is_a_diff_of_the_changed_fields_and_a_line_diff_of_the_code(app: FastAPI, api: TestClient) -> None:
+    name = unique_id("addOne")
+    module(api, name)
+    expect(api.put(f"{MODULES}/{name}", json={"draftContent": "exports.run = function (i) {\n  return i.n + 2;\n};",
+                                                     "description": "adds two"}), 200)
+    viewer = signed_in(app)
+    page = viewer.get("/console/audit", params={"kind": "module", "name": name})
+    position = re.findall(r'hx-get="/console/audit/events/(\d+)"', page.text)[0]
+    change = viewer.get(f"/console/audit/events/{position}")
+    assert change.status_code == 200
+    assert "description" in change.text and "<del>adds one</del>" in change.text and "<ins>adds two</ins>" in change.text
+    assert 'class="removed"' in change.text and 'class="added"' in change.text
+    assert "return i.n + 2;" in change.text
+    assert "own_hash" not in change.text and "previous_hash" not in change.text
+
+
+def test_filters_and_pages_are_in_the_url(app: FastAPI, api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    names = [unique_id("m") for _ in range(5)]
+    for name in names:
+        module(api, name)
+    viewer = signed_in(app)
+    only = viewer.get("/console/audit", params={"kind": "module", "name": names[2]})
+    assert {row.split(" code module ")[-1].split()[0] for row in rows(only.text)} == {names[2]}
+    assert viewer.get("/console/audit", params={"who": "nobody-at-all"}).text.count('class="audit-row"') == 0
+    assert "No event matches these filters" in viewer.get("/console/audit", params={"who": "nobody-at-all"}).text
+    monkeypatch.setattr(audit_log, "PAGE_SIZE", 3)
+    first = viewer.get("/console/audit", params={"kind": "module"})
+    older = re.search(r'href="(/console/audit\?kind=module&amp;before=\d+)" rel="next"', first.text)
+    assert older, first.text
+    second = viewer.get(older.group(1).replace("&amp;", "&"))
+    assert len(rows(first.text)) == 3 and len(rows(second.text)) == 3
+    assert not set(rows(first.text)) & set(rows(second.text))
+    # htmx's swap asks for the table alone
+    fragment = viewer.get("/console/audit", params={"kind": "module"}, headers={"HX-Request": "true", "HX-Target": "audit-results"})
+    assert fragment.text.lstrip().startswith("{#") is False and "<html" not in fragment.text and 'id="audit-results"' in fragment.text
+    # bad input is a readable refusal, not a 500
+    assert viewer.get("/console/audit", params={"since": "yesterday"}).status_code == 400
+    assert viewer.get("/console/audit", params={"kind": "CODE"}).status_code == 400
+    future = viewer.get("/console/audit", params={"since": "2999-01-01"})
+    assert future.status_code == 200 and 'class="audit-row"' not in future.text
+
+
+def test_another_tenants_events_never_appear(app: FastAPI, api: TestClient) -> None:
+    operator = TestClient(app, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
+    tenant = unique_id("org").replace("_", "-")
+    other_token = expect(operator.post("/api/v1/operator/tenants", json={"id": tenant, "name": "Other"}), 201).json()["adminToken"]
+    other = TestClient(app, headers={"Authorization": f"Bearer {other_token}"})
+    secret_name = unique_id("theirs")
+    module(other, secret_name)
+    mine = unique_id("mine")
+    module(api, mine)
+    viewer = signed_in(app)
+    page = viewer.get("/console/audit")
+    assert mine in page.text and secret_name not in page.text
+    # nor by its position
+    theirs = signed_in(app, other_token).get("/console/audit")
+    position = re.findall(r'hx-get="/console/audit/events/(\d+)"', theirs.text)[0]
+    assert viewer.get(f"/console/audit/events/{position}").status_code == 404
+
+
+def test_a_secrets_change_says_changed_and_never_shows_a_value(app: FastAPI, api: TestClient) -> None:
+    name = unique_id("key")
+    expect(api.post("/api/v1/admin/secrets", json={"id": name, "value": "hunter2-value", "description": "upstream key"}), 201)
+    expect(api.put(f"/api/v1/admin/secrets/{name}", json={"value": "hunter3-value"}), 200)
+    viewer = signed_in(app)
+    page = viewer.get("/console/audit", params={"kind": "secret"})
+    text = rows(page.text)
+    assert f"changed the value of secret {name}" in text[0] and f"created secret {name}" in text[1]
+    for position in re.findall(r'hx-get="/console/audit/events/(\d+)"', page.text):
+        change = viewer.get(f"/console/audit/events/{position}").text
+        assert "hunter" not in change
+        assert not re.search(r"[0-9a-f]{32}", change)  # no fingerprint either
+    newest = re.findall(r"/console/audit/events/(\d+)", page.text)[0]
+    rotated = viewer.get(f"/console/audit/events/{newest}").text
+    assert "changed" in rotated
+
+
+def test_a_token_is_named_never_its_digest(app: FastAPI, api: TestClient) -> None:
+    issued = expect(api.post("/api/v1/admin/tokens", json={"name": "the reporting job", "role": "auditor"}), 201).json()
+    viewer = signed_in(app)
+    page = viewer.get("/console/audit", params={"kind": "token"})
+    assert "issued token the reporting job" in rows(page.text)[0]
+    position = re.findall(r'/console/audit/events/(\d+)', page.text)[0]
+    change = viewer.get(f"/console/audit/events/{position}").text
+    assert "auditor" in change and issued["token"] not in change and "digest" not in change
+
+
+def test_a_page_reads_a_bounded_part_of_the_log(app: FastAPI, api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page of the newest events reads a batch or so from the log's end, not the whole log."""
+    for _ in range(4):
+        module(api, unique_id("m"))
+    services = app.state.services
+    reader = audit_log.Reader(services, "default")
+    asked: list[tuple[int, int]] = []
+    select = reader.recorder.select_notifications
+
+    def counted(start, limit, stop=None, topics=(), **kw):  # noqa: ANN001, ANN202
+        asked.append((start, stop))
+        return select(start, limit, stop=stop, topics=topics, **kw)
+
+    monkeypatch.setattr(reader.recorder, "select_notifications", counted)
+    monkeypatch.setattr(audit_log, "BATCH", 4)
+    page = reader.page(audit_log.Filters(), size=2)
+    assert len(page.rows) == 2 and len(asked) <= 2
+    assert asked[0][1] == reader.head()
