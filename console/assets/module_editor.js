@@ -18,6 +18,54 @@ function changed() {
     const status = byId("save-status");
     if (status) status.textContent = "Unsaved changes";
   }
+  pending();
+}
+
+// -- Publish: safe and one step. Unsaved edits are something to publish: the button turns on with
+// the editor's first change, and a click saves the draft (Save's checks, its errors shown where
+// Save shows them) and then opens the review. Until the review's body arrives the button is busy.
+let publishAfterSave = false;
+
+function pending() {
+  const button = byId("publish-button");
+  if (!button) return;
+  button.disabled = false;
+  const reason = byId("publish-reason");
+  if (reason) reason.textContent = dirty ? reason.dataset.unsaved : "";
+}
+
+function busy(element, on) {
+  if (!element) return;
+  if (on) element.setAttribute("aria-busy", "true");
+  else element.removeAttribute("aria-busy");
+}
+
+function openPublish() {
+  const dialog = byId("publish-dialog");
+  if (!dialog || dialog.open) return;
+  busy(byId("publish-button"), true);
+  dialog.showModal();
+  dialog.dispatchEvent(new CustomEvent("console:opened", { bubbles: true }));
+}
+
+function publish() {
+  const button = byId("publish-button");
+  if (!button || button.disabled) return;
+  if (!dirty) {
+    openPublish();
+    return;
+  }
+  const form = editorForm();
+  if (form && !form.checkValidity()) {
+    // Save would refuse it too: the browser points at the field, and nothing is sent.
+    const status = byId("save-status");
+    if (status) status.textContent = "Not saved: a field needs an answer. Nothing was published.";
+    form.reportValidity();
+    return;
+  }
+  publishAfterSave = true;
+  busy(button, true);
+  save();
 }
 
 function save() {
@@ -111,6 +159,11 @@ document.addEventListener("click", (event) => {
     removeParameter(remove);
     return;
   }
+  if (target.closest("[data-publish]")) {
+    event.preventDefault();
+    publish();
+    return;
+  }
   const keep = target.closest("[data-keep-mine]");
   if (keep) {
     // Overwrite: save again at the version that is current now.
@@ -162,16 +215,36 @@ document.addEventListener("htmx:afterRequest", (event) => {
     if (edits === editsAtSave) dirty = false;
     return;
   }
+  const published = publishAfterSave;
+  publishAfterSave = false;
+  busy(byId("publish-button"), false);
   const status = byId("save-status");
   if (!status) return;
-  status.textContent = event.detail.xhr?.status === 412
+  status.textContent = (event.detail.xhr?.status === 412
     ? "Not saved: a newer version was saved meanwhile."
-    : "Not saved: see the message above.";
+    : "Not saved: see the message above.") + (published ? " Nothing was published." : "");
 });
+
+// The review's body arrived (or its request failed): the Publish button is no longer busy.
+document.addEventListener("htmx:afterRequest", (event) => {
+  if (event.detail.elt?.id === "publish-dialog") busy(byId("publish-button"), false);
+});
+
+// A dialog closed whose opener was replaced meanwhile (a save swaps the Publish button): the
+// focus goes back to Publish rather than to the page's start.
+document.addEventListener("close", (event) => {
+  if (event.target?.id !== "publish-dialog") return;
+  if (document.activeElement === document.body || !document.activeElement) byId("publish-button")?.focus();
+}, true);
 
 document.addEventListener("htmx:afterSettle", (event) => {
   const target = event.detail.target;
   if (!(target instanceof Element)) return;
+  if (target.id === "save-status" && publishAfterSave) {
+    // The draft is saved (the fragment swapped in its Publish button and review): now the review.
+    publishAfterSave = false;
+    openPublish();
+  }
   if (target.id === "id-status") {
     // The live name check: the field is invalid while its message says so.
     const field = byId("id");
