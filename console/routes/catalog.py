@@ -1,7 +1,13 @@
-"""The tool catalog (docs/rest-api.md; docs/kinds/code-modules.md): every tool of every kind, as GET /api/v1/admin/tools
-lists them, filtered by call type, tag and a search, all server side and in the URL, a page of
-`PAGE_SIZE` at a time (the next page's cursor in the URL too). R15 is shown:
-where two tools share a name, the one a call reaches and the ones it shadows."""
+"""The Tools home (docs/console.md; issue 31): "New tool", which offers the three kinds an admin makes
+(code modules, API URL tools, File Search tools), each with when to pick it, and leads to that kind's
+New page; and the catalog: every tool of every kind, as GET /api/v1/admin/tools lists them, with its
+kind in words, whether it is enabled and callable in chat, and the MCP servers it is on; filtered by
+kind, tag and a search, all server side and in the URL (the form also asks as the admin types, and
+the rows alone are swapped in), a page of `PAGE_SIZE` at a time (the next page's cursor in the URL
+too). Where two tools share a name, the one a call reaches and the ones it shadows are shown.
+
+No call of a tool is recorded anywhere (the audit holds changes, not calls), so the catalog shows no
+"last call": it would need a call log of its own."""
 
 from __future__ import annotations
 
@@ -13,7 +19,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from application import queries
+from console.language import kind_words
 from api.presenters import tool_out
+from domain.callers import SERVER
 from console.routing import ConsoleRoute
 from console.security import Reader
 
@@ -22,10 +30,40 @@ router = APIRouter(prefix="/console/tools", route_class=ConsoleRoute, include_in
 # How many tools one page of the catalog screen shows.
 PAGE_SIZE = 100
 
+# What "New tool" offers: the three kinds an admin makes here, when to pick each, and its New page.
+NEW_KINDS = (
+    {"callType": "CODE", "title": "Code module", "noun": "code module", "href": "/console/modules/new",
+     "when": "Add deterministic logic you write in JavaScript: formatters, calculators, validators. "
+             "The same input always gives the same answer."},
+    {"callType": "API_URL", "title": "API URL tool", "noun": "API URL tool", "href": "/console/api-tools/new",
+     "when": "Let the AI call an HTTP API on your behalf: you set the URL, its parameters and its secrets; "
+             "the AI only fills in the values."},
+    {"callType": "FILE_SEARCH", "title": "File Search tool", "noun": "File Search tool", "href": "/console/search-tools/new",
+     "when": "Let the AI search documents you upload to this server, and answer from the passages it finds."},
+)
+
+
 def page_of(plugins: Any, call_type: str, name: str) -> str | None:
     """Where a tool has its own page in the console: its kind says (`KindPlugin.page`)."""
     template = next((plugin.page for plugin in plugins if plugin.call_type == call_type), None)
     return template.format(name) if template else None
+
+
+def servers_by_tool(services: Any, tenant: str) -> dict[str, list[str]]:
+    """The MCP servers each name is attached to (a File Search tool's name stands for its capabilities)."""
+    on: dict[str, list[str]] = {}
+    for server in sorted(services.records.list(tenant, SERVER), key=lambda r: r["id"]):
+        for name in server["tools"]:
+            on.setdefault(name, []).append(server["id"])
+    return on
+
+
+@router.get("/new")
+def new_tool(request: Request, visitor: Reader) -> Response:
+    """The chooser: the three kinds an admin makes, each leading to its New page."""
+    present = set(request.app.state.services.toolbox.call_types)
+    return request.app.state.console_pages.render(
+        request, "tools/new.html", kinds=[k for k in NEW_KINDS if k["callType"] in present])
 
 
 @router.get("")
@@ -40,10 +78,13 @@ def tool_catalog(request: Request, visitor: Reader, callType: str = "", tag: str
         after = None  # a cursor edited by hand starts at the first page
     entries, more = queries.tools(services, tenant, call_type=filters["callType"] or None, tag=filters["tag"] or None,
                                   search=filters["search"] or None, after=after, limit=PAGE_SIZE)
+    on = servers_by_tool(services, tenant)
     rows: list[dict[str, Any]] = [
         {**tool_out(e), "schemaText": json.dumps(e.input_schema, indent=2, ensure_ascii=False), "page": page_of(services.plugins, e.call_type, e.group or e.name),
-         # R15: the call types a winner shadows.
-         "winsOver": [h.call_type for h in services.toolbox.holders(tenant, e.name)[1:]] if e.shadowed_by is None else []}
+         "kind": kind_words(e.call_type), "servers": sorted(set(on.get(e.name, []) + (on.get(e.group, []) if e.group else []))),
+         "shadowedByKind": kind_words(e.shadowed_by) if e.shadowed_by else None,
+         # R15: the kinds a winner shadows.
+         "winsOver": [kind_words(h.call_type) for h in services.toolbox.holders(tenant, e.name)[1:]] if e.shadowed_by is None else []}
         for e in entries
     ]
     everything = services.toolbox.entries(tenant)
@@ -52,7 +93,7 @@ def tool_catalog(request: Request, visitor: Reader, callType: str = "", tag: str
     if more and entries:
         following = "/console/tools?" + urlencode({**{k: v for k, v in filters.items() if v}, "cursor": queries.cursor_after(entries[-1].name)})
     return request.app.state.console_pages.render(
-        request, "tools/list.html", rows=rows, filters=filters, call_types=call_types, tags=tags,
+        request, "tools/list.html", rows=rows, filters=filters, kinds=[(t, kind_words(t)) for t in call_types], tags=tags,
         total=len(everything), filtered=any(filters.values()), paged=bool(after) or more, following=following,
         playground=lambda name: "/console/playground?" + urlencode({"tool": name}),
     )

@@ -149,8 +149,8 @@ def test_the_catalog_shows_which_tool_a_shared_name_reaches(settings: Settings, 
     rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
     native = next(r for r in rows if "Adds two integers" in r)
     module = next(r for r in rows if "the module&#39;s add" in r)
-    assert "Wins over the CODE tool of the same name" in native and "Try in Playground" in native
-    assert "Shadowed</strong> by the LOCAL tool" in module and "Try in Playground" not in module
+    assert "Wins over the code module of the same name" in native and "Try in Playground" in native
+    assert "Hidden</strong> by the native tool of the same name" in module and "Try in Playground" not in module
     assert 'href="/console/modules/add"' in module
 
 
@@ -247,13 +247,13 @@ def test_the_playground_runs_a_tool_as_mcp_does(client: TestClient, admin: TestC
     assert "(required)" in page
     ran = post(admin, "/console/playground/run", {"tool": tool, "mode": "form", "arg.n": "41", "arg.flag": "on", "arg.items": "[1, 2]"})
     assert ran.status_code == 200
-    assert "isError: false" in ran.text and "&#34;n&#34;:42" in ran.text.replace(" ", "") and "got 41" in ran.text
+    assert "Succeeded" in ran.text and "&#34;n&#34;:42" in ran.text.replace(" ", "") and "got 41" in ran.text
     raw = post(admin, "/console/playground/run", {"tool": tool, "mode": "json", "raw": '{"n": 1}'})
-    assert "isError: false" in raw.text and "&#34;n&#34;:2" in raw.text.replace(" ", "")
+    assert "Succeeded" in raw.text and "&#34;n&#34;:2" in raw.text.replace(" ", "")
     wrong = post(admin, "/console/playground/run", {"tool": tool, "mode": "json", "raw": '{"n": "one"}'})
-    assert "isError: true" in wrong.text and "invalid-input" in wrong.text
+    assert "Failed: the tool answered with an error" in wrong.text and "invalid-input" in wrong.text
     field = post(admin, "/console/playground/run", {"tool": tool, "mode": "form", "arg.n": "4.5"})
-    assert "isError" not in field.text and "n must be a whole number" in field.text
+    assert "result-summary" not in field.text and "n must be a whole number" in field.text
     assert 'aria-invalid="true"' in field.text
 
 
