@@ -76,6 +76,13 @@ class Tokens:
         self._commands.run(attempt, name=token_id)
         self._changed()
 
+    def digest_of(self, tenant: str, token_id: str) -> str | None:
+        """The SHA-256 digest of the tenant's issued token `token_id`, None when it has none (revoked
+        tokens are gone): the console's Playground admits a call "run as" that token with it, exactly
+        as if the token were presented (`api.admission.Admission.admit_digest`). It never leaves the process."""
+        token = self._store.tokens().tokens.get(token_id)
+        return token["digest"] if token is not None and token["tenant"] == tenant else None
+
     def find_token(self, token: str) -> Record | None:
         """The issued token with this secret, or None (revoked tokens are gone)."""
         return self.find_digest(token_digest(token))

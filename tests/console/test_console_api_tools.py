@@ -271,3 +271,22 @@ def test_a_form_without_the_csrf_token_changes_nothing(client: TestClient, admin
     answer = admin.post(PAGE, data=dict(weather_form(upstream, name)), headers={"Origin": "http://testserver"}, follow_redirects=False)
     assert answer.status_code == 403
     assert client.get(f"{TOOLS}/{name}").status_code == 404
+
+
+def test_the_tool_page_docks_a_test_panel_and_the_playground_shows_the_raw_response(
+        client: TestClient, admin: TestClient, upstream: Upstream) -> None:
+    value = "s3cr3t-raw-never-shown"
+    expect(client.post("/api/v1/admin/secrets", json={"id": "raw-key", "value": value, "description": "for the echo"}), 201)
+    name = unique_id("echo")
+    expect(client.post(TOOLS, json={"id": name, "description": "echoes", "urlTemplate": upstream.url + "/echo",
+                                    "headers": {"X-Key": {"secret": "raw-key"}}}), 201)
+    editor = admin.get(f"{PAGE}/{name}").text
+    assert 'id="test-heading">Test</h2>' in editor and f'hx-post="{PAGE}/{name}/playground"' in editor
+    # the panel's request is the Playground page's: its #result is what the panel swaps in
+    ran = post(admin, f"{PAGE}/{name}/playground", {"arguments": "{}"}, page=PAGE).text
+    assert "Request sent upstream" in ran and "Raw response" in ran and 'class="raw-response"' in ran
+    assert value not in ran and "[secret]" in ran
+    # the one Playground of every kind shows the same for an API URL tool, through MCP's path
+    every = post(admin, "/console/playground/run", {"tool": name, "mode": "json", "raw": "{}"}, page="/console/playground").text
+    assert "Succeeded" in every and "Request sent upstream" in every and f"GET {upstream.url}/echo" in html.unescape(every)
+    assert "Raw response" in every and value not in every

@@ -28,6 +28,7 @@ import dataclasses
 import json
 import logging
 import time
+from contextvars import ContextVar
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,11 +41,16 @@ from domain.catalog import ToolEntry
 from domain.errors import InvalidDefinition, InvalidInput, ToolNotCallable, Violation
 from domain.ports import ExecutionError, ExecutionResult, OutboundError, OutboundRequest, OutboundResponse
 from toolkinds.api_tools.oauth import Tokens
-from toolkinds.api_tools.request import Failed as _Failed, Trace, Used as _Used, build as build_request, secret as read_secret
+from toolkinds.api_tools.request import RAW_BODY_CHARS, Failed as _Failed, Trace, Used as _Used, build as build_request, secret as read_secret
 from domain.rules import input_schema, validate_input
 from domain.values import MAX_DEPTH
 
 log = logging.getLogger("toolsmith.api_tools")
+
+# The console's window on the calls made on its behalf (the Playground, console/routes/playground.py):
+# while it holds a list here, each call `perform` makes in this context (and the worker threads it
+# hands the call to, which run in a copy of it) appends its redacted Trace. None everywhere else.
+TRACES: ContextVar[list[Trace] | None] = ContextVar("api_tool_traces", default=None)
 
 API_TAG = "api"
 LABEL = "API URL tool"
@@ -145,6 +151,8 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
             trace.method, trace.url, trace.headers, trace.body = shown
             response = self.tokens.send_with_auth(tenant, config, request, used, trace)
             trace.status, trace.bytes = response.status, response.bytes_read or len(response.body)
+            trace.response_headers = {name: value for name, value in response.headers}
+            trace.response_body = response.body[:RAW_BODY_CHARS * 4].decode("utf-8", "replace")[:RAW_BODY_CHARS]
             result = self._answer(tenant, config, response, context)
         except OutboundError as error:
             result = ExecutionError(_ERROR_TYPES.get(error.kind, "egress"), str(error))
@@ -153,6 +161,9 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
         trace.millis = (time.perf_counter() - started) * 1000
         result = _redacted(result, used, trace)
         _log_module_lines(result, config["response"]["module"], tenant, name)
+        traces = TRACES.get()
+        if traces is not None:
+            traces.append(trace)
         return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
 
     def close(self) -> None:
@@ -284,6 +295,8 @@ def _redacted(result: ExecutionResult | ExecutionError, used: _Used, trace: Trac
     trace.url = redactor.text(trace.url)
     trace.headers = {redactor.text(k): redactor.text(v) for k, v in trace.headers.items()}
     trace.body = redactor.value(trace.body)  # the operator's fixed body and the model's values: as deep as V1 lets them be
+    trace.response_headers = {k: redactor.text(v) for k, v in trace.response_headers.items()}
+    trace.response_body = None if trace.response_body is None else redactor.text(trace.response_body)
     if isinstance(result, ExecutionError):
         return ExecutionResult(error=ExecutionError(result.type, redactor.text(result.message)))
     try:

@@ -3,7 +3,9 @@ editor (create and edit, every field of the configuration), enable and disable, 
 while a plan or an agent names the tool) and its history are the pages every configured kind shares
 (`console/configured.py`), with this kind's form (`form.py`) and templates. This module adds the
 tool's Playground: one call through the path MCP uses, showing the request as sent with its secrets
-replaced, the status, the bytes, the time and the output. Every change goes through the kind's
+replaced, the status, the bytes, the time, the raw answer and the output, on its own page and in
+the Test panel docked beside the tool's editor (the same route answers both; the panel swaps in
+its result). Every change goes through the kind's
 `save` and `delete`, with the REST API's request model (`toolkinds.api_tools.schemas.ApiToolBody`),
 so the console and REST refuse the same things."""
 
@@ -43,7 +45,9 @@ def _secret_ids(request: Request, tenant: str) -> list[str]:
 def _editor_context(request: Request, tool: Any) -> dict[str, Any]:
     """What the editor shows besides the tool: the secrets to pick, the rows to add, the choices."""
     return {"secret_ids": _secret_ids(request, request.state.visitor.principal.tenant), "blank_param": forms.blank_param(),
-            "blank_pair": forms.blank_pair(), "auth_fields": forms.AUTH_FIELDS, **forms.CHOICES}
+            "blank_pair": forms.blank_pair(), "auth_fields": forms.AUTH_FIELDS, **forms.CHOICES,
+            # The docked Test panel's first arguments (the browser then keeps the last ones typed).
+            "raw": forms.example_arguments(tool.config["parameters"]) if tool is not None else "", "problems": [], "result": None}
 
 
 PAGES = ConfiguredPages(ApiToolKind, base="/console/api-tools", one="api_tool", noun="API URL tool", title="API tool",
@@ -73,10 +77,11 @@ def presented(answer: dict[str, Any]) -> dict[str, Any]:
     text = None if answer["error"] else output if isinstance(output, str) else json.dumps(output, indent=2, ensure_ascii=False)
     request = answer["request"]
     body = request["body"]
+    raw = answer["response"]["body"]
     return {
         **answer,
-        "request": {**request, "bodyText": None if body is None else body if isinstance(body, str)
-                    else json.dumps(body, indent=2, ensure_ascii=False)},
+        "bodyText": None if body is None else body if isinstance(body, str) else json.dumps(body, indent=2, ensure_ascii=False),
+        "raw": None if raw is None else shown(raw),
         "outputShown": shown(text),
         "logsShown": shown("\n".join(answer["logs"])) if answer["logs"] else None,
     }
@@ -100,5 +105,5 @@ async def run_playground(name: str, request: Request, visitor: Writer) -> Respon
         result, trace = await run_in_threadpool(lambda: kind.test(principal.tenant, name, arguments, call_context(principal, CONSOLE)))
     except errors.InvalidInput as refusal:
         return _playground(request, tool, raw=raw, problems=[f"{v.field}: {v.message}" for v in refusal.violations])
-    answer = {**trace.as_dict(), **execution_out(answered(result))}
+    answer = {**trace.with_response(), **execution_out(answered(result))}
     return _playground(request, tool, raw=raw, result=presented(answer))

@@ -51,10 +51,22 @@ class Trace:
     bytes: int = 0
     millis: float = 0.0
     attempts: int = 0
+    # The raw answer as it came back (its headers, its body decoded as UTF-8 and cut at
+    # RAW_BODY_CHARS), redacted like the request: what the console's test panels show.
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_body: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"request": {"method": self.method, "url": self.url, "headers": self.headers, "body": self.body},
                 "status": self.status, "bytes": self.bytes, "durationMillis": round(self.millis, 3)}
+
+    def with_response(self) -> dict[str, Any]:
+        """`as_dict` and the raw response (the console's: REST's test answers `as_dict` alone)."""
+        return {**self.as_dict(), "response": {"headers": self.response_headers, "body": self.response_body}}
+
+
+# What a trace keeps of a raw response body at most (characters): the console shows up to 128 KB.
+RAW_BODY_CHARS = 131_072
 
 
 @dataclass

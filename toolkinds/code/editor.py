@@ -89,7 +89,7 @@ async def create_module(request: Request, visitor: Writer) -> Response:
             field = CREATE_FIELDS.get(violation.field, "general")
             errors.setdefault(field, f"{_sentence(violation.message)} ({violation.rule})")
     except IdTaken as taken:
-        errors["id"] = f"Already used by a {taken.taken_by} (R2)."
+        errors["id"] = f"Already used by {'an' if taken.taken_by[:1] in 'AEIOU' else 'a'} {taken.taken_by} (R2)."
     except QuotaExceeded as quota:  # docs/tenants.md: the form again, as typed, with the quota named
         errors["general"] = f"Not created: {quota.detail}. Your organization's operator sets its quotas."
     else:

@@ -213,7 +213,7 @@ async def duplicate(module_id: str, request: Request, visitor: Writer) -> Respon
         written = await run_in_threadpool(services.modules.duplicate, visitor.principal.tenant, module_id, name, by=visitor.principal.name)
     except (InvalidDefinition, IdTaken, QuotaExceeded) as error:
         if isinstance(error, IdTaken):
-            message = f"Already used by a {error.taken_by} (R2)."
+            message = f"Already used by {'an' if error.taken_by[:1] in 'AEIOU' else 'a'} {error.taken_by} (R2)."
         elif isinstance(error, QuotaExceeded):
             message = f"Not created: {error.detail}. Your organization's operator sets its quotas."
         else:
