@@ -1,0 +1,14 @@
+// The audit viewer (console/templates/audit/): a row's "Show change" button opens the row below it,
+// where htmx loads the change once (hx-trigger="click once"); pressed again it hides it. The button
+// says which with aria-expanded.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest?.(".audit-toggle");
+  if (!button) return;
+  const row = button.closest("tr")?.nextElementSibling;
+  if (!row?.classList.contains("audit-change-row")) return;
+  const open = button.getAttribute("aria-expanded") !== "true";
+  button.setAttribute("aria-expanded", String(open));
+  row.hidden = !open;
+  const label = button.firstChild;
+  if (label?.nodeType === Node.TEXT_NODE) label.textContent = open ? "Hide change" : "Show change";
+});
