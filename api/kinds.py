@@ -28,12 +28,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Nav:
-    """A kind's entry in the console's navigation: where it leads, what it says, and its `rank`
-    among every entry (the console's own are ranked in tens, `console/pages.py: NAVIGATION`)."""
+    """A kind's entry in the console's navigation: where it leads, what it says, its `rank` among
+    every entry (the console's own are ranked in tens, `console/pages.py: NAVIGATION`) and the
+    sidebar's `group` it is shown in (`console/pages.py: GROUPS`: a kind's tools are built)."""
 
     path: str
     label: str
     rank: int
+    group: str = "Build"
 
 
 @dataclass(frozen=True)

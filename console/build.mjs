@@ -1,5 +1,6 @@
 // Builds the console's browser assets into static/dist/ (run by `make install` after `npm ci`):
-// console.js (htmx and the page behaviours, on every page), editor.js (the CodeMirror island, on
+// console.js (htmx and the page behaviours, on every page), theme.js (the chosen theme, before the
+// first paint), editor.js (the CodeMirror island, on
 // the pages that edit or compare code), and Swagger UI's files for the offline /docs. Nothing is
 // fetched from another host at run time; sizes (gzipped) are written to dist/sizes.json.
 import { build } from "esbuild";
@@ -33,7 +34,7 @@ const kindsModule = {
 };
 
 await build({
-  entryPoints: { console: join(here, "assets", "console.js"), editor: join(here, "assets", "editor.js") },
+  entryPoints: { console: join(here, "assets", "console.js"), editor: join(here, "assets", "editor.js"), theme: join(here, "assets", "theme.js") },
   bundle: true,
   format: "esm",
   minify: true,

@@ -1,5 +1,6 @@
 """Rendering: one Jinja2 environment (autoescaping every template), the asset URLs, and the shapes
-every page shares (the visitor, the CSRF token, the navigation)."""
+every page shares (the visitor, the CSRF token, the sidebar's grouped navigation and the section a
+page is in, which the default breadcrumbs name)."""
 
 from __future__ import annotations
 
@@ -24,24 +25,47 @@ TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 STATIC_URL = "/console/static"
 
-# Where the console's own links lead, each with its rank among every entry: (path, label, rank). A kind's
-# pages have an entry of their own (`KindPlugin.navigation`), ranked among these; the navigation shows
-# them all by rank.
+# The sidebar's groups, in order: what an admin builds, how callers connect to it, and who did what.
+GROUPS = ("Build", "Connect", "Govern")
+# Where the console's own links lead, each with its rank among every entry and its group: (path, label,
+# rank, group). A kind's pages have an entry of their own (`KindPlugin.navigation`), ranked among these;
+# the sidebar shows each group's entries by rank.
 NAVIGATION = (
-    ("/console/tools", "Tool catalog", 20),
-    ("/console/playground", "Playground", 50),
-    ("/console/plans", "Plans", 60),
-    ("/console/agents", "Agents", 70),
-    ("/console/profiles", "Usage profiles", 80),
-    ("/console/servers", "MCP servers", 90),
-    ("/console/tokens", "Tokens", 100),
-    ("/console/secrets", "Secrets", 110),
-    ("/console/audit", "Audit", 120),
+    ("/console/tools", "Tools", 5, "Build"),
+    ("/console/playground", "Playground", 50, "Build"),
+    ("/console/modules/changeset-history", "Changesets", 55, "Build"),
+    ("/console/servers", "MCP servers", 60, "Connect"),
+    ("/console/profiles", "Usage profiles", 70, "Connect"),
+    ("/console/tokens", "Tokens", 80, "Connect"),
+    ("/console/secrets", "Secrets", 90, "Connect"),
+    ("/console/agents", "Agents", 100, "Connect"),
+    ("/console/plans", "Plans", 110, "Connect"),
+    ("/console/audit", "Audit", 120, "Govern"),
 )
 # The operator's (docs/tenants.md): it manages the organizations and nothing inside them.
 OPERATOR_NAVIGATION = (
-    ("/console/operator/tenants", "Organizations"),
+    ("/console/operator/tenants", "Organizations", 10, "Govern"),
 )
+
+
+def grouped(entries: Iterable[tuple[str, str, int, str]]) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """The sidebar: each group that has entries, in GROUPS' order (another group after them), with
+    its (path, label) entries by rank."""
+    ranked = sorted(entries, key=lambda e: e[2])
+    names = [*GROUPS, *sorted({e[3] for e in ranked} - set(GROUPS))]
+    groups = tuple((name, tuple((path, label) for path, label, _, group in ranked if group == name)) for name in names)
+    return tuple(group for group in groups if group[1])
+
+
+def section(path: str, groups: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> tuple[str, str] | None:
+    """The sidebar's entry a page is in: the longest entry path that is the page's or a folder of it
+    (`/console/modules/changeset-history` is Changesets', not Code modules')."""
+    best = None
+    for _, entries in groups:
+        for href, label in entries:
+            if (path == href or path.startswith(href.rstrip("/") + "/")) and (best is None or len(href) > len(best[0])):
+                best = (href, label)
+    return best
 
 
 class Pages:
@@ -56,10 +80,9 @@ class Pages:
         # The files there are (relative names, as URLs spell them): only these are ever hashed.
         self.static_names = frozenset(p.relative_to(static).as_posix() for p in static.rglob("*") if p.is_file()) \
             if static.is_dir() else frozenset()
-        entries = sorted([*NAVIGATION, *((entry.path, entry.label, entry.rank) for entry in navigation)], key=lambda e: e[2])
-        self.env.globals.update(asset=self.asset, navigation=tuple((path, label) for path, label, _ in entries),
-                                operator_navigation=OPERATOR_NAVIGATION,
-                                tojson=_tojson)
+        groups = grouped([*NAVIGATION, *((entry.path, entry.label, entry.rank, entry.group) for entry in navigation)])
+        self.env.globals.update(asset=self.asset, navigation=groups, operator_navigation=grouped(OPERATOR_NAVIGATION),
+                                section=section, tojson=_tojson)
         self.env.filters["tojson"] = _tojson
         # Dates (console.display.when): `{{ moment|when }}`, or `{{ moment|when(absolute_text=True) }}`.
         self.env.filters["when"] = when
