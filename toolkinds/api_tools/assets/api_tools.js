@@ -3,6 +3,9 @@
 // or back to the table's Add button), each parameter's location-specific field (body path, header
 // name) and the chosen auth type's fields shown, and a header's value offered the secret ids when
 // it names a secret. It acts only on the page that has the form.
+//
+// The docked Test panel keeps its last arguments per tool in this browser only (localStorage), so
+// a reload or the next visit starts from what was last run.
 
 const byId = (id) => document.getElementById(id);
 
@@ -82,4 +85,29 @@ function setUp() {
   byId("form-problem")?.focus();
 }
 
+const TEST_KEY = (tool) => `toolsmith.api-tool-test.${tool}`;
+
+function setUpTestPanel() {
+  const form = byId("test-form");
+  if (!form) return;
+  const field = () => form.querySelector("[data-test-arguments]");
+  const first = field();
+  try {
+    const kept = first && localStorage.getItem(TEST_KEY(first.dataset.testArguments));
+    if (kept !== null && kept !== undefined && first.getAttribute("aria-invalid") !== "true") first.value = kept;
+  } catch {
+    // storage refused: the panel starts from the tool's example arguments
+  }
+  form.addEventListener("submit", () => {
+    const arguments_ = field();
+    if (!arguments_) return;
+    try {
+      localStorage.setItem(TEST_KEY(arguments_.dataset.testArguments), arguments_.value);
+    } catch {
+      // storage full or refused: keeping the last inputs is a convenience
+    }
+  });
+}
+
 setUp();
+setUpTestPanel();
