@@ -1,0 +1,34 @@
+"""console.language: a domain message's rule codes become words on the console's pages (the REST API keeps them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.language import kind_words, plain, rules_in
+
+
+@pytest.mark.parametrize(("message", "shown"), [
+    ("'dates' has no draft to publish (R10)", "'dates' has no draft to publish"),
+    ("the id 'weather' is already used by a API_URL tool (R2)", "the id 'weather' is already used by an API URL tool"),
+    ("must not start with a digit (R1, at most 40 characters)", "must not start with a digit (at most 40 characters)"),
+    ("output cut (V5: up to 128 KB)", "output cut (up to 128 KB)"),
+    ("not allowed for this caller (R14)", "not allowed for this caller"),
+    ("checked against every importer (R5, R6, R10).", "checked against every importer."),
+    ("R12 refuses while there is one", "the rule that something in use cannot be deleted refuses while there is one"),
+    ("a module named 'R2' is kept", "a module named 'R2' is kept"),  # a name in quotes is a name, not a code
+    ("nothing to change", "nothing to change"),
+    (None, ""),
+])
+def test_plain_takes_the_rule_codes_out(message: str | None, shown: str) -> None:
+    assert plain(message) == shown
+
+
+def test_rules_in_names_each_rule_once_in_words() -> None:
+    assert rules_in("publishing would break 'b' (R10); see R10 and R12") == [
+        "publishing re-checks every module that imports this one", "something in use cannot be deleted"]
+    assert rules_in("no code here") == []
+
+
+def test_kind_words() -> None:
+    assert [kind_words(k) for k in ("CODE", "API_URL", "FILE_SEARCH", "PLAN", "LOCAL", "MCP", "OTHER")] == [
+        "code module", "API URL tool", "File Search tool", "plan", "native tool", "external MCP tool", "OTHER"]
