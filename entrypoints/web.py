@@ -36,7 +36,8 @@ class Edge:
     the order separate middlewares had: outermost first,
 
     - every response gets the security headers (`console.security.secure`, docs/security.md), and
-      one access-log line (`infrastructure.logs.log_access`, when its level is on);
+      one access-log line (`infrastructure.logs.log_access`, when its level is on), written once
+      the answer is on its way, so that no client waits for it;
     - `HEAD` is served as `GET` with the body left out (FastAPI routes declare `GET` only): the
       response ends as soon as its head is sent, so a streaming `GET` does not keep a `HEAD` open;
       the app is then told the client is gone;
@@ -60,26 +61,37 @@ class Edge:
         head_only = scope["method"] == "HEAD"
         if head_only:
             scope = {**scope, "method": "GET"}
-        logged = logs.ACCESS.isEnabledFor(logging.INFO)
+        # The access-log line is written once the answer is on its way (after the body's first
+        # message is sent: the whole body, or a stream's first part), so the client does not wait
+        # for it; its duration is to the response's head.
+        logging_on = logs.ACCESS.isEnabledFor(logging.INFO)
+        status = 0
+        took = 0.0
         answered = False
+        logged = False
         ended = False  # a HEAD's head is sent: the rest is dropped, and the app told the client is gone
 
         async def respond(message: Message) -> None:
-            nonlocal answered, ended
+            nonlocal answered, ended, status, took, logged
             if message["type"] == "http.response.start":
                 secure(message)
                 answered = True
-                if logged:
-                    logs.log_access(asked, message["status"], perf_counter() - began)
+                status, took = message["status"], perf_counter() - began
                 if head_only:
                     if not ended:
                         await send(message)
                         await send({"type": "http.response.body", "body": b"", "more_body": False})
                         ended = True
+                        if logging_on and not logged:
+                            logged = True
+                            logs.log_access(asked, status, took)
                     return
             elif head_only and (ended or message["type"] == "http.response.body"):
                 return
             await send(message)
+            if logging_on and answered and not logged and message["type"] == "http.response.body":
+                logged = True
+                logs.log_access(asked, status, took)
 
         source = receive
         if head_only:
@@ -90,9 +102,13 @@ class Edge:
             await self._checked(scope, receive, source, respond)
         except Exception:
             # The app failed before it answered: ServerErrorMiddleware, outside, answers 500.
-            if logged and not answered:
+            if logging_on and not answered:
+                logged = True
                 logs.log_access(asked, 500, perf_counter() - began)
             raise
+        finally:
+            if logging_on and answered and not logged:  # a head with no body sent after it (the client left)
+                logs.log_access(asked, status, took)
 
     async def _checked(self, scope: Scope, receive: Receive, source: Receive, respond: Send) -> None:
         """The body's size and the checks; then the app (`source` is the client's messages, as the app may see them)."""

@@ -72,3 +72,52 @@ def test_a_request_the_app_fails_is_logged_with_the_500_it_gets(app: FastAPI, ca
     answer = TestClient(app, raise_server_exceptions=False).get("/test-only/fails")
     assert answer.status_code == 500 and answer.json()["code"] == "internal-error"
     assert [(r.method, r.path, r.status) for r in access_lines(caplog)] == [("GET", "/test-only/fails", 500)]  # type: ignore[attr-defined]
+
+
+def test_the_line_is_written_once_the_answer_is_sent_and_a_stream_is_logged_at_its_first_part(
+        app: FastAPI, caplog: pytest.LogCaptureFixture) -> None:
+    """The client does not wait for the access log: the line is written after the body went out
+    (for a stream, after its first part, so an open stream is logged while it lasts), once."""
+    import asyncio
+
+    from starlette.responses import StreamingResponse
+
+    @app.get("/test-only/stream")
+    def stream() -> StreamingResponse:
+        return StreamingResponse(iter([b"one", b"two"]), media_type="text/plain")
+
+    caplog.set_level(logging.INFO)
+    for path, parts in ((MODULES, 1), ("/test-only/stream", 2)):
+        caplog.clear()
+        events: list[str] = []
+
+        class Order(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if record.name == "uvicorn.access":
+                    events.append("logged")
+
+        order = Order()
+        logging.getLogger().addHandler(order)
+        try:
+            scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+                     "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "client": ("127.0.0.1", 5000),
+                     "server": ("testserver", 80), "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {ADMIN_TOKEN}".encode())]}
+
+            asked = [{"type": "http.request", "body": b"", "more_body": False}]
+
+            async def receive() -> dict[str, object]:
+                if asked:
+                    return asked.pop()
+                await asyncio.Event().wait()  # the client stays
+                raise AssertionError("unreachable")
+
+            async def send(message: dict[str, object]) -> None:
+                if message["type"] == "http.response.body" and message.get("body"):
+                    events.append("body")
+
+            asyncio.run(app(scope, receive, send))  # (the app's lifespan is the fixture's)
+        finally:
+            logging.getLogger().removeHandler(order)
+        assert events.count("logged") == 1, events
+        assert events.index("logged") == 1 and events.count("body") == parts, events  # after the first part went out
+        assert [(r.path, r.status) for r in access_lines(caplog)] == [(path, 200)]  # type: ignore[attr-defined]
