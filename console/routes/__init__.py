@@ -3,7 +3,7 @@ of tool's own pages come with it (`api.kinds.KindPlugin.console`, registered in
 `entrypoints/kinds.py`): the code modules' list, editor and lifecycle. The operator's pages (the
 organizations) are the only ones its token opens."""
 
-from console.routes import audit, auth, callers, catalog, operator, palette, playground, secrets, tokens
+from console.routes import audit, auth, callers, catalog, operator, palette, playground, secrets, servers, tokens
 
-ROUTERS = (auth.router, catalog.router, callers.router, tokens.router, secrets.router, audit.router, playground.router,
+ROUTERS = (auth.router, catalog.router, callers.router, servers.router, tokens.router, secrets.router, audit.router, playground.router,
            operator.router, palette.router)

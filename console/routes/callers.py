@@ -188,9 +188,9 @@ def _detail_context(request: Request, k: Kind, record: dict[str, Any]) -> dict[s
         permissions = services.toolbox.permissions(tenant, "caller", record["id"])
         context["offered"] = [e.name for e in services.toolbox.offered(tenant, permissions)]
     if k is SERVERS:
-        context["url"] = str(request.base_url).rstrip("/") + f"/mcp/{quote(record['id'], safe='')}"
-        context["attachable"] = [n for n in _tool_names(request, tenant) if n not in record["tools"]]
-        context["offered"] = [e.name for e in services.toolbox.offered(tenant, services.toolbox.permissions(tenant, "admin", None), record["id"])]
+        from console.routes import servers  # it builds on this module's pages: imported when first used
+
+        context.update(servers.detail_context(request, record))
     if k is PLANS:
         catalog = {e.name: e for e in services.toolbox.entries(tenant) if e.shadowed_by is None}
         context["node_pages"] = [
@@ -328,30 +328,4 @@ def node_runs(record: dict[str, Any], result: dict[str, Any]) -> list[dict[str, 
     return runs
 
 
-# -- an MCP server's tools -----------------------------------------------------------------------
-
-
-@router.post("/servers/{record_id}/tools")
-async def attach_tool(record_id: str, request: Request, visitor: Writer) -> Response:
-    form = await request.form()
-    name = str(form.get("tool", "")).strip()
-    principal = visitor.principal
-    records = _services(request).records
-    if not name:
-        record = records.get(principal.tenant, SERVER, record_id)
-        return render_detail(request, SERVERS, record, problem="Choose a tool to attach.")
-    try:
-        records.attach(principal.tenant, record_id, name, by=principal.name)
-    except errors.UnknownRecord as error:
-        if error.record_id != name:
-            raise
-        record = records.get(principal.tenant, SERVER, record_id)
-        return render_detail(request, SERVERS, record, problem=f"Not attached: {error.detail}.")
-    return _redirect(f"/console/servers/{quote(record_id, safe='')}", attached=name)
-
-
-@router.post("/servers/{record_id}/tools/{name}/detach")
-def detach_tool(record_id: str, name: str, request: Request, visitor: Writer) -> Response:
-    principal = visitor.principal
-    _services(request).records.detach(principal.tenant, record_id, name, by=principal.name)
-    return _redirect(f"/console/servers/{quote(record_id, safe='')}", detached=name)
+# An MCP server's tools (attach, detach) and its check are console/routes/servers.py's.

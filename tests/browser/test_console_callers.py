@@ -92,7 +92,7 @@ def test_an_mcp_server_made_in_the_console_offers_what_is_attached(page, console
     assert_accessible(page, "the MCP servers")
     page.get_by_role("link", name="Create an MCP server").click()
     assert_accessible(page, "the new MCP server form")
-    page.get_by_label("Id", exact=True).fill(server)
+    page.get_by_label("Name", exact=True).fill(server)
     page.get_by_label("Description").fill("for the browser test")
     page.get_by_role("button", name="Create").click()
     page.wait_for_url(f"**/console/servers/{server}?created=1")
@@ -104,15 +104,15 @@ def test_an_mcp_server_made_in_the_console_offers_what_is_attached(page, console
     page.get_by_text("Copied").wait_for()
     assert page.evaluate("navigator.clipboard.readText()") == f"{console_server.url}/mcp/{server}"
 
-    page.get_by_label("Tool to attach").select_option(tool)
-    page.get_by_role("button", name="Attach").click()
-    page.get_by_text(f"Attached {tool}.").wait_for()
+    page.get_by_role("checkbox", name=re.compile(rf"^{tool} ")).check()
+    page.get_by_role("button", name="Attach the checked tools").click()
+    page.get_by_role("status").get_by_text(f"Attached {tool}.").wait_for()
     assert_accessible(page, "an MCP server with a tool attached")
     shot(page, "server")
     assert tool in listed_by_mcp(console_server, server)
 
     page.get_by_role("button", name=f"Detach {tool}").click()
-    page.get_by_text(f"Detached {tool}.").wait_for()
+    page.get_by_role("status").get_by_text(f"Detached {tool}.").wait_for()
     assert page.get_by_text("No tool is attached").is_visible()
     assert tool not in listed_by_mcp(console_server, server)
 
