@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from api.presenters import token_issued
 from api.schemas import TokenIn
-from application.principals import ROLES
+from application.principals import ADMIN, AUDITOR, CALLER, ROLES
 from console.routes.callers import FormProblem, problem_of_error, problem_of_validation
 from console.routing import ConsoleRoute
 from console.security import Reader, Refused, Writer
@@ -21,6 +21,11 @@ from domain import errors
 from domain.callers import PROFILE
 
 router = APIRouter(prefix="/console/tokens", route_class=ConsoleRoute, include_in_schema=False)
+
+# The roles offered, the least power first: a new token is a caller unless the admin chooses more
+# (issue 31: it defaulted to admin). Every role the service knows is offered.
+ROLES_BY_POWER = (CALLER, *(r for r in ROLES if r not in (CALLER, ADMIN)), ADMIN)
+ROLE_WORDS = {CALLER: "Caller (calls tools)", AUDITOR: "Auditor (reads)", ADMIN: "Admin (everything)"}
 
 # The secret is on one answer only: no cache may keep it, and a back button shows no copy of it.
 NO_STORE = {"Cache-Control": "no-store"}
@@ -32,9 +37,10 @@ def _page(request: Request, *, status: int = 200, issued: dict[str, Any] | None 
     principal = request.state.visitor.principal
     return request.app.state.console_pages.render(
         request, "tokens/list.html", status=status, headers=NO_STORE,
-        tokens=services.tokens.tokens(principal.tenant), issued=issued, roles=ROLES,
+        tokens=services.tokens.tokens(principal.tenant), issued=issued, roles=[(r, ROLE_WORDS[r]) for r in ROLES_BY_POWER],
+        role_words=ROLE_WORDS,
         profiles=[p["id"] for p in services.records.list(principal.tenant, PROFILE)],
-        values=values or {"name": "", "role": "caller", "usageProfile": ""},
+        values=values or {"name": "", "role": CALLER, "usageProfile": ""},
         fields=problem.fields if problem else {}, summary=problem.summary if problem else "", message=message,
     )
 
