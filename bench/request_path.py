@@ -19,7 +19,11 @@ answer (status 200 and the tool's output in the body); a wrong answer fails the 
 - The floor: (a) the bare FastAPI `POST /call` (`{"n":41}` → `{"output":42}`, a pydantic model) at 1
   and 4 connections, and its `GET /healthz`; (b) a bare QuickJS fresh context + `eval` of the tool
   as a plain script, in this process, µs per call. floor time = 1 / (a's rate at 1 connection) +
-  (b); floor rate = 1 / floor time.
+  (b); floor rate = 1 / floor time. Beside it, the ceiling of a sandbox out of the API's process:
+  (a)'s route asking a bare QuickJS worker process of its own over a Unix socket (a fresh context
+  and an `eval` per call), at 1 connection. Toolsmith runs its tools in worker processes (a crash,
+  a runaway or a memory-hungry script takes its worker down, never the API), so what its REST call
+  can reach is that ceiling, not the in-process floor.
 - Toolsmith: `POST /api/v1/tools/addOne/call` at 1 connection (goal ≥ 0.8 × the floor rate) and 4
   (goal ≥ 1.5 × 1 connection; its p95 printed); `GET /healthz` at 1 connection (goal ≥ 0.6 × the
   bare GET); MCP `tools/call` at 1 connection in a handshake-era session (2025-06-18: initialize,
@@ -481,6 +485,7 @@ def variants(tmp: Path, toolsmith: str, floor: str, fastmcp: str, session: str) 
     specs = [
         ("floor POST", floor, "POST", "/call", ARGUMENTS, output, json_only, (1, 4)),
         ("floor GET", floor, "GET", "/healthz", "", '"status"', {}, (1,)),
+        ("floor in a worker", floor, "POST", "/call-in-worker", ARGUMENTS, output, json_only, (1,)),
         ("REST call", toolsmith, "POST", f"/api/v1/tools/{TOOL}/call", ARGUMENTS, output, auth, (1, 4)),
         ("healthz", toolsmith, "GET", "/healthz", "", '"status"', {}, (1,)),
         ("MCP session", toolsmith, "POST", "/mcp", mcp_call_body(None, meta=False), mcp_text,
@@ -741,6 +746,7 @@ def rows_of(runs: dict[str, list[dict[str, float]]], quickjs: list[float]) -> li
     floor_time = 1 / floor_rate_1 + quickjs_time
     floor = 1 / floor_time
     floor_per_round = [1 / (1 / r + q) for r, q in zip(rates("floor POST ×1"), quickjs)]
+    ceiling = rate("floor in a worker ×1")
     rest_1, rest_4 = rate("REST call ×1"), rate("REST call ×4")
     p95 = median([run["p95"] for run in runs["REST call ×4"]])
     p50_1 = median([run["p50"] for run in runs["REST call ×1"]])
@@ -753,8 +759,12 @@ def rows_of(runs: dict[str, list[dict[str, float]]], quickjs: list[float]) -> li
         Row("floor (b): bare QuickJS fresh context + eval", f"{quickjs_time * 1e6:,.0f} µs/call", "in this process", None, "", None,
             f"IQR {q1 * 1e6:.0f}–{q3 * 1e6:.0f} µs"),
         Row("floor: 1/(a) + (b)", f"{floor:,.0f}/s", f"{floor_time * 1e6:,.0f} µs/call", None, "", None, ""),
+        Row("ceiling: (a) asking a bare QuickJS worker process", f"{ceiling:,.0f}/s", f"floor {floor:,.0f}/s", ceiling / floor,
+            "(the most a sandbox out of the API's process reaches)", None, spread(rates("floor in a worker ×1"), floor_per_round)),
         Row("REST POST /api/v1/tools/addOne/call, 1 conn", f"{rest_1:,.0f}/s (p50 {p50_1 * 1e3:.2f} ms)", f"floor {floor:,.0f}/s",
             rest_1 / floor, f"≥ {GOAL_REST} × floor", rest_1 / floor >= GOAL_REST, spread(rates("REST call ×1"), floor_per_round)),
+        Row("REST call vs the ceiling, 1 conn", f"{rest_1:,.0f}/s", f"ceiling {ceiling:,.0f}/s", rest_1 / ceiling,
+            "(informative)", None, spread(rates("REST call ×1"), rates("floor in a worker ×1"))),
         Row("REST call, 4 conn vs 1 conn", f"{rest_4:,.0f}/s (p95 {p95 * 1e3:.2f} ms)", f"1 conn {rest_1:,.0f}/s",
             rest_4 / rest_1, f"≥ {GOAL_SCALING}", rest_4 / rest_1 >= GOAL_SCALING, spread(rates("REST call ×4"), rates("REST call ×1"))),
         Row("GET /healthz, 1 conn", f"{healthz:,.0f}/s", f"bare GET {bare_get:,.0f}/s", healthz / bare_get, f"≥ {GOAL_HEALTHZ}",
