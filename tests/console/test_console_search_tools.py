@@ -124,7 +124,7 @@ def test_the_list_shows_each_tool_with_its_capabilities_and_documents_by_state(
     assert kind.wait_idle(60)
     page = admin.get(PAGE)
     assert page.status_code == 200
-    assert '<a href="/console/search-tools">File search</a>' in page.text.replace(' aria-current="page"', "")
+    assert '<a href="/console/search-tools">File Search tools</a>' in page.text.replace(' aria-current="page"', "")
     row = next(r for r in re.findall(r"<tr>(.*?)</tr>", page.text, re.S) if name in r)
     assert f'href="/console/search-tools/{name}"' in row and "Care guides" in row
     cells = [words(c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
@@ -209,7 +209,7 @@ def test_an_edit_switches_a_capability_off_and_a_stale_form_is_refused(
     assert tool["capabilities"]["search"]["enabled"] is False and tool["capabilities"]["fetch"]["maxCharsCap"] == 30000
     assert f"{name}_search" not in [t["name"] for t in client.get("/api/v1/admin/tools").json()]
     shown = admin.get(saved.headers["location"]).text
-    assert "Saved." in shown and "it is switched off: it runs here, and no server offers it" in shown
+    assert "Saved." in shown and ">Search (not offered)</option>" in shown
     # the same form again, read before that save: refused, and what was typed is kept
     stale = post(admin, f"{PAGE}/{name}", {**fields, "description": "typed again"}, page=f"{PAGE}/{name}")
     assert stale.status_code == 200 and "Not saved: the tool changed meanwhile." in stale.text
@@ -262,7 +262,7 @@ def test_documents_uploaded_by_the_script_poll_until_they_settle(
     assert "every 1s" not in fragment
     text = words(fragment)
     assert "2 documents: 2 ready, 0 processing, 0 failed." in text
-    assert re.search(r"guide\.md id \w+ READY \d+ characters, 1 chunk text/markdown", text)
+    assert re.search(r"guide\.md Id \w+ Ready \d+ characters, 1 chunk Markdown", text)
     assert "by admin" in text
     # the same file again is the same document
     again = upload(admin, name, [("copy.md", GUIDE)])
@@ -277,9 +277,65 @@ def test_a_failed_document_shows_its_reason(client: TestClient, admin: TestClien
     assert kind.wait_idle(60)
     reason = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][0]["reason"]
     assert reason
+    doc_id = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][0]["id"]
     fragment = admin.get(f"{PAGE}/{name}/documents", headers=HTMX).text
-    assert f"blank.txt id {expect(client.get(f'{TOOLS}/{name}/documents'), 200).json()['documents'][0]['id']} FAILED {reason}" \
-        in words(fragment)
+    sentence = reason[0].upper() + reason[1:] + "."
+    assert f"blank.txt Id {doc_id} Failed {sentence} Why, and what to do about blank.txt Text 5 bytes" in words(fragment)
+    assert f'href="{PAGE}/{name}/documents/{doc_id}"' in fragment
+    # its page says why, in a sentence, and shows no text or chunk
+    page = words(admin.get(f"{PAGE}/{name}/documents/{doc_id}").text)
+    assert f"State Failed Type Text Size 5 bytes Uploaded just now by admin" in page
+    assert f"Why it failed {sentence}" in page and "Extracted text" not in page and "Chunks" not in page
+
+
+def test_failure_reasons_read_as_sentences_with_what_to_do() -> None:
+    from toolkinds.search_tools.display import failure, type_name
+
+    encrypted = failure("the PDF is encrypted: it cannot be read without its password")
+    assert encrypted.sentence == "The PDF is encrypted: it cannot be read without its password."
+    assert "Remove its password" in encrypted.advice and encrypted.detail == ""
+    broken = failure("the file is not a PDF document: its bytes do not parse as PDF (PdfReadError: EOF marker not found)")
+    assert broken.sentence == "The file is not a PDF document: its bytes do not parse as PDF."
+    assert broken.detail == "PdfReadError: EOF marker not found" and broken.advice
+    scanned = failure("the PDF holds no extractable text (a scanned image?)")
+    assert scanned.sentence == "The PDF holds no extractable text (a scanned image?)." and "OCR" in scanned.advice
+    assert failure(None).sentence == "The text could not be extracted."
+    assert type_name("application/vnd.openxmlformats-officedocument.wordprocessingml.document") == "Word document"
+    assert [type_name(t) for t in ("application/pdf", "text/plain", "text/markdown", "text/html", "text/x-source")] == \
+        ["PDF", "Text", "Markdown", "HTML", "Source code"]
+
+
+def test_a_long_text_is_shown_a_part_at_a_time_and_its_chunks_a_page_at_a_time(
+        client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    from toolkinds.search_tools.display import PART_CHARS, parts
+
+    name = unique_id("guides")
+    made(client, name)
+    paragraphs = [f"Paragraph {n}: zebras graze at dawn and rest at noon, far from the river." for n in range(600)]
+    text = "\n\n".join(paragraphs)
+    assert upload(admin, name, [("long.txt", text.encode())]).status_code == 202
+    assert kind.wait_idle(60)
+    document = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][0]
+    assert document["state"] == "READY" and document["chunks"] > 20
+    cut = parts(text, None)
+    assert len(cut) > 2 and all(p.end - p.start <= PART_CHARS for p in cut) and cut[-1].end == len(text)
+    assert all(text[p.start:p.end].endswith("\n\n") for p in cut[:-1])  # at a paragraph's end
+    here = f"{PAGE}/{name}/documents/{document['id']}"
+    first = admin.get(here)
+    assert first.status_code == 200
+    shown = words(first.text)
+    assert f"Part 1 (1 of {len(cut)})" in shown and "Paragraph 0:" in shown and "Paragraph 599:" not in shown
+    assert f"Chunks 1 to 20 of {document['chunks']}" in shown and "Chunk 21 " not in shown
+    assert len(first.text) < 60_000  # never the whole text at once
+    last = words(admin.get(here, params={"part": str(len(cut)), "chunks": "2"}).text)
+    assert "Paragraph 599:" in last and "Paragraph 0:" not in last and "Chunk 21 " in last
+    # htmx asks for one section only; a page number out of range is the last, nonsense the first
+    fragment = admin.get(here, params={"part": "999"}, headers={**HTMX, "HX-Target": "document-text"}).text
+    assert fragment.lstrip().startswith("<section id=\"document-text\"") and "Paragraph 599:" in fragment
+    assert "Part 1 (1 of" in words(admin.get(here, params={"part": "x1", "chunks": "-3"}).text)
+    # a search result's chunk link opens the page of chunks that holds it
+    assert "Chunk 22 " in words(admin.get(here, params={"chunk": "21"}).text)
+    assert admin.get(f"{PAGE}/{name}/documents/nosuchdocument").status_code == 404
 
 
 def test_a_plain_form_upload_comes_back_to_the_tools_page(client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
@@ -291,7 +347,7 @@ def test_a_plain_form_upload_comes_back_to_the_tools_page(client: TestClient, ad
     # a form sent with no file says so on the tool's page
     empty = admin.post(f"{PAGE}/{name}/documents", files=[("files", ("", b"", "application/octet-stream"))],
                        data={"csrf_token": page_csrf(admin.get(PAGE).text)}, headers={"Origin": ORIGIN})
-    assert empty.status_code == 400 and "Not uploaded: files: no file was uploaded" in words(empty.text)
+    assert empty.status_code == 400 and "Not uploaded: choose or drop at least one file." in words(empty.text)
     # the script is told the problem as JSON, with its status
     missing = admin.post(f"{PAGE}/no_such_tool/documents", files=[("files", ("a.txt", b"x", "text/plain"))],
                          headers={"Origin": ORIGIN, "X-CSRF-Token": page_csrf(admin.get(PAGE).text), "Accept": "application/json"})
@@ -345,7 +401,9 @@ def test_search_marks_the_words_and_escapes_the_document_text(client: TestClient
     assert "&lt;<mark>script</mark>&gt;alert(&#39;x&#39;)&lt;/<mark>script</mark>&gt;" in snippet
     assert "<mark>Zebras</mark> graze" in snippet and "&amp; stripes &lt;b&gt;bold&lt;/b&gt;" in snippet
     assert re.sub(r"</?mark>", "", snippet) == html.escape(GUIDE.decode().strip(), quote=True).replace("&#x27;", "&#39;")
-    assert "<h3>guide.md</h3>" in answer.text and f"chunk <code>" in answer.text
+    doc_id = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][0]["id"]
+    assert f'<h3><a href="{PAGE}/{name}/documents/{doc_id}?chunk=0#chunk-0">guide.md</a></h3>' in answer.text
+    assert "chunk <code>" in answer.text and "The response as a model gets it" in answer.text
     assert '<p id="search-status" hx-swap-oob="innerHTML">1 result for “zebras script”.</p>' in answer.text
     # a plain form: the tool's page with the results
     page = admin.get(f"{PAGE}/{name}/search", params={"query": "zebras"}).text
@@ -410,7 +468,12 @@ def test_an_auditor_reads_every_page_and_changes_nothing(client: TestClient, kin
         assert "guide.md" in page.text or url in (PAGE, f"{PAGE}/{name}/history"), url
         for control in ('id="upload-files"', "/delete", ">Disable</button>", 'id="search-query"', "New File Search tool"):
             assert control not in page.text, (url, control)
-    assert "can read the tool but not search" in auditor.get(f"{PAGE}/{name}").text
+    assert "can read the tool but not run its capabilities" in auditor.get(f"{PAGE}/{name}").text
+    # the document's page: what it is, never its text (reading it is running the tool)
+    doc_id = expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"][0]["id"]
+    document = auditor.get(f"{PAGE}/{name}/documents/{doc_id}")
+    assert document.status_code == 200 and "Markdown" in document.text and "can see the document but not read its text" in document.text
+    assert "Zebras graze" not in document.text and "/delete" not in document.text
     assert auditor.get(f"{PAGE}/new").status_code == 403
     assert auditor.get(f"{PAGE}/{name}/search", params={"query": "zebras"}).status_code == 403
     token = page_csrf(auditor.get(PAGE).text)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from application.kinds.base import tagged, validated
 from domain.catalog import ToolEntry
 from domain.documents import MAX_QUERY_CHARS, READY, IndexUnavailable, query_terms, split_chunk_id
-from domain.errors import InvalidInput, Violation
+from domain.errors import DocumentsUnavailable, InvalidInput, Violation
 from domain.ports import ExecutionError, ExecutionResult
 from toolkinds.search_tools.model import (
     CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, enabled_capabilities,
@@ -158,6 +158,14 @@ class Capabilities:
         return {"chunkId": given, "documentId": parsed[0], "title": _title(document), "chunks": [
             {"id": c.chunk_id, "n": c.n, "start": c.start, "end": c.end, "text": c.text,
              **({"page": c.page} if c.page is not None else {})} for c in found]}
+
+    def text_of(self, tenant: str, document: Document) -> str:
+        """A `READY` document's text (the console's document page), through the same cache; a text
+        gone from the blob store is `DocumentsUnavailable`, with the reason."""
+        try:
+            return self._text(tenant, document)
+        except _Failed as failed:
+            raise DocumentsUnavailable(failed.message) from None
 
     def _text(self, tenant: str, document: Document) -> str:
         key = (tenant, document["textSha256"])

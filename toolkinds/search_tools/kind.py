@@ -20,6 +20,7 @@ from application.context import CallContext
 from application.kinds.base import Tools
 from application.kinds.configured import ConfiguredKind
 from domain.catalog import ToolEntry
+from domain.documents import READY, StoredChunk
 from domain.errors import DocumentsUnavailable, ToolNotCallable, UnknownRecord, Violation
 from domain.ports import ExecutionResult
 from toolkinds.search_tools.chunks import Chunks
@@ -74,6 +75,19 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
         if document is None:
             raise UnknownRecord(DOCUMENT, doc_id)
         return document
+
+    def document_text(self, tenant: str, name: str, doc_id: str) -> str:
+        """A `READY` document's extracted text (the console's document page), from the blob store
+        through the capabilities' bounded cache; empty for a document with no text yet."""
+        document = self.document(tenant, name, doc_id)
+        if document["state"] != READY or not document["textSha256"]:
+            return ""
+        return self.capabilities.text_of(tenant, document)
+
+    def document_chunks(self, tenant: str, name: str, doc_id: str, first: int, last: int) -> list[StoredChunk]:
+        """The document's chunks numbered `first` to `last` (both included), in order, as indexed."""
+        self.document(tenant, name, doc_id)
+        return self.chunk_index.chunk_range(tenant, name, doc_id, first, last)
 
     # -- the configuration (`ConfiguredKind` does the CRUD) -----------------------------------
 

@@ -3,8 +3,11 @@ tool's page with the editor of its configuration (the fields every kind shares a
 capability's switch and two limits), enable and disable, delete (refused while a plan or an agent
 names the tool) and its history are the pages every configured kind shares (`console/configured.py`),
 with this kind's form (`form.py`) and templates. This module adds what is the kind's own: on the
-tool's page, its documents with their upload and its progress, and a search box running the
-`search` capability.
+tool's page, its documents with their upload and its progress, and the Test panel docked beside
+its settings, which runs any capability as a model would call it (the search by default) and keeps
+its last inputs (search_tools.js); each document's own page, with its extracted text a part at a
+time (a PDF by its pages), its chunks a page at a time, or why its extraction failed, in words
+(`display`).
 
 Every change goes through the kind's commands with the REST API's request model
 (`toolkinds.search_tools.schemas.SearchToolBody`), so that the console and REST refuse the same things;
@@ -14,6 +17,7 @@ escaped, only the kind's `<mark>` markers become marks."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import Request
@@ -22,10 +26,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from console.configured import ConfiguredPages
+from console.language import plain
 from console.routing import problem_of
 from console.security import Reader, Writer
+from console.toast import toast
 from domain import errors
-from domain.documents import MARK_END, MARK_START, MAX_QUERY_CHARS, PROCESSING
+from domain.documents import MARK_END, MARK_START, MAX_QUERY_CHARS, PROCESSING, READY, split_chunk_id
+from toolkinds.search_tools import display
 from toolkinds.search_tools import form as forms
 from toolkinds.search_tools.form import CAPABILITY_TEXT
 from toolkinds.search_tools.kind import SearchToolKind
@@ -34,6 +41,10 @@ from toolkinds.search_tools.schemas import SearchToolBody, public
 from toolkinds.search_tools.uploads import spooled, uploaded
 
 DOCUMENTS_PER_PAGE = 20
+CHUNKS_PER_PAGE = 20
+MAX_CHOICES = 500
+# The capabilities the Test panel runs, with what each needs typed (the first is the default).
+TESTED = ("search", "find_text", "fetch", "read_context", "list_documents")
 
 
 def _kind(request: Request) -> SearchToolKind:
@@ -46,18 +57,27 @@ def _htmx(request: Request) -> bool:
 
 def _editor_context(request: Request, tool: Any) -> dict[str, Any]:
     """What the tool's page shows besides its form: its documents (a tool's, not a new one's) and each capability's text."""
-    context: dict[str, Any] = {"search": None}
+    context: dict[str, Any] = {"search": None, "ready_documents": []}
     if tool is not None:
         context.update(_documents(_kind(request), request.state.visitor.principal.tenant, tool.tool_id, ""))
-    return {**context, "capabilities": CAPABILITIES, "capability_text": CAPABILITY_TEXT, "cap_key": cap_key,
-            "capability_name": capability_name, "max_name": MAX_NAME, "max_query": MAX_QUERY_CHARS}
+        # The Test panel's choice of a document to read: the ready ones, by name (at most a few hundred).
+        context["ready_documents"] = sorted((d for d in tool.documents.values() if d["state"] == READY),
+                                            key=lambda d: (d["name"], d["id"]))[:MAX_CHOICES]
+    return {**context, **_words(), "capabilities": CAPABILITIES, "capability_text": CAPABILITY_TEXT, "cap_key": cap_key,
+            "capability_name": capability_name, "max_name": MAX_NAME, "max_query": MAX_QUERY_CHARS, "tested": TESTED}
+
+
+def _words() -> dict[str, Any]:
+    """What every File Search page names things with (`display`): one mapping for all of them."""
+    return {"type_name": display.type_name, "state_name": display.state_name, "failure": display.failure,
+            "size_text": size_text}
 
 
 PAGES = ConfiguredPages(
     SearchToolKind, base="/console/search-tools", one="search_tool", noun="File Search tool", title="File Search tool",
     folder="search_tools", body=SearchToolBody, public=public, form=forms.SearchToolForm(), editor_template="tool.html",
     history_template="search_tools/history.html", editor_context=_editor_context,
-    list_context=lambda request: {"capability_text": CAPABILITY_TEXT},
+    list_context=lambda request: {"capability_text": CAPABILITY_TEXT, **_words()},
     said={
         "created": "Created. Its capabilities are live on every server it is attached to; upload its documents below.",
         "enabled": "Enabled: the tool's capabilities are offered again.",
@@ -116,28 +136,86 @@ def _documents(kind: SearchToolKind, tenant: str, name: str, after: str) -> dict
         max_upload_mb = None
     return {"tool_id": tool.tool_id, "documents": rows, "next_cursor": next_cursor, "after": after,
             "counts": counts, "total": len(tool.documents), "processing": counts.get(PROCESSING, 0) > 0,
-            "size_text": size_text, "max_upload_mb": max_upload_mb}
+            "max_upload_mb": max_upload_mb, **_words()}
 
 
-def _search(kind: SearchToolKind, tenant: str, name: str, query: str) -> dict[str, Any]:
-    """The search box's answer: the results with their snippets split for marking, or what to change."""
-    outcome: dict[str, Any] = {"query": query, "results": [], "problem": ""}
-    if not query.strip():
-        outcome["problem"] = "Type the words to search for."
+def _field(inputs: dict[str, str], key: str) -> str:
+    return (inputs.get(key) or "").strip()
+
+
+def _arguments(capability: str, inputs: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """The capability's arguments from what the Test panel's fields hold, or what to type first."""
+    if capability == "search":
+        query = inputs.get("query") or ""
+        return {"query": query}, "" if query.strip() else "Type the words to search for."
+    if capability == "find_text":
+        text = inputs.get("text") or ""
+        arguments: dict[str, Any] = {"text": text, "caseSensitive": inputs.get("case") == "on"}
+        return arguments, "" if text.strip() else "Type the exact text to find."
+    if capability == "fetch":
+        given = _field(inputs, "document")
+        arguments = {"id": given}
+        offset = _field(inputs, "offset")
+        if offset:
+            if not offset.isdigit() or len(offset) > 12:
+                return arguments, "Start at: type a number of characters (0 is the start)."
+            arguments["offset"] = int(offset)
+        return arguments, "" if given else "Choose the document to read."
+    if capability == "read_context":
+        chunk = _field(inputs, "chunk")
+        if not chunk:
+            return {}, "Type a chunk's id (a search result gives it, like abc123#0)."
+        if split_chunk_id(chunk) is None:
+            return {}, f"“{chunk}” is not a chunk id: a chunk id is a document's id, '#' and the chunk's number."
+        return {"chunkId": chunk}, ""
+    prefix = _field(inputs, "prefix")
+    return ({"namePrefix": prefix} if prefix else {}), ""
+
+
+def _test(kind: SearchToolKind, tenant: str, name: str, capability: str, inputs: dict[str, str]) -> dict[str, Any]:
+    """The Test panel's answer: the capability's output, shaped for its view (each search result's
+    snippet split for marking, each document named), with the raw response; or what to change."""
+    capability = capability if capability in TESTED else "search"
+    outcome: dict[str, Any] = {"capability": capability, "label": CAPABILITY_TEXT[capability][0],
+                               "query": inputs.get("query") or "", "inputs": inputs, "results": [], "problem": "",
+                               "output": None, "raw": ""}
+    arguments, missing = _arguments(capability, inputs)
+    if missing:
+        outcome["problem"] = missing
         return outcome
     tool = kind.get(tenant, name)
     try:
-        result = kind.run_capability(tenant, name, "search", {"query": query})
+        result = kind.run_capability(tenant, name, capability, arguments)
     except errors.InvalidInput as refusal:
         outcome["problem"] = "; ".join(v.message for v in refusal.violations)
         return outcome
     if result.error is not None:
-        outcome["problem"] = f"The search failed ({result.error.type}): {result.error.message}"
+        outcome["problem"] = f"The {CAPABILITY_TEXT[capability][0].lower()} failed: {result.error.message}"
         return outcome
-    for found in result.output["results"]:
-        document = tool.documents.get(found["documentId"]) or {}
-        outcome["results"].append({**found, "name": document.get("name", ""), "parts": snippet_parts(found["snippet"])})
+    output = result.output
+    outcome["output"] = output
+    outcome["raw"] = json.dumps(output, ensure_ascii=False, indent=2)
+    if capability == "search":
+        for found in output["results"]:
+            document = tool.documents.get(found["documentId"]) or {}
+            chunk = split_chunk_id(found["id"])
+            outcome["results"].append({**found, "name": document.get("name", ""), "parts": snippet_parts(found["snippet"]),
+                                       "n": chunk[1] if chunk else None})
+    elif capability == "find_text":
+        for match in output["matches"]:
+            document = tool.documents.get(match["documentId"]) or {}
+            at = match["offset"] - match["contextOffset"]
+            length = len(output["text"])
+            text = match["text"]
+            outcome["results"].append({**match, "name": document.get("name", ""),
+                                       "parts": [p for p in ((text[:at], False), (text[at:at + length], True),
+                                                             (text[at + length:], False)) if p[0]]})
     return outcome
+
+
+def _search(kind: SearchToolKind, tenant: str, name: str, query: str) -> dict[str, Any]:
+    """The search's answer (the Test panel's default capability)."""
+    return _test(kind, tenant, name, "search", {"query": query})
 
 
 # -- documents ---------------------------------------------------------------------------------------
@@ -152,6 +230,13 @@ def documents_page(name: str, request: Request, visitor: Reader, after: str = ""
     if _htmx(request):
         return PAGES.render(request, "search_tools/_documents.html", headers=headers, **context)
     return PAGES.render(request, "search_tools/documents.html", headers=headers, message=PAGES.message(request), **context)
+
+
+def _refusal_words(error: errors.ModuleError) -> str:
+    """A refused upload's reasons as the page says them: the messages, not the API's field paths."""
+    if isinstance(error, errors.InvalidInput):
+        return "; ".join(v.message for v in error.violations)
+    return plain(error.detail).rstrip(".")
 
 
 def _no_file(item: Any) -> bool:
@@ -171,6 +256,9 @@ async def upload_documents(name: str, request: Request, visitor: Writer) -> Resp
         files = kind.files
         async with request.form(max_files=1_000, max_fields=100) as form:
             given = [item for item in form.getlist("files") if not _no_file(item)]
+            if not given and not wants_json:
+                # A form sent with nothing chosen: the words the page's script says, not the API's.
+                raise errors.InvalidInput([errors.Violation("files", "DOC", "choose or drop at least one file")])
             uploads = await spooled(given, files.workdir, files.max_upload_bytes)
         documents = await run_in_threadpool(lambda: kind.upload(principal.tenant, name, uploads, by=principal.name))
     except errors.ModuleError as error:
@@ -181,7 +269,7 @@ async def upload_documents(name: str, request: Request, visitor: Writer) -> Resp
         if tool is None or isinstance(error, errors.UnknownRecord):
             raise
         return PAGES.editor(request, PAGES.form.values_of(tool), tool=tool,
-                            refusal=f"Not uploaded: {error.detail}", status=problem_of(error)["status"])
+                            refusal=f"Not uploaded: {_refusal_words(error)}.", status=problem_of(error)["status"])
     if wants_json:
         return JSONResponse(uploaded(documents), status_code=202)
     return PAGES.redirect(PAGES.page(name), uploaded=str(len(documents)))
@@ -197,22 +285,71 @@ async def delete_document(name: str, doc_id: str, request: Request, visitor: Wri
     await run_in_threadpool(lambda: kind.delete_document(principal.tenant, name, doc_id, by=principal.name))
     if _htmx(request):
         context = _documents(kind, principal.tenant, name, after if isinstance(after, str) else "")
-        return PAGES.render(request, "search_tools/_documents.html", **context,
-                            status_message=PAGES.messages["removed"].format(document["name"]))
-    return PAGES.redirect(PAGES.page(name), removed=document["name"])
+        said = PAGES.messages["removed"].format(document["name"])
+        return toast(request, PAGES.render(request, "search_tools/_documents.html", **context, status_message=said), said)
+    return toast(request, PAGES.redirect(PAGES.page(name), removed=document["name"]),
+                 PAGES.messages["removed"].format(document["name"]))
 
 
-# -- search ----------------------------------------------------------------------------------------
+# -- the Test panel --------------------------------------------------------------------------------
+
+TEST_FIELDS = ("query", "text", "case", "document", "offset", "chunk", "prefix")
 
 
 @router.get("/{name}/search")
-async def search_documents(name: str, request: Request, visitor: Writer, query: str = "") -> Response:
-    """Runs the tool's `search` capability (on or off) with the words typed; htmx swaps the results
-    in, a plain form shows the tool's page with them."""
+async def search_documents(name: str, request: Request, visitor: Writer, capability: str = "search") -> Response:
+    """The Test panel: runs one capability (on or off; the search by default) with what its fields
+    hold, as a model would call it; htmx swaps the answer in, a plain form shows the tool's page with it."""
     kind = _kind(request)
     tenant = visitor.principal.tenant
     tool = kind.get(tenant, name)
-    outcome = await run_in_threadpool(_search, kind, tenant, name, query)
+    inputs = {key: request.query_params.get(key, "") for key in TEST_FIELDS}
+    outcome = await run_in_threadpool(_test, kind, tenant, name, capability, inputs)
     if _htmx(request):
-        return PAGES.render(request, "search_tools/_search_results.html", search=outcome, tool=public(tool))
+        return PAGES.render(request, "search_tools/_search_results.html", search=outcome, tool=public(tool),
+                            **_words())
     return PAGES.editor(request, PAGES.form.values_of(tool), tool=tool, search=outcome)
+
+
+# -- a document's page -----------------------------------------------------------------------------
+
+
+def _number(value: str, default: int = 1) -> int:
+    """A page number from the query string: anything that is not a positive number is the first page."""
+    return int(value) if value.isdigit() and 0 < len(value) <= 9 and int(value) > 0 else default
+
+
+@router.get("/{name}/documents/{doc_id}")
+async def document_page(name: str, doc_id: str, request: Request, visitor: Reader, part: str = "",
+                        chunks: str = "", chunk: str = "") -> Response:
+    """One document: what it is, and its extracted text one part at a time (a PDF a page at a time)
+    and its chunks a page at a time, or why its extraction failed. `chunk=n` opens the page of
+    chunks holding chunk n (a search result's link); htmx asks for one section's fragment."""
+    kind = _kind(request)
+    tenant = visitor.principal.tenant
+    tool = kind.get(tenant, name)
+    document = kind.document(tenant, name, doc_id)
+    # Its text is read only by those who may run the tool's capabilities (an auditor sees what it is).
+    reads = visitor.can_write
+    text = await run_in_threadpool(kind.document_text, tenant, name, doc_id) if reads else ""
+    cut = display.parts(text, document.get("pageStarts")) if text else []
+    shown = min(_number(part), len(cut)) if cut else 0
+    total_chunks = int(document.get("chunks") or 0)
+    chunk_pages = max(1, -(-total_chunks // CHUNKS_PER_PAGE))
+    wanted = _number(chunk, 0) if chunk.isdigit() else None
+    chunk_page = min(wanted // CHUNKS_PER_PAGE + 1 if wanted is not None else _number(chunks), chunk_pages)
+    first = (chunk_page - 1) * CHUNKS_PER_PAGE
+    listed = await run_in_threadpool(kind.document_chunks, tenant, name, doc_id, first, first + CHUNKS_PER_PAGE - 1) \
+        if total_chunks and reads else []
+    context = {
+        "tool": public(tool), "tool_id": tool.tool_id, "document": document, "parts": cut,
+        "part": cut[shown - 1] if shown else None, "part_text": text[cut[shown - 1].start:cut[shown - 1].end] if shown else "",
+        "chunks": listed, "chunk_page": chunk_page, "chunk_pages": chunk_pages, "total_chunks": total_chunks,
+        "chunk_wanted": wanted, "failed": display.failure(document["reason"]) if document["state"] == "FAILED" else None,
+        "processing": document["state"] == PROCESSING, "reads": reads, **_words(),
+    }
+    headers = {"Vary": "HX-Request", "Cache-Control": "no-store"}
+    section = request.headers.get("hx-target", "")
+    if _htmx(request) and section in ("document-text", "document-chunks"):
+        return PAGES.render(request, f"search_tools/_{section.replace('-', '_')}.html", headers=headers, **context)
+    return PAGES.render(request, "search_tools/document.html", headers=headers, **context)

@@ -32,7 +32,7 @@ def _rebuild(kind: ToolKind, progress: Callable[[int, int], None]) -> str:
 
 
 PLUGIN = KindPlugin(SearchToolKind, routers=(routes.router,), console=(pages.router,), page="/console/search-tools/{}",
-                    templates=TEMPLATES, navigation=Nav("/console/search-tools", "File search", 40),
+                    templates=TEMPLATES, navigation=Nav("/console/search-tools", "File Search tools", 40),
                     quotas=(Counted(SearchTool, TOOLS, contents=_held, holds=(DOCUMENTS, STORED_BYTES)),),
                     # A File Search tool's documents are events of the tool: thousands, for a large collection.
                     snapshotted=(SearchTool,),

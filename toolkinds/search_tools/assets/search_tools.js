@@ -1,8 +1,9 @@
 // File Search tools' pages (console/templates/search_tools/): documents uploaded, one or many,
-// picked with the file input or dropped on the drop zone, and sent with XMLHttpRequest so that a
+// chosen with the file input then sent by Upload, or dropped on the drop zone, and sent with XMLHttpRequest so that a
 // progress bar follows the bytes (fetch() reports no upload progress); then the documents' list is
 // fetched again by htmx, and polls itself while any document is processing. A refused save's
-// summary takes the focus. It acts only on the pages that have these parts.
+// summary takes the focus. The Test panel shows the chosen capability's fields and keeps its last
+// inputs. It acts only on the pages that have these parts.
 import htmx from "htmx.org";
 
 const byId = (id) => document.getElementById(id);
@@ -43,11 +44,11 @@ function upload(zone, given) {
   const files = Array.from(given ?? []);
   if (files.length === 0) {
     say("Choose or drop at least one file.", true);
-    return;
+    return false;
   }
   if (zone.dataset.busy === "true") {
     say("An upload is under way: wait for it to finish, then add more.", true);
-    return;
+    return false;
   }
   const area = byId("upload-progress-area");
   const bar = byId("upload-progress");
@@ -100,28 +101,73 @@ function upload(zone, given) {
     say("The upload was stopped.", true);
   });
   xhr.send(data);
+  return true;
 }
 
 function hasFiles(event) {
   return Array.from(event.dataTransfer?.types ?? []).includes("Files");
 }
 
+// The Test panel: only the chosen capability's fields are shown (all of them without the script,
+// the server reads the ones it needs), and its last inputs are kept in this browser, per tool, so
+// that a reload or a return to the page finds the query typed before.
+function setUpTest() {
+  const form = byId("test-form");
+  const choice = byId("test-capability");
+  if (!form || !choice) return;
+  const key = `toolsmith:search-test:${form.dataset.tool}`;
+  const fields = () => Array.from(form.elements).filter((e) => e.name && e.type !== "submit");
+  const show = () => {
+    for (const group of form.querySelectorAll("[data-for]")) group.hidden = group.dataset.for !== choice.value;
+  };
+  let kept = null;
+  try {
+    kept = JSON.parse(localStorage.getItem(key) || "null");
+  } catch {
+    kept = null; // storage refused or garbled: the panel starts empty
+  }
+  // What the server filled in (a plain form's answer) wins over what was kept.
+  const filled = fields().some((e) => e.type !== "select-one" && e.type !== "checkbox" && e.value);
+  if (kept && typeof kept === "object" && !filled) {
+    for (const element of fields()) {
+      if (!(element.name in kept)) continue;
+      if (element.type === "checkbox") element.checked = kept[element.name] === "on";
+      else if (element.tagName !== "SELECT" || Array.from(element.options).some((o) => o.value === kept[element.name])) {
+        element.value = kept[element.name];
+      }
+    }
+  }
+  show();
+  choice.addEventListener("change", show);
+  form.addEventListener("submit", () => {
+    const values = {};
+    for (const element of fields()) values[element.name] = element.type === "checkbox" ? (element.checked ? "on" : "") : element.value;
+    try {
+      localStorage.setItem(key, JSON.stringify(values));
+    } catch {
+      // storage refused (private mode, full): the inputs are not kept, the run goes on
+    }
+  });
+}
+
 function setUp() {
   if (byId("search-tool-form")) byId("form-problem")?.focus();
+  setUpTest();
   const zone = byId("drop-zone");
   const input = byId("upload-files");
   const form = byId("upload-form");
   if (!zone || !input || !form) return;
 
-  // With the script, picking files uploads them at once; the button stays for a second upload.
+  // Picking files chooses them and Upload sends them: one pick, one press. (Picking used to upload at
+  // once and empty the input, so the Upload button pressed after it said, in red, that no file was
+  // chosen, under an upload that had worked.) A drop is an upload of its own.
   input.addEventListener("change", () => {
-    if (input.files?.length) upload(zone, input.files);
-    input.value = "";
+    const n = input.files?.length ?? 0;
+    say(n ? `${counted(n)} chosen: press Upload to send ${n === 1 ? "it" : "them"}.` : "");
   });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    upload(zone, input.files);
-    input.value = "";
+    if (upload(zone, input.files)) input.value = "";
   });
 
   zone.addEventListener("dragover", (event) => {
