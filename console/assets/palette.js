@@ -13,10 +13,14 @@ let results = [];
 let active = -1;
 let pending = null;
 let timer = 0;
+let answered = null; // the query the listbox shows the answer to
+let chooseWhenAnswered = false; // Enter was pressed before the answer to what was typed came
 
 function open() {
   const box = dialog();
   if (!box || box.open) return;
+  answered = null;
+  chooseWhenAnswered = false;
   box.showModal();
   input().value = "";
   ask("");
@@ -46,6 +50,7 @@ function ask(query) {
 
 function show(found, query) {
   results = found;
+  answered = query;
   const box = list();
   box.replaceChildren(...found.map((hit, index) => {
     const option = document.createElement("li");
@@ -68,6 +73,10 @@ function show(found, query) {
     ? `${found.length} result${found.length === 1 ? "" : "s"}`
     : query ? `Nothing is named like “${query}”.` : "";
   activate(found.length ? 0 : -1);
+  if (chooseWhenAnswered) {
+    chooseWhenAnswered = false;
+    choose(active);
+  }
 }
 
 function activate(index) {
@@ -133,7 +142,15 @@ document.addEventListener("keydown", (event) => {
     activate(count - 1);
   } else if (event.key === "Enter") {
     event.preventDefault();
-    choose(active);
+    const query = input().value.trim();
+    if (query !== answered) {
+      // a fast typist: open the best match of what was typed, not of what the list showed before
+      chooseWhenAnswered = true;
+      clearTimeout(timer);
+      ask(query);
+    } else {
+      choose(active);
+    }
   }
 });
 

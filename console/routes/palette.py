@@ -32,6 +32,8 @@ router = APIRouter(prefix="/console/palette", route_class=ConsoleRoute, include_
 LIMIT = 20
 # How many modules the read model's search is asked for before ranking.
 MODULES = 200
+# How many modules, by name, a fuzzy match (letters in order) reads when the search found few.
+FUZZY_MODULES = 5_000
 
 # (label, where it leads, what it is, whether it writes)
 ACTIONS = (
@@ -130,8 +132,13 @@ def candidates(services: Any, tenant: str, query: str, *, writer: bool, navigati
             if found is not None:
                 yield Hit(record["id"], label, page.format(quote(record["id"], safe="")), found)
     # the modules' own search: words of the name (libraries and drafts included, which no catalog lists)
-    modules = services.read_model.list(tenant, ListQuery(search=query, limit=MODULES, order_by="id"))
-    for module in modules.collection:
+    modules = services.read_model.list(tenant, ListQuery(search=query, limit=MODULES, order_by="id")).collection
+    if len(modules) < LIMIT:
+        # few hold the words as typed: their letters in order, among the first FUZZY_MODULES by name
+        seen = {m["id"] for m in modules}
+        every = services.read_model.list(tenant, ListQuery(limit=FUZZY_MODULES, order_by="id")).collection
+        modules += [m for m in every if m["id"] not in seen and score(m["id"], query) is not None]
+    for module in modules:
         found = score(module["id"], query)
         yield Hit(module["id"], "Code module", f"/console/modules/{quote(module['id'], safe='')}", found if found is not None else 4)
 
