@@ -8,7 +8,7 @@ import re
 from typing import Any
 from uuid import uuid4
 
-from tests.browser.conftest import assert_accessible, shot, sign_in
+from tests.browser.conftest import assert_accessible, shot, shots, sign_in
 
 MODULES = "/api/v1/admin/code-modules"
 
@@ -41,7 +41,7 @@ def test_a_module_tool_runs_from_the_generated_form_and_raw_json(page, console_s
     )
     sign_in(page, then=f"/console/playground?tool={name}")
     assert page.get_by_role("heading", name=name).is_visible()
-    assert page.get_by_label("Tool").input_value() == name
+    assert page.get_by_label("Tool", exact=True).input_value() == name
     assert_accessible(page, "the Playground with a generated form")
 
     # a field per property, typed: a number input, a checkbox, a JSON textarea; required marked
@@ -54,16 +54,18 @@ def test_a_module_tool_runs_from_the_generated_form_and_raw_json(page, console_s
     page.get_by_role("button", name="Run").click()
     body = result_body(page)
     body.get_by_text('"next":42').wait_for()
-    assert "isError: false" in body.inner_text()
+    assert "Succeeded" in body.inner_text() and "isError" not in body.inner_text()
     assert "n is 41" in body.inner_text()
-    assert re.search(r"time: [0-9.]+ ms", body.inner_text())
+    assert re.search(r"run as you · [0-9.]+ ms", body.inner_text())
+    # the arguments sent, as the tool got them
+    assert '"n": 41' in body.locator("pre.arguments").inner_text()
     assert_accessible(page, "the Playground with a result")
-    shot(page, "playground-result")
+    shots(page, "playground-result")
 
-    # an error result says isError
+    # an error result says so in words
     fail.check()
     page.get_by_role("button", name="Run").click()
-    body.get_by_text("isError: true").wait_for()
+    body.get_by_text("Failed: the tool answered with an error").wait_for()
     assert "asked to fail" in body.inner_text()
 
     # raw JSON: the toggle shows the arguments as JSON, filled from the form
@@ -74,7 +76,7 @@ def test_a_module_tool_runs_from_the_generated_form_and_raw_json(page, console_s
     raw.fill('{"n": 1}')
     page.get_by_role("button", name="Run").click()
     body.get_by_text('"next":2').wait_for()
-    assert "isError: false" in body.inner_text()
+    assert "Succeeded" in body.inner_text()
     assert_accessible(page, "the Playground in raw JSON mode")
 
     # not JSON: the field says so, nothing runs
@@ -106,10 +108,79 @@ def test_the_playground_lists_tools_and_opens_one(page, console_server) -> None:
     name = published_tool(console_server, source="exports.run = function () { return 'hi'; };", params=[])
     sign_in(page, then="/console/playground")
     assert_accessible(page, "the Playground with no tool chosen")
-    page.get_by_label("Tool").select_option(name)
+    page.get_by_label("Tool", exact=True).select_option(name)
     page.get_by_role("button", name="Open").click()
     page.wait_for_url(f"**/console/playground?tool={name}")
     # no declared parameter: raw JSON is the way in
     assert page.get_by_label("Arguments (JSON object)").is_visible()
     page.get_by_role("button", name="Run").click()
     result_body(page).get_by_text("hi", exact=True).wait_for()
+
+
+def test_run_as_a_usage_profile_checks_seed_004_as_a_caller_sees_it(page, console_server) -> None:
+    """Seed 004's last check, in the console: run the tool as a usage profile that does not allow it
+    (refused, in words, with the chat's own text), allow it on the profile's page, run again."""
+    name = published_tool(console_server, source="exports.run = function (i) { return 'Total: ' + i.amount.toFixed(2); };",
+                          params=[{"name": "amount", "type": "decimal", "required": True}])
+    other = published_tool(console_server, source="exports.run = function () { return 1; };", params=[])
+    profile = f"chat{uuid4().hex[:6]}"
+    with console_server.client() as rest:
+        made = rest.post("/api/v1/admin/usage-profiles", json={"id": profile, "description": "the chat's", "allowedTools": [other], "allowedTags": []})
+        assert made.status_code == 201, made.text
+    sign_in(page, then=f"/console/playground?tool={name}")
+    page.get_by_label("Run as").select_option(label=f"Usage profile {profile}")
+    page.get_by_role("spinbutton", name=re.compile(r"^amount")).fill("12.5")
+    page.get_by_role("button", name="Run").click()
+    body = result_body(page)
+    body.get_by_text("Refused").wait_for()
+    assert f"The usage profile {profile} does not allow this tool" in body.inner_text()
+    assert f"offers no tool '{name}' to this caller" in body.locator("pre.output").inner_text()
+    assert f"run as a caller with the usage profile {profile}" in body.inner_text()
+    assert_accessible(page, "the Playground, refused as a usage profile")
+    shots(page, "playground-run-as-refused")
+
+    # allow it on the profile, through the profile's pages
+    body.get_by_role("link", name=f"Open the usage profile {profile}").click()
+    page.wait_for_url(f"**/console/profiles/{profile}")
+    page.get_by_role("link", name="Edit").click()
+    page.get_by_role("checkbox", name=name, exact=True).check()
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(f"**/console/profiles/{profile}?saved=1")
+
+    # and run again as the profile: the same call now succeeds
+    page.goto(f"/console/playground?tool={name}")
+    page.get_by_label("Run as").select_option(label=f"Usage profile {profile}")
+    page.get_by_role("spinbutton", name=re.compile(r"^amount")).fill("12.5")
+    page.get_by_role("button", name="Run").click()
+    body.get_by_text("Succeeded").wait_for()
+    assert "Total: 12.50" in body.locator("pre.output").inner_text()
+    assert f"run as a caller with the usage profile {profile}" in body.inner_text()
+    assert_accessible(page, "the Playground, run as a usage profile that allows the tool")
+    shots(page, "playground-run-as")
+
+
+def test_an_api_url_tool_runs_in_the_playground_showing_the_upstream_request(page, console_server, upstream_api) -> None:
+    name = f"weather{uuid4().hex[:6]}"
+    with console_server.client() as rest:
+        made = rest.post("/api/v1/admin/api-tools", json={
+            "id": name, "description": "weather", "urlTemplate": upstream_api.url + "/v1/weather/{city}{?units}",
+            "parameters": [{"name": "city", "type": "string", "location": "path", "required": True},
+                           {"name": "units", "type": "string", "location": "query", "default": "metric"}]})
+        assert made.status_code == 201, made.text
+    sign_in(page, then="/console/playground")
+    page.get_by_label("Tool", exact=True).select_option(label=f"{name} (API URL tool)")
+    page.get_by_role("button", name="Open").click()
+    page.wait_for_url(f"**/console/playground?tool={name}")
+    # the form, then the same arguments as JSON
+    page.get_by_role("textbox", name=re.compile(r"^city")).fill("Bern")
+    page.get_by_role("radio", name="Raw JSON").check()
+    raw = page.get_by_label("Arguments (JSON object)")
+    assert '"city": "Bern"' in raw.input_value()
+    page.get_by_role("button", name="Run").click()
+    body = result_body(page)
+    body.get_by_text("Succeeded").wait_for()
+    assert f"GET {upstream_api.url}/v1/weather/Bern?units=metric" in body.inner_text()
+    assert "Raw response" in body.inner_text() and '"temp"' in body.locator("pre.raw-response").inner_text()
+    assert "200" in body.get_by_role("definition").first.inner_text()
+    assert_accessible(page, "the Playground with an API URL tool's result")
+    shots(page, "playground-api-tool")
