@@ -7,10 +7,13 @@ at 1440 and 390 px."""
 from __future__ import annotations
 
 import re
+from uuid import uuid4
 
 from playwright.sync_api import expect
 
 from tests.browser.conftest import assert_accessible, assert_no_horizontal_scroll, shots, sign_in
+from tests.browser.test_console_callers import published_tool
+from tests.browser.test_mcp_servers import attach, create_server
 
 MAIN_PAGES = (("/console/modules", "modules"), ("/console/tools", "tools"), ("/console/servers", "servers"),
               ("/console/tokens", "tokens"), ("/console/audit", "audit"), ("/console/secrets", "secrets"),
@@ -138,6 +141,56 @@ def test_the_theme_switch_is_remembered_and_system_follows_the_system(page) -> N
     page.emulate_media(color_scheme="dark")
     assert background(page) == DARK_SURFACE
     assert_accessible(page, "the audit page, system theme (dark)")
+
+
+def test_a_toast_after_an_action_stays_while_read_closes_on_escape_and_its_undo_is_shown_once(page, console_server) -> None:
+    tool = published_tool(console_server)  # what the server offers: made beforehand, not the point here
+    server = f"s{uuid4().hex[:8]}"
+    sign_in(page, then="/console/servers")
+    create_server(page, server)
+    attach(page, tool)
+    toasts = page.locator("#toasts")
+    expect(toasts).to_have_attribute("role", "status")
+    expect(toasts).to_have_attribute("aria-live", "polite")
+    attached = toasts.get_by_text(re.compile(r"^Attached "))
+    expect(attached).to_be_visible()
+    # Escape closes it (focus is not in a dialog)
+    page.keyboard.press("Escape")
+    expect(attached).to_have_count(0)
+
+    page.get_by_role("button", name=f"Detach {tool}").click()
+    detached = toasts.get_by_text(f"Detached {tool}.")
+    expect(detached).to_be_visible()
+    box = toasts.locator(".toast").bounding_box()
+    viewport = page.viewport_size
+    assert box["x"] + box["width"] <= viewport["width"] and box["y"] + box["height"] <= viewport["height"]
+    assert_accessible(page, "a toast with its Undo")
+    shots(page, "shell-toast")
+    # while the pointer is on it, it stays past its six seconds; it leaves six seconds after the pointer does
+    toasts.locator(".toast").hover()
+    page.wait_for_timeout(7000)
+    expect(detached).to_be_visible()
+    page.mouse.move(5, 5)
+    expect(detached).to_have_count(0, timeout=8000)
+
+    # again, and this time Undo, reached by keyboard: the answer's toast comes on the page it leads to, once
+    page.get_by_role("button", name=f"Attach the checked tools").wait_for()
+    attach(page, tool)
+    again = toasts.locator(".toast").filter(has_text=f"Attached {tool}.")
+    again.get_by_role("button", name="Dismiss").click()  # its ×
+    expect(again).to_have_count(0)
+    page.get_by_role("button", name=f"Detach {tool}").click()
+    undo = toasts.get_by_role("button", name="Undo")
+    undo.focus()
+    page.evaluate("() => { window.beforeUndo = true; }")
+    page.keyboard.press("Enter")
+    expect(toasts.get_by_text(f"Attached {tool}.")).to_be_visible()
+    assert page.evaluate("() => window.beforeUndo === undefined"), "the Undo's answer is shown on a page of its own"
+    expect(toasts.get_by_text(f"Detached {tool}.")).to_have_count(0)
+    assert "toolsmith_toast" not in page.evaluate("() => document.cookie")
+    page.reload()
+    page.get_by_role("heading", level=1).wait_for()
+    expect(toasts.locator(".toast")).to_have_count(0)
 
 
 def test_a_cold_and_a_warm_page_load(page, context) -> None:
