@@ -1,8 +1,9 @@
-// The Create page and the module page's editor: CodeMirror on the Source, Ctrl/Cmd+S saves,
-// Ctrl/Cmd+Enter runs Test, a warning before leaving unsaved changes, the parameter rows, the tool
-// switch, the live name check's aria-invalid, the Test window's reset on close, and the conflict
-// dialog (B7). Loaded with editor.js (which imports it); it acts only on the pages that have these forms.
-import { mountEditor, mountDiff } from "./editor.js";
+// The Create page and the module page's workspace: CodeMirror on the Source (tall, resizable, full
+// screen), Ctrl/Cmd+S saves, Ctrl/Cmd+Enter runs Test, a warning before leaving unsaved changes,
+// Publish that saves first, the parameter rows, the tool switch, the live name check's aria-invalid,
+// the docked Test panel (a form or JSON, the last input kept, an error linked to its line and marked
+// in the gutter, "Save as example"), and the conflict dialog (B7). Loaded with editor.js (which imports it); it acts only on the pages that have these forms.
+import { mountEditor, mountDiff, markError, clearMarks, goTo } from "./editor.js";
 
 let dirty = false;
 let edits = 0; // bumped by each change, so that a save answered after a later change leaves the page dirty
@@ -74,11 +75,194 @@ function save() {
 }
 
 function runTest() {
-  const dialog = byId("test-dialog");
   const form = byId("test-form");
-  if (!dialog || !form) return;
-  if (!dialog.open) dialog.showModal();
+  if (!form) return;
+  syncFromFields();
   form.requestSubmit();
+}
+
+// -- the workspace: a tall editor the person resizes (drag the bar under it, or Up/Down on it) and
+// puts in full screen (the button, Ctrl/Cmd+Shift+F; Escape leaves).
+const STEP = 32;
+const BIG_STEP = 160;
+
+function editorHost() {
+  return byId("source-field")?.querySelector(".editor-host");
+}
+
+function setEditorHeight(px) {
+  const host = editorHost();
+  const bar = document.querySelector("[data-editor-resize]");
+  if (!host || !bar) return;
+  const height = Math.round(Math.min(Number(bar.getAttribute("aria-valuemax")), Math.max(Number(bar.getAttribute("aria-valuemin")), px)));
+  host.style.setProperty("--editor-height", `${height}px`);
+  bar.setAttribute("aria-valuenow", String(height));
+  bar.setAttribute("aria-valuetext", `${height} pixels`);
+}
+
+function setUpResize() {
+  const bar = document.querySelector("[data-editor-resize]");
+  const host = editorHost();
+  if (!bar || !host) return;
+  bar.setAttribute("aria-valuenow", String(Math.round(host.getBoundingClientRect().height)));
+  bar.addEventListener("keydown", (event) => {
+    const now = host.getBoundingClientRect().height;
+    const change = { ArrowUp: -STEP, ArrowDown: STEP, PageUp: -BIG_STEP, PageDown: BIG_STEP }[event.key];
+    if (change !== undefined) {
+      event.preventDefault();
+      setEditorHeight(now + change);
+    } else if (event.key === "Home" || event.key === "End") {
+      event.preventDefault();
+      setEditorHeight(Number(bar.getAttribute(event.key === "Home" ? "aria-valuemin" : "aria-valuemax")));
+    }
+  });
+  bar.addEventListener("pointerdown", (event) => {
+    event.preventDefault();
+    bar.setPointerCapture(event.pointerId);
+    const startY = event.clientY;
+    const startHeight = host.getBoundingClientRect().height;
+    const move = (moved) => setEditorHeight(startHeight + moved.clientY - startY);
+    const stop = () => {
+      bar.removeEventListener("pointermove", move);
+      bar.removeEventListener("pointerup", stop);
+      bar.removeEventListener("pointercancel", stop);
+    };
+    bar.addEventListener("pointermove", move);
+    bar.addEventListener("pointerup", stop);
+    bar.addEventListener("pointercancel", stop);
+  });
+}
+
+function fullScreen(on) {
+  const field = byId("source-field");
+  const button = byId("full-screen");
+  if (!field || !button) return;
+  const next = on ?? !field.classList.contains("is-full-screen");
+  field.classList.toggle("is-full-screen", next);
+  document.documentElement.classList.toggle("editor-full-screen", next);
+  button.setAttribute("aria-pressed", String(next));
+  button.textContent = next ? "Leave full screen" : "Full screen";
+  byId("content")?.editorView?.focus();
+}
+
+// -- the Test panel: the input as a form built from the saved parameters, or as JSON (the JSON
+// field is what is sent, kept in step with the form); the last input kept per module.
+const storageKey = () => {
+  const panel = byId("test-panel");
+  return panel ? `toolsmith.test.${panel.dataset.module}` : null;
+};
+
+function fieldValue(field) {
+  const type = field.dataset.type;
+  if (type === "boolean") return field.checked;
+  const text = field.value.trim();
+  if (text === "") return undefined;
+  if (type === "integer" || type === "decimal") return Number(text);
+  if (type === "array" || type === "object") {
+    try { return JSON.parse(text); } catch { return text; } // as typed: the check names it
+  }
+  return field.value;
+}
+
+function syncFromFields() {
+  const fields = byId("test-fields");
+  const input = byId("test-input");
+  if (!fields || !input || fields.hidden) return;
+  const given = {};
+  for (const field of fields.querySelectorAll("[data-arg]")) {
+    const value = fieldValue(field);
+    if (value !== undefined) given[field.dataset.arg] = value;
+  }
+  input.value = JSON.stringify(given, null, 2);
+  remember();
+}
+
+function syncToFields() {
+  const fields = byId("test-fields");
+  const input = byId("test-input");
+  if (!fields || !input) return true;
+  let given;
+  try { given = JSON.parse(input.value || "{}"); } catch { return false; }
+  if (given === null || typeof given !== "object" || Array.isArray(given)) return false;
+  for (const field of fields.querySelectorAll("[data-arg]")) {
+    const value = given[field.dataset.arg];
+    if (field.dataset.type === "boolean") field.checked = value === true;
+    else if (value === undefined || value === null) field.value = "";
+    else field.value = typeof value === "object" ? JSON.stringify(value) : String(value);
+  }
+  return true;
+}
+
+function testMode(mode) {
+  const fields = byId("test-fields");
+  const json = byId("test-json");
+  if (!fields || !json) return;
+  if (mode === "form" && !syncToFields()) {
+    // JSON that is not an object of arguments stays JSON: the form could not show it.
+    byId("test-mode-json").checked = true;
+    byId("test-input-hint").textContent = "The form shows a JSON object of arguments; fix the JSON to switch.";
+    return;
+  }
+  fields.hidden = mode !== "form";
+  json.hidden = mode === "form";
+  const radio = byId(`test-mode-${mode}`);
+  if (radio) radio.checked = true;
+  remember();
+}
+
+function remember() {
+  const key = storageKey();
+  const input = byId("test-input");
+  if (!key || !input) return;
+  const mode = byId("test-mode-json")?.checked ? "json" : "form";
+  try { localStorage.setItem(key, JSON.stringify({ input: input.value, mode })); } catch { /* storage off: nothing kept */ }
+}
+
+function setUpTestPanel() {
+  const panel = byId("test-panel");
+  const input = byId("test-input");
+  if (!panel || !input) return;
+  let kept = null;
+  try { kept = JSON.parse(localStorage.getItem(storageKey()) || "null"); } catch { kept = null; }
+  if (kept && typeof kept.input === "string") input.value = kept.input;
+  if (byId("test-fields")) testMode(kept?.mode === "json" ? "json" : "form");
+  panel.addEventListener("input", (event) => {
+    if (event.target.closest("#test-fields")) syncFromFields();
+    else if (event.target === input) remember();
+  });
+  panel.addEventListener("change", (event) => {
+    if (event.target.matches("[data-test-mode]")) testMode(event.target.value);
+    else if (event.target.closest("#test-fields")) syncFromFields();
+  });
+}
+
+// "Save as example": the run's input and output join the tool's examples (B4), and the draft is saved.
+function saveExample(button) {
+  const box = button.closest(".save-example");
+  const examples = byId("examples");
+  const status = byId("save-status");
+  if (!box || !examples) return;
+  const name = (byId("example-name")?.value || "").trim();
+  let list = [];
+  if (examples.value.trim()) {
+    try { list = JSON.parse(examples.value); } catch { list = null; }
+  }
+  if (!Array.isArray(list)) {
+    if (status) status.textContent = "Not added: the Examples field is not a JSON list; fix it first.";
+    examples.focus();
+    return;
+  }
+  if (!name) {
+    byId("example-name")?.focus();
+    if (status) status.textContent = "Not added: give the example a name.";
+    return;
+  }
+  list.push({ name, input: JSON.parse(box.dataset.exampleInput), output: JSON.parse(box.dataset.exampleOutput) });
+  examples.value = JSON.stringify(list, null, 2);
+  changed();
+  button.disabled = true;
+  button.textContent = `Saved as “${name}”`;
+  save();
 }
 
 function renumber() {
@@ -122,7 +306,9 @@ function setUp() {
   const form = editorForm() || createForm();
   if (!form) return;
   for (const textarea of form.querySelectorAll("textarea[data-editor]")) {
-    if (!textarea.editorView && !textarea.readOnly) mountEditor(textarea, { onSave: save, onRun: runTest, onChange: changed });
+    if (!textarea.editorView && !textarea.readOnly) {
+      mountEditor(textarea, { onSave: save, onRun: runTest, onChange: changed, onFullScreen: byId("full-screen") ? () => fullScreen() : null });
+    }
   }
   form.addEventListener("input", (event) => {
     if (event.target.dataset?.count) countCharacters(event.target);
@@ -134,15 +320,8 @@ function setUp() {
   const toolSwitch = byId("tool");
   const section = byId("tool-section");
   if (toolSwitch && section) toolSwitch.addEventListener("change", () => { section.hidden = !toolSwitch.checked; });
-  const testDialog = byId("test-dialog");
-  if (testDialog) {
-    testDialog.addEventListener("close", () => {
-      const result = byId("test-result");
-      if (result) result.replaceChildren();
-      const input = byId("test-input");
-      if (input) input.value = input.defaultValue;
-    });
-  }
+  setUpResize();
+  setUpTestPanel();
 }
 
 document.addEventListener("click", (event) => {
@@ -157,6 +336,32 @@ document.addEventListener("click", (event) => {
   if (remove) {
     event.preventDefault();
     removeParameter(remove);
+    return;
+  }
+  if (target.closest("[data-full-screen]")) {
+    event.preventDefault();
+    fullScreen();
+    return;
+  }
+  if (target.closest("[data-focus-test]")) {
+    event.preventDefault();
+    const panel = byId("test-panel");
+    panel?.scrollIntoView({ block: "nearest" });
+    (byId("test-fields")?.hidden === false ? byId("test-fields").querySelector("[data-arg]") : byId("test-input"))?.focus();
+    return;
+  }
+  const goto = target.closest("[data-goto]");
+  if (goto) {
+    event.preventDefault();
+    const [line, column] = goto.dataset.goto.split(":").map(Number);
+    const source = byId("content");
+    if (source) goTo(source, line, column);
+    return;
+  }
+  const example = target.closest("[data-save-example]");
+  if (example) {
+    event.preventDefault();
+    saveExample(example);
     return;
   }
   if (target.closest("[data-publish]")) {
@@ -188,11 +393,23 @@ document.addEventListener("keydown", (event) => {
   if ((event.key === "s" || event.key === "S") && (editorForm() || createForm())) {
     event.preventDefault();
     save();
-  } else if (event.key === "Enter" && byId("test-dialog")) {
+  } else if (event.key === "Enter" && byId("test-form")) {
     event.preventDefault();
     runTest();
+  } else if ((event.key === "f" || event.key === "F") && event.shiftKey && byId("full-screen")) {
+    event.preventDefault();
+    fullScreen();
   }
 });
+
+// Escape leaves the editor's full screen (before CodeMirror or a dialog sees it).
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || !byId("source-field")?.classList.contains("is-full-screen")) return;
+  if (document.querySelector("dialog[open]")) return;
+  event.preventDefault();
+  event.stopPropagation();
+  fullScreen(false);
+}, true);
 
 window.addEventListener("beforeunload", (event) => {
   if (!dirty) return;
@@ -203,6 +420,10 @@ window.addEventListener("beforeunload", (event) => {
 let editsAtSave = 0;
 
 document.addEventListener("htmx:beforeRequest", (event) => {
+  if (event.detail.elt === byId("test-form")) {
+    syncFromFields();
+    busy(byId("test-run"), true);
+  }
   if (event.detail.elt !== editorForm()) return;
   editsAtSave = edits;
   const status = byId("save-status");
@@ -225,9 +446,10 @@ document.addEventListener("htmx:afterRequest", (event) => {
     : "Not saved: see the message above.") + (published ? " Nothing was published." : "");
 });
 
-// The review's body arrived (or its request failed): the Publish button is no longer busy.
+// The review's body (or the Test's result) arrived, or its request failed: no longer busy.
 document.addEventListener("htmx:afterRequest", (event) => {
   if (event.detail.elt?.id === "publish-dialog") busy(byId("publish-button"), false);
+  if (event.detail.elt?.id === "test-form") busy(byId("test-run"), false);
 });
 
 // A dialog closed whose opener was replaced meanwhile (a save swaps the Publish button): the
@@ -240,10 +462,28 @@ document.addEventListener("close", (event) => {
 document.addEventListener("htmx:afterSettle", (event) => {
   const target = event.detail.target;
   if (!(target instanceof Element)) return;
+  if (target.id === "save-status" && byId("test-panel")) {
+    // The saved parameters' form swapped in again: shown as the person last chose (JSON if none).
+    let kept = null;
+    try { kept = JSON.parse(localStorage.getItem(storageKey()) || "null"); } catch { kept = null; }
+    if (byId("test-fields")) testMode(kept?.mode === "json" ? "json" : "form");
+    else if (byId("test-json")) byId("test-json").hidden = false;
+  }
   if (target.id === "save-status" && publishAfterSave) {
     // The draft is saved (the fragment swapped in its Publish button and review): now the review.
     publishAfterSave = false;
     openPublish();
+  }
+  if (target.id === "test-result") {
+    // A syntax error in this module's code: its line marked in the editor's gutter; else no mark.
+    const source = byId("content");
+    const at = target.querySelector("[data-error-at]");
+    if (source && at) {
+      const [line, column] = at.dataset.errorAt.split(":").map(Number);
+      markError(source, line, column, target.querySelector("[data-error-message]")?.textContent || "Syntax error");
+    } else if (source) {
+      clearMarks(source);
+    }
   }
   if (target.id === "id-status") {
     // The live name check: the field is invalid while its message says so.

@@ -134,8 +134,8 @@ def test_the_test_window_shows_each_example_passing_or_failing_and_an_edited_exa
                                  "tool": tool}), 201)
 
     sign_in(page, then=f"/console/modules/{name}")
-    page.get_by_role("button", name="Test").click()
-    dialog = page.get_by_role("dialog", name=f"Test {name}")
+    dialog = page.get_by_role("region", name=f"Test {name}")
+    dialog.get_by_role("radio", name="JSON").check()
     dialog.get_by_label("Input (JSON)").fill('{"n": 21}')
     dialog.get_by_role("button", name="Run").click()
     expect(dialog.get_by_text("42", exact=True)).to_be_visible()  # the run's output first
@@ -146,15 +146,13 @@ def test_the_test_window_shows_each_example_passing_or_failing_and_an_edited_exa
     expect(wrong.get_by_role("cell").nth(1)).to_have_text("7")
     expect(wrong.get_by_role("cell").nth(2)).to_have_text("6")
     expect(examples.get_by_role("row", name=re.compile("^double ")).get_by_role("cell").nth(0)).to_have_text("✓ passed")
-    assert_accessible(page, "the Test window with a failing example", within="#test-dialog")
+    assert_accessible(page, "the Test panel with a failing example", within="#test-panel")
     examples.scroll_into_view_if_needed()
     shot(page, "module-test-examples")
-    page.keyboard.press("Escape")
 
     # the example corrected in the tool section, not saved: Test runs it as it stands
     field = page.get_by_role("textbox", name="Examples")
     field.fill(field.input_value().replace('"output": 7', '"output": 6'))
-    page.get_by_role("button", name="Test").click()
     dialog.get_by_role("button", name="Run").click()
     expect(dialog.get_by_text("✓ All 2 examples pass.")).to_be_visible()
     expect(dialog.get_by_role("region", name="Examples").get_by_text("✗ failed")).to_have_count(0)

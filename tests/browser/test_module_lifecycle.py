@@ -251,7 +251,7 @@ def test_the_menu_discards_a_draft_explains_a_refused_discard_duplicates_and_del
     assert_accessible(page, "the delete dialog", within="#delete-dialog")
     confirm.click()
     page.wait_for_url(f"**/console/modules/{copy}/deleted")
-    expect(page.get_by_role("status")).to_contain_text(f"{copy} was deleted")
+    expect(page.get_by_role("status").filter(has_text="was deleted")).to_contain_text(f"{copy} was deleted")
     assert_accessible(page, "the deleted page")
     with console_server.client() as api:
         assert api.get(f"{BASE}/{copy}").status_code == 404

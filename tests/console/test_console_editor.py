@@ -40,7 +40,7 @@ def test_create_page_and_a_module_made_from_it(admin) -> None:  # noqa: ANN001
     page = client.get("/console/modules/counter")
     assert page.status_code == 200
     assert "Counts lines" in page.text and "UNPUBLISHED" in page.text
-    assert 'id="test-dialog"' in page.text and "Save draft" in page.text
+    assert 'id="test-panel"' in page.text and "Save draft" in page.text
 
 
 def test_create_errors_are_shown_next_to_their_field_and_keep_what_was_typed(admin) -> None:  # noqa: ANN001
@@ -117,7 +117,7 @@ def test_an_auditor_reads_the_page_without_write_controls_and_cannot_write(app, 
     csrf = _signed_in(client, secret)
     page = client.get("/console/modules/m1")
     assert page.status_code == 200 and "exports.run = () =&gt; 1;" in page.text
-    assert "Save draft" not in page.text and 'id="test-dialog"' not in page.text and "data-open-dialog=\"test-dialog\"" not in page.text
+    assert "Save draft" not in page.text and 'id="test-panel"' not in page.text and "data-focus-test" not in page.text
     assert client.get("/console/modules/new").status_code == 403
     for path in ("/console/modules/m1", "/console/modules/m1/test", "/console/modules"):
         answer = client.post(path, data=_form(csrf, id="m2", description="x", content="", input="{}"), headers=_origin(client))
@@ -134,7 +134,7 @@ def test_the_test_route_runs_the_unsaved_content_and_cuts_output_at_128_kb(admin
     big = client.post("/console/modules/big/test", data=_form(csrf, content="exports.run = () => 'x'.repeat(300000);", input="{}"), headers=headers)
     assert "Output cut at 128 KB (293 KB in all)" in big.text
     broken = client.post("/console/modules/big/test", data=_form(csrf, content="exports.run = () => {\n  return (;\n};", input="{}"), headers=headers)
-    assert "syntax error" in broken.text and "at line 2" in broken.text
+    assert "Syntax error" in broken.text and 'data-goto="2:' in broken.text and "line 2, column" in broken.text
     not_json = client.post("/console/modules/big/test", data=_form(csrf, content="exports.run = () => 1;", input="{nope"), headers=headers)
     assert "The input is not JSON" in not_json.text
     # nothing was saved

@@ -323,9 +323,17 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
         return render(request, "modules/_test_result.html", refused=f"Not run: {cycle.detail}", violations=[])
     out = execution_out(answered(result))
     error = out["error"]
+    output = shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False))
+    # "Save as example" (B4) offers the run as an example of the tool section: its input and its
+    # whole output (not one cut for the page), named after the examples already there.
+    example = None
+    if mine["tool"] is not None and error is None and output is not None and not output["cut"]:
+        example = {"name": f"example {len(mine['tool'].get('examples') or []) + 1}",
+                   "input": json.dumps({} if given is None else given, ensure_ascii=False),
+                   "output": json.dumps(out["output"], ensure_ascii=False)}
     return render(
-        request, "modules/_test_result.html", refused=None, violations=[], error=error, line=_line_of(error),
-        output=shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False)),
+        request, "modules/_test_result.html", refused=None, violations=[], error=error, place=_place_of(error, module_id),
+        example=example, output=output,
         logs=shown("\n".join(out["logs"])), duration=out["durationMillis"],
         examples=[_example_row(run, module_id) for run in examples],
         importers=sorted({run.module for run in examples if run.module not in (None, module_id)}),
@@ -350,8 +358,13 @@ def _outcome(outcome: dict[str, Any]) -> str:
     return shown_text["text"] + (" … (cut)" if shown_text["cut"] else "")
 
 
-def _line_of(error: dict[str, str] | None) -> int | None:
+def _place_of(error: dict[str, str] | None, module_id: str) -> dict[str, int] | None:
+    """Where a syntax error is in this module's own source (the sandbox names the unit, its line and
+    column: "(name, line 2, column 9)"), for the Test panel's link and the editor's gutter mark;
+    None for a runtime error or one in a module it imports (that code is not in the editor)."""
     if error is None or error["type"] != "syntax":
         return None
-    found = re.search(r"line (\d+)|:(\d+)(?::\d+)?\b", error["message"])
-    return int(found.group(1) or found.group(2)) if found else None
+    found = re.search(r"\(([^,()]+), line (\d+)(?:, column (\d+))?\)", error["message"])
+    if found is None or found.group(1) != module_id:
+        return None
+    return {"line": int(found.group(2)), "column": int(found.group(3) or 1)}

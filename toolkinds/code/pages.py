@@ -87,7 +87,7 @@ def module_list(
         filtered=any(filters[k] for k in ("search", "state", "role", "usedBy")),
         link=lambda **c: _link(filters, offset=0, **c),
         # where #results reads itself again after a changeset is published (the same view)
-        here=_link(filters, offset=offset),
+        results_url=_link(filters, offset=offset),
     )
 
 
