@@ -13,6 +13,7 @@ from bench import (
 from bench import tenant_filter, tenants
 from bench import asset_cache, extraction_fairness, jmespath_bound, rate_replicas, redaction, runner_heartbeat
 from bench import list_cost
+from bench import console_browser
 from bench import request_path
 from bench._common import format_table, machine_line
 
@@ -25,7 +26,7 @@ def _load(load: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost", "request_path"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "console_browser", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost", "request_path"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -65,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         rows, info = console.run(common)
         tables.append(format_table(console.TITLE.format(modules=info["args"]["modules"]), rows)
                       + f"\n{console.NOTES}\n(read model: {info['readModel']})")
+    if args.only in (None, "console_browser"):
+        # issue 31: the console in Chromium, page loads and actions against their REST call
+        rows, info = console_browser.run(common)
+        tables.append(format_table(console_browser.TITLE, rows) + f"\n{console_browser.NOTES}\n(load average {info['load']})")
     if args.only in (None, "search_tools"):
         rows, _ = search_tools.run(common)
         tables.append(format_table(search_tools.TITLE, rows))

@@ -17,7 +17,10 @@ JavaScript and CSS a first visit downloads: the `<script src>` and `<link rel=st
 list page (and what the module page adds): the bytes the service sends a browser that accepts gzip
 (it compresses its static files), and the raw size. Printed as a table, then as JSON.
 
-Run: `python -m bench.console [--quick] [--modules N] [--requests N]`.
+Run: `python -m bench.console [--quick] [--modules N] [--requests N]`: first the console in
+Chromium (`bench.console_browser`: each main page's load cold and warm, and the common actions
+through the pages against their REST call), then the figures above; `--part browser` or `--part
+pages` runs one of the two.
 """
 
 from __future__ import annotations
@@ -271,12 +274,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Both parts: the console in Chromium (bench.console_browser: page loads cold and warm, the
+    actions against their REST call), then the server's pages against their JSON; `--part` runs one.
+    `--quick` goes to both; the other options to the part that takes them."""
+    from bench import console_browser
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--part", choices=("browser", "pages", "both"), default="both")
+    known, rest = parser.parse_known_args(argv)
+    if any(a in ("-h", "--help") for a in rest):
+        print("python -m bench.console [--part browser|pages|both] [--quick] [options of the part]\n")
+        (console_browser.parse_args if known.part == "browser" else parse_args)(["--help"])
     started = time.perf_counter()
-    rows, info = run(argv)
-    print(format_table(TITLE.format(modules=info["args"]["modules"]), rows))
-    print(NOTES)
-    print(f"(read model: {info['readModel']}; {machine_line()}; {time.perf_counter() - started:.0f} s)")
-    print(json.dumps({k: v for k, v in info.items() if k != "opensearchUrl"}, indent=2, default=str))
+    if known.part in ("browser", "both"):
+        browser_args = [a for a in rest if a == "--quick"] if known.part == "both" else rest
+        rows, info = console_browser.run(browser_args)
+        print(format_table(console_browser.TITLE, rows))
+        print(console_browser.NOTES)
+        print(f"(Chromium {info['browserVersion']}; load average {info['load']})\n")
+    if known.part in ("pages", "both"):
+        rows, info = run([a for a in rest if a == "--quick"] if known.part == "both" else rest)
+        print(format_table(TITLE.format(modules=info["args"]["modules"]), rows))
+        print(NOTES)
+        print(f"(read model: {info['readModel']})")
+        print(json.dumps({k: v for k, v in info.items() if k != "opensearchUrl"}, indent=2, default=str))
+    print(f"({machine_line()}; {time.perf_counter() - started:.0f} s)")
     return 0
 
 

@@ -1,0 +1,412 @@
+"""Benchmark: the console in a real browser — page loads cold and warm, and the common actions
+through the pages against the same action's REST call (issue 31, point 11).
+
+A real `toolsmith serve` (embedded defaults: SQLite event store, in-memory read model, embedded
+sandbox) with a realistic tenant made through the REST API: 20 code modules (published; one in
+five imports the first, so the publish review re-checks importers), 3 API URL tools, a File Search
+tool with 3 documents, 3 MCP servers with tools attached, 2 usage profiles and 3 caller tokens (and
+the audit events all that wrote). Debian's Chromium (`shutil.which("chromium")`, as the browser
+tests run it) through Playwright, signed in once with the admin token; its session cookie is given
+to every context.
+
+- **cold**: a new browser context (its HTTP cache empty, the cookie only) opens the page;
+- **warm**: the same context opens it again (static files from its cache, as `immutable` lets it).
+
+Each page's figure is the Navigation Timing entry's `loadEventEnd` (from the navigation's start:
+the page and every script and stylesheet it needs, run), with `responseEnd` (the HTML's last
+byte) and `domContentLoadedEventEnd` beside it; goal: cold ≤ 300 ms, warm ≤ 100 ms.
+
+Then the actions, each as a person does it on the page and as its REST call, alternating:
+
+- **save** a module's draft (a new description; the page's "Save draft") against `PUT /api/v1/admin/code-modules/{id}`;
+- **test** it (the Test panel's Run) against `POST /api/v1/admin/code-modules/test`;
+- **publish review** of a library five modules import (the Publish button, until the review dialog
+  shows its checks) against `POST /api/v1/admin/code-modules/{id}/publish?dryRun=true`;
+- **attach** a tool to a server (check it, Attach, until the attached list is swapped in) against
+  `PUT /api/v1/admin/mcp-servers/{id}/tools/{name}` (detached again between rounds, not measured).
+
+A UI figure runs from the click to the page settled, by the page's own clock (`performance.now()`
+at the click event and at the last `htmx:afterSettle`: the answer swapped in); a REST figure is the request on a keep-alive client. Goal: UI ≤ 1.5 × REST.
+Medians of N rounds. Run: `python -m bench.console_browser [--quick] [--rounds N]` (or, with the
+server-side figures, `python -m bench.console`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench._common import Progress, Row, format_table, machine_line, median, millis, quartiles
+from testing.launcher import Server
+
+TITLE = "The console in Chromium: page loads (cold: empty cache; warm: second visit) and actions through the pages against their REST call; medians"
+TOKEN = "tsa_bench-console-browser-admin-token"
+COLD_GOAL = 0.300
+WARM_GOAL = 0.100
+ACTION_GOAL = 1.5
+MODULES = 20
+LIBRARY = "money0"  # imported by one module in five
+SETTLED = "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+NAVIGATION = ("() => { const n = performance.getEntriesByType('navigation')[0];"
+              " return {responseEnd: n.responseEnd, domContentLoaded: n.domContentLoadedEventEnd, load: n.loadEventEnd}; }")
+
+
+def module_body(i: int) -> dict[str, Any]:
+    """A tool module; one in five (not the first) imports the library."""
+    imports = [LIBRARY] if i % 5 == 0 and i else []
+    call = f"{LIBRARY}.fixed(input.amount)" if imports else "input.amount.toFixed(2)"
+    source = (f"// Formats an amount, one of the tenant's {MODULES} modules\n"
+              f"exports.fixed = function (n) {{ return n.toFixed(2); }};\n"
+              f"exports.run = function (input) {{\n  return {{ text: {call} + ' EUR', at: {i} }};\n}};\n")
+    return {"id": f"money{i}", "description": f"Formats an amount as money ({i})", "draftContent": source, "draftImports": imports,
+            "tool": {"inputParameters": [{"name": "amount", "type": "decimal", "required": True}], "exposeInChat": True,
+                     "tags": ["money", f"t{i % 4}"]}}
+
+
+def seed(api: httpx.Client) -> None:
+    """The tenant, through the REST API as an admin would script it."""
+    def made(answer: httpx.Response, *statuses: int) -> httpx.Response:
+        if answer.status_code not in (statuses or (200, 201, 202)):
+            raise SystemExit(f"bench.console_browser: {answer.request.method} {answer.request.url.path} answered "
+                             f"{answer.status_code}: {answer.text[:300]}")
+        return answer
+
+    for i in range(MODULES):
+        made(api.post("/api/v1/admin/code-modules", json=module_body(i)))
+        made(api.post(f"/api/v1/admin/code-modules/money{i}/publish"))
+    for i, city in enumerate(("paris", "oslo", "lima")):
+        made(api.post("/api/v1/admin/api-tools", json={
+            "id": f"weather_{city}", "description": f"Current weather in {city.title()}",
+            "urlTemplate": "https://api.example.invalid/v1/weather/" + city + "{?units}",
+            "parameters": [{"name": "units", "type": "string", "location": "query", "default": "metric"}], "tags": ["weather"]}))
+    made(api.post("/api/v1/admin/search-tools", json={"id": "handbook", "description": "The staff handbook"}))
+    made(api.post("/api/v1/admin/search-tools/handbook/documents", files=[
+        ("files", (f"chapter{n}.txt", (f"Chapter {n}. " + "Opening hours, holidays and expenses are explained here. " * 40).encode()))
+        for n in range(1, 4)]))
+    for i in range(3):
+        made(api.post("/api/v1/admin/mcp-servers", json={
+            "id": f"server{i}", "description": f"Team {i}'s tools", "tools": [f"money{j}" for j in range(i, MODULES, 4)] + ["weather_paris"]}))
+    for name, tools in (("accounting", [f"money{j}" for j in range(5)]), ("travel", ["weather_oslo", "weather_lima"])):
+        made(api.post("/api/v1/admin/usage-profiles", json={"id": name, "description": f"The {name} team", "allowedTools": tools,
+                                                           "allowedTags": ["money"] if name == "accounting" else []}))
+    for name, profile in (("alice", "accounting"), ("bob", "travel"), ("carol", "accounting")):
+        made(api.post("/api/v1/admin/tokens", json={"name": name, "role": "caller", "usageProfile": profile}))
+
+
+PAGES = (
+    ("modules list", "/console/modules"),
+    ("a module", "/console/modules/money5"),
+    ("tools", "/console/tools"),
+    ("servers", "/console/servers"),
+    ("a server", "/console/servers/server1"),
+    ("tokens", "/console/tokens"),
+    ("audit", "/console/audit"),
+)
+
+
+def start(tmp: Path) -> Server:
+    server = Server(data_dir=tmp / "data", token=TOKEN, inherit_settings=False, log_file=tmp / "serve.log", log_mode="w",
+                    env={"TOOLSMITH_ADMIN_TOKEN": TOKEN, "TOOLSMITH_LOG_LEVEL": "WARNING"})
+    try:
+        return server.start()
+    except RuntimeError as failed:
+        raise SystemExit(f"bench.console_browser: {failed}") from None
+
+
+def load(page: Any, url: str) -> dict[str, float]:
+    """Opens `url` in `page`: its Navigation Timing in seconds."""
+    answer = page.goto(url, wait_until="load")
+    if answer is None or answer.status != 200:
+        raise SystemExit(f"bench.console_browser: {url} answered {answer.status if answer else None}")
+    page.wait_for_function("() => performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
+    return {k: v / 1e3 for k, v in page.evaluate(NAVIGATION).items()}
+
+
+def page_loads(browser: Any, base: str, state: dict[str, Any], rounds: int, progress: Progress) -> dict[str, dict[str, list[dict[str, float]]]]:
+    loads: dict[str, dict[str, list[dict[str, float]]]] = {name: {"cold": [], "warm": []} for name, _ in PAGES}
+    for r in range(rounds + 1):  # the first round warms the server up and is not counted
+        for name, url in PAGES:
+            context = browser.new_context(base_url=base, storage_state=state, viewport={"width": 1440, "height": 900})
+            try:
+                page = context.new_page()
+                page.goto("about:blank")  # the tab (its renderer) exists before the clock starts
+                cold = load(page, url)
+                page.goto("about:blank")
+                warm = load(page, url)  # the same tab opens it again: its cache, as a second visit
+            finally:
+                context.close()
+            if r:
+                loads[name]["cold"].append(cold)
+                loads[name]["warm"].append(warm)
+    for name, arms in loads.items():
+        progress(f"{name}: cold {millis(median([x['load'] for x in arms['cold']]))}, warm {millis(median([x['load'] for x in arms['warm']]))}")
+    return loads
+
+
+def timed(action: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+# The page's own clock: from the click (its event, in the capture phase) to the last htmx swap
+# settled, so that the figure holds no Playwright round trip. Armed before each click.
+ARM = """() => {
+  const t = window.__benchAction = {start: null, end: null};
+  document.addEventListener('click', () => { if (t.start === null) t.start = performance.now(); }, {capture: true, once: true});
+  document.body.addEventListener('htmx:afterSettle', () => { t.end = performance.now(); });
+}"""
+READ = "() => { const t = window.__benchAction; return t && t.start !== null && t.end !== null ? (t.end - t.start) / 1e3 : null; }"
+
+
+class Actions:
+    """Each action once through the page and once through REST; the page is set up before the clock starts."""
+
+    def __init__(self, page: Any, api: httpx.Client) -> None:
+        self.page = page
+        self.api = api
+        self.n = 0
+
+    def _settle(self) -> None:
+        self.page.wait_for_function(SETTLED, polling=5)
+
+    def _click_and_wait(self, click: Callable[[], None], url_part: str, method: str) -> None:
+        with self.page.expect_response(lambda r: url_part in r.url and r.request.method == method):
+            click()
+        self._settle()
+
+    def on_page(self, action: Callable[[], None]) -> float:
+        """`action`'s time by the page's clock (click to settled), or by ours when no htmx swap was seen."""
+        self.page.evaluate(ARM)
+        took = timed(action)
+        measured = self.page.evaluate(READ)
+        return measured if measured is not None else took
+
+    # -- save
+    def ui_save(self) -> float:
+        page = self.page
+        page.goto("/console/modules/money3")  # afresh: the REST arm moved the module on
+        self.n += 1
+        page.get_by_label("Description", exact=True).fill(f"Formats an amount as money, take {self.n}")
+        return self.on_page(lambda: self._click_and_wait(lambda: page.get_by_role("button", name="Save draft").click(),
+                                                  "/console/modules/money3", "POST"))
+
+    def rest_save(self) -> float:
+        self.n += 1
+        return timed(lambda: self._ok(self.api.put("/api/v1/admin/code-modules/money3",
+                                                   json={"description": f"Formats an amount as money, take {self.n}"})))
+
+    # -- test
+    def ui_test(self) -> float:
+        page = self.page
+        page.goto("/console/modules/money3")  # afresh: the REST arm moved the module on
+        run = page.locator("#test-run")
+        if not run.is_visible():
+            page.get_by_role("button", name="Test", exact=True).click()
+        field = page.locator("#test-panel").get_by_label("amount")
+        if field.count() and field.first.is_visible():
+            field.first.fill("12.5")
+        return self.on_page(lambda: self._click_and_wait(lambda: run.click(), "/console/modules/money3/test", "POST"))
+
+    def rest_test(self) -> float:
+        body = module_body(3) | {"input": {"amount": 12.5}}
+        body.pop("description")
+        return timed(lambda: self._ok(self.api.post("/api/v1/admin/code-modules/test", json=body)))
+
+    # -- publish review
+    def ui_review(self) -> float:
+        page = self.page
+        self._draft_of_library()
+        page.goto(f"/console/modules/{LIBRARY}")
+        dialog = page.locator("dialog[open]")
+
+        def review() -> None:
+            with page.expect_response(lambda r: f"/console/modules/{LIBRARY}/publish-review" in r.url):
+                page.get_by_role("button", name="Publish", exact=True).click()
+            dialog.first.wait_for(state="visible")
+            self._settle()
+
+        took = self.on_page(review)
+        page.keyboard.press("Escape")
+        return took
+
+    def rest_review(self) -> float:
+        self._draft_of_library()
+        return timed(lambda: self._ok(self.api.post(f"/api/v1/admin/code-modules/{LIBRARY}/publish", params={"dryRun": "true"})))
+
+    def _draft_of_library(self) -> None:
+        self.n += 1
+        self._ok(self.api.put(f"/api/v1/admin/code-modules/{LIBRARY}", json={"description": f"The library, take {self.n}"}))
+
+    # -- attach
+    def ui_attach(self) -> float:
+        page = self.page
+        self._detach()
+        page.goto("/console/servers/server0")
+        page.get_by_role("checkbox", name="weather_oslo").check()
+        return self.on_page(lambda: self._click_and_wait(lambda: page.get_by_role("button", name="Attach").click(),
+                                                  "/console/servers/server0/tools", "POST"))
+
+    def rest_attach(self) -> float:
+        self._detach()
+        return timed(lambda: self._ok(self.api.put("/api/v1/admin/mcp-servers/server0/tools/weather_oslo")))
+
+    def _detach(self) -> None:
+        answer = self.api.delete("/api/v1/admin/mcp-servers/server0/tools/weather_oslo")
+        if answer.status_code != 404:  # 404: not attached (the first round)
+            self._ok(answer)
+
+    @staticmethod
+    def _ok(answer: httpx.Response) -> httpx.Response:
+        if answer.status_code >= 400:
+            raise SystemExit(f"bench.console_browser: {answer.request.method} {answer.request.url.path} answered "
+                             f"{answer.status_code}: {answer.text[:300]}")
+        return answer
+
+
+ACTIONS = (("save a module's draft", "save"), ("test a module", "test"),
+           ("open the publish review (5 importers)", "review"), ("attach a tool to a server", "attach"))
+
+
+def actions(browser: Any, base: str, state: dict[str, Any], api: httpx.Client, rounds: int,
+            progress: Progress) -> dict[str, dict[str, list[float]]]:
+    context = browser.new_context(base_url=base, storage_state=state, viewport={"width": 1440, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        run = Actions(page, api)
+        times: dict[str, dict[str, list[float]]] = {}
+        for name, key in ACTIONS:
+            times[name] = {"ui": [], "rest": []}
+            for r in range(rounds + 1):  # the first of each is a warm-up
+                arms = (("ui", getattr(run, f"ui_{key}")), ("rest", getattr(run, f"rest_{key}")))
+                for arm, act in (arms if r % 2 == 0 else arms[::-1]):
+                    took = act()
+                    if r:
+                        times[name][arm].append(took)
+            progress(f"{name}: page {millis(median(times[name]['ui']))}, REST {millis(median(times[name]['rest']))}")
+        return times
+    finally:
+        context.close()
+
+
+def signed_in_state(browser: Any, base: str) -> dict[str, Any]:
+    context = browser.new_context(base_url=base)
+    try:
+        page = context.new_page()
+        page.goto("/console/modules")
+        page.get_by_label("Token").fill(TOKEN)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url("**/console/modules*")
+        return context.storage_state()
+    finally:
+        context.close()
+
+
+def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, Any]]:
+    from playwright.sync_api import sync_playwright
+
+    args = parse_args(argv)
+    progress = Progress("console_browser", quiet=quiet)
+    executable = shutil.which("chromium")
+    if executable is None:
+        raise SystemExit("bench.console_browser: Debian's chromium is not installed (apt-get install -y chromium)")
+    info: dict[str, Any] = {"args": vars(args), "chromium": executable}
+    with tempfile.TemporaryDirectory() as folder:
+        server = start(Path(folder))
+        try:
+            api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60, trust_env=False)
+            started = time.perf_counter()
+            seed(api)
+            info["seedSeconds"] = time.perf_counter() - started
+            progress(f"seeded {MODULES} modules, 3 API URL tools, a File Search tool, 3 servers, 2 profiles, 3 tokens "
+                     f"in {info['seedSeconds']:.1f} s")
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=executable, args=["--disable-gpu", "--disable-dev-shm-usage"])
+                info["browserVersion"] = browser.version
+                try:
+                    state = signed_in_state(browser, server.url)
+                    loads = page_loads(browser, server.url, state, args.rounds, progress)
+                    times = actions(browser, server.url, state, api, args.actions, progress)
+                finally:
+                    browser.close()
+            api.close()
+        finally:
+            server.stop()
+    rows, figures = table(loads, times)
+    info["figures"] = figures
+    info["load"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return rows, info
+
+
+def table(loads: dict[str, dict[str, list[dict[str, float]]]], times: dict[str, dict[str, list[float]]]) -> tuple[list[Row], dict[str, Any]]:
+    rows: list[Row] = []
+    figures: dict[str, Any] = {"pages": {}, "actions": {}}
+    for name, url in PAGES:
+        for arm, goal in (("cold", COLD_GOAL), ("warm", WARM_GOAL)):
+            entries = loads[name][arm]
+            loaded = median([e["load"] for e in entries])
+            response = median([e["responseEnd"] for e in entries])
+            ready = median([e["domContentLoaded"] for e in entries])
+            low, high = quartiles([e["load"] for e in entries])
+            meets = loaded <= goal
+            figures["pages"].setdefault(name, {"url": url})[arm] = {
+                "loadMs": loaded * 1e3, "responseEndMs": response * 1e3, "domContentLoadedMs": ready * 1e3, "rounds": len(entries)}
+            rows.append(Row(f"{name} ({url}), {arm}: load", millis(loaded),
+                            f"HTML {millis(response)}, DOM ready {millis(ready)}", loaded / goal, f"≤ {goal * 1e3:.0f} ms",
+                            meets, f"IQR {millis(low)}–{millis(high)}; {'meets the goal' if meets else 'misses the goal'}"))
+    for name, arms in times.items():
+        ui, rest = median(arms["ui"]), median(arms["rest"])
+        ratio = ui / rest
+        meets = ratio <= ACTION_GOAL
+        ratios = [u / r for u, r in zip(arms["ui"], arms["rest"])]
+        low, high = quartiles(ratios)
+        figures["actions"][name] = {"pageMs": ui * 1e3, "restMs": rest * 1e3, "ratio": ratio, "rounds": len(arms["ui"]),
+                                    "under200Ms": ui <= 0.2}
+        rows.append(Row(f"{name}: through the page", millis(ui), f"REST {millis(rest)}", ratio, f"≤ {ACTION_GOAL:g}× REST", meets,
+                        f"ratio IQR {low:.2f}–{high:.2f}; {'meets the goal' if meets else 'misses the goal'}"
+                        f"{'' if ui <= 0.2 else ' (over 200 ms: the page shows progress)'}"))
+    return rows, figures
+
+
+NOTES = (
+    "cold: a new browser context (empty HTTP cache, the session cookie) opens the page; warm: the same context opens it "
+    "again. load = Navigation Timing's loadEventEnd (HTML = responseEnd, DOM ready = domContentLoadedEventEnd), from the "
+    "navigation's start. ratio of a page = load / goal. An action through the page runs from the click to the last htmx swap "
+    "settled (the page's performance.now()), its REST call on a keep-alive client; ratio = page / REST."
+)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.console_browser", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (3 rounds of pages, 3 of each action)")
+    parser.add_argument("--rounds", type=int, help="measured loads of each page, cold and warm (default 15; quick 3)")
+    parser.add_argument("--actions", type=int, help="measured rounds of each action (default 15; quick 3)")
+    args = parser.parse_args(argv)
+    args.rounds = args.rounds or (3 if args.quick else 15)
+    args.actions = args.actions or (3 if args.quick else 15)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started = time.perf_counter()
+    rows, info = run(argv)
+    print(format_table(TITLE, rows))
+    print(NOTES)
+    print(f"(Chromium {info['browserVersion']}; {machine_line()}; load average {info['load']}; {time.perf_counter() - started:.0f} s)")
+    print(json.dumps(info, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

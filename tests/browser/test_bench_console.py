@@ -1,0 +1,25 @@
+"""bench.console_browser, run small in Chromium: it seeds its tenant, loads every main page cold and
+warm, does every action through the pages and by REST, and prints a row with a verdict for each."""
+
+from __future__ import annotations
+
+from bench._common import format_table
+from bench.console_browser import ACTIONS, ACTION_GOAL, PAGES, TITLE, run
+
+
+def test_a_small_run_prints_every_page_and_action_with_its_verdict() -> None:
+    rows, info = run(["--quick", "--rounds", "1", "--actions", "1"], quiet=True)
+    printed = format_table(TITLE, rows)
+    for name, url in PAGES:
+        for arm in ("cold", "warm"):
+            assert f"{name} ({url}), {arm}: load" in printed
+            figure = info["figures"]["pages"][name][arm]
+            assert 0 < figure["responseEndMs"] <= figure["domContentLoadedMs"] <= figure["loadMs"]
+    for name, _ in ACTIONS:
+        assert f"{name}: through the page" in printed
+        assert info["figures"]["actions"][name]["restMs"] > 0 and info["figures"]["actions"][name]["pageMs"] > 0
+    assert len(rows) == 2 * len(PAGES) + len(ACTIONS)
+    for row in rows:
+        assert row.meets is not None and row.spread.endswith(("meets the goal", "misses the goal", "(over 200 ms: the page shows progress)"))
+        assert ("meets the goal" in row.spread) == row.meets
+    assert all(row.goal == f"≤ {ACTION_GOAL:g}× REST" for row in rows[-len(ACTIONS):])
