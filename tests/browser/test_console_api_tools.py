@@ -9,7 +9,7 @@ from uuid import uuid4
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import assert_accessible, shot, sign_in
+from tests.browser.conftest import assert_accessible, shot, shots, sign_in
 
 
 def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_server, upstream_api) -> None:
@@ -59,10 +59,27 @@ def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_se
     template.fill(upstream_api.url + "/v1/weather/{city}{?units}")
     page.get_by_role("button", name="Create").click()
     page.wait_for_url(f"**/console/api-tools/{name}?created=1")
-    expect(page.get_by_role("status")).to_have_text(re.compile("Created"))
+    expect(page.get_by_role("status").filter(has_text="Created")).to_have_text(re.compile("Created"))
     expect(page.get_by_role("heading", name=f"API tool {name}")).to_be_visible()
     assert_accessible(page, "the API tool editor")
     shot(page, "api-tool-editor")
+
+    # the Test panel docked beside the editor: the request sent and the raw response, without leaving the page
+    panel = page.get_by_role("complementary", name="Test")
+    arguments = panel.get_by_label("Arguments (JSON)")
+    assert '"units": "metric"' in arguments.input_value()
+    arguments.fill('{"city": "Basel"}')
+    panel.get_by_role("button", name="Run the test").click()
+    expect(panel.get_by_role("status")).to_contain_text("Succeeded: status 200")
+    expect(panel.get_by_text(f"GET {upstream_api.url}/v1/weather/Basel?units=metric")).to_be_visible()
+    expect(panel.get_by_role("heading", name="Raw response")).to_be_visible()
+    expect(panel.locator("pre.raw-response")).to_contain_text('"temp": 21.5')
+    assert page.url.endswith(f"/console/api-tools/{name}?created=1")  # no page load: the panel's result was swapped in
+    assert_accessible(page, "the API tool editor with its Test panel's result")
+    shots(page, "api-tool-test-panel")
+    # the panel keeps the last arguments run, in this browser
+    page.reload()
+    expect(page.get_by_role("complementary", name="Test").get_by_label("Arguments (JSON)")).to_have_value('{"city": "Basel"}')
 
     # listed, with its method, template, state and tags
     page.get_by_role("navigation", name="Console").get_by_role("link", name="API tools").click()
@@ -85,8 +102,8 @@ def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_se
     result = page.get_by_role("region", name="Result")
     expect(result.get_by_role("status")).to_contain_text("Succeeded: status 200")
     expect(result.get_by_text(f"GET {upstream_api.url}/v1/weather/Bern?units=imperial")).to_be_visible()
-    expect(result.locator("pre")).to_contain_text('"city": "Bern"')
-    expect(result.locator("pre")).to_contain_text('"temp": 21.5')
+    expect(result.locator("pre.output")).to_contain_text('"city": "Bern"')
+    expect(result.locator("pre.output")).to_contain_text('"temp": 21.5')
     assert upstream_api.last("/v1/weather/").path == "/v1/weather/Bern?units=imperial"
     assert_accessible(page, "the API tool Playground with a result")
     shot(page, "api-tool-playground")
