@@ -128,7 +128,7 @@ def test_the_list_shows_each_tool_with_its_capabilities_and_documents_by_state(
     row = next(r for r in re.findall(r"<tr>(.*?)</tr>", page.text, re.S) if name in r)
     assert f'href="/console/search-tools/{name}"' in row and "Care guides" in row
     cells = [words(c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
-    assert cells[:3] == ["no", "Search, Fetch, Find text", "2: 1 ready, 1 failed"]
+    assert cells[:3] == ["no", "Search, Fetch, Find text", "2 (1 ready, 1 failed)"]
     assert ">zoo</a>" in row and " by admin" in row
     assert 'href="/console/search-tools/new"' in page.text and "New File Search tool" in page.text
     # the catalog leads to the tool's own page
