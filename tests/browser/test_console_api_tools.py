@@ -15,9 +15,9 @@ from tests.browser.conftest import assert_accessible, shot, shots, sign_in
 def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_server, upstream_api) -> None:
     name = f"weather{uuid4().hex[:6]}"
     sign_in(page, then="/console/api-tools")
-    page.get_by_role("link", name="New API tool").click()
+    page.get_by_role("link", name="New API URL tool").click()
     page.wait_for_url("**/console/api-tools/new")
-    assert page.get_by_role("heading", name="New API tool").is_visible()
+    assert page.get_by_role("heading", name="New API URL tool").is_visible()
 
     # the id, what it does, and a template whose scheme is not http(s)
     page.get_by_label("Name", exact=True).fill(name)
@@ -60,7 +60,7 @@ def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_se
     page.get_by_role("button", name="Create").click()
     page.wait_for_url(f"**/console/api-tools/{name}?created=1")
     expect(page.get_by_role("status").filter(has_text="Created")).to_have_text(re.compile("Created"))
-    expect(page.get_by_role("heading", name=f"API tool {name}")).to_be_visible()
+    expect(page.get_by_role("heading", name=f"API URL tool {name}")).to_be_visible()
     assert_accessible(page, "the API tool editor")
     shot(page, "api-tool-editor")
 
@@ -82,7 +82,7 @@ def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_se
     expect(page.get_by_role("complementary", name="Test").get_by_label("Arguments (JSON)")).to_have_value('{"city": "Basel"}')
 
     # listed, with its method, template, state and tags
-    page.get_by_role("navigation", name="Console").get_by_role("link", name="API tools").click()
+    page.get_by_role("navigation", name="Console").get_by_role("link", name="API URL tools").click()
     page.wait_for_url("**/console/api-tools")
     row = page.get_by_role("row", name=re.compile(name))
     expect(row.get_by_role("cell", name="GET", exact=True)).to_be_visible()

@@ -42,7 +42,7 @@ def listed_by_mcp(console_server: Any, server_id: str) -> list[str]:
 def test_the_catalog_lists_filters_and_links_each_tool(page, console_server) -> None:
     name = published_tool(console_server, tags=("catalogued",), description="adds one <b>not bold</b>")
     sign_in(page, then="/console/tools")
-    assert page.get_by_role("heading", name="Tool catalog").is_visible()
+    assert page.get_by_role("heading", name="Tools", exact=True, level=1).is_visible()
     assert_accessible(page, "the tool catalog")
     shot(page, "tools")
     page.get_by_label("Tag").select_option("catalogued")
@@ -50,7 +50,7 @@ def test_the_catalog_lists_filters_and_links_each_tool(page, console_server) -> 
     page.wait_for_url("**/console/tools?*tag=catalogued*")
     row = page.get_by_role("row", name=re.compile(name))
     assert row.get_by_text("adds one <b>not bold</b>").is_visible()  # shown as text, not markup
-    assert row.get_by_role("cell", name="CODE", exact=True).is_visible()
+    assert row.get_by_role("cell", name="code module", exact=True).is_visible()
     row.get_by_text("1 parameter").click()
     assert '"n"' in row.locator("pre").inner_text()
     assert_accessible(page, "the tool catalog, filtered, a schema open")
@@ -76,7 +76,7 @@ def test_the_catalog_pages_a_hundred_tools_at_a_time(page, console_server) -> No
     sign_in(page, then=f"/console/tools?tag=paged{run}")
     body = page.locator("tbody")
     assert body.get_by_role("row").count() == 100
-    assert page.get_by_role("status").inner_text().startswith("100 tools on this page of ")
+    assert page.locator("#results").get_by_role("status").inner_text().startswith("100 tools on this page of ")
     assert body.get_by_role("link", name=names[99], exact=True).is_visible()
     page.get_by_role("link", name="Next page of tools").click()
     page.wait_for_url(f"**/console/tools?*tag=paged{run}*cursor=*")

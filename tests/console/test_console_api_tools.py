@@ -94,7 +94,7 @@ def test_the_list_shows_each_tool_with_its_method_url_state_and_tags(client: Tes
     expect(client.post(TOOLS, json=weather_rest(upstream, name, enabled=False, method="DELETE")), 201)
     page = admin.get(PAGE)
     assert page.status_code == 200
-    assert '<a href="/console/api-tools">API tools</a>' in page.text.replace(' aria-current="page"', "")
+    assert '<a href="/console/api-tools">API URL tools</a>' in page.text.replace(' aria-current="page"', "")
     row = next(r for r in re.findall(r"<tr>(.*?)</tr>", page.text, re.S) if name in r)
     assert f'href="/console/api-tools/{name}"' in row
     assert "<code>DELETE</code>" in row and f"<code>{upstream.url}/v1/weather/{{city}}</code>" in row
@@ -193,7 +193,7 @@ def test_disable_enable_and_delete_with_its_refusal(client: TestClient, admin: T
     deleted = post(admin, f"{PAGE}/{name}/delete", {}, page=PAGE)
     assert deleted.status_code == 303 and deleted.headers["location"] == f"{PAGE}?deleted={name}"
     assert client.get(f"{TOOLS}/{name}").status_code == 404
-    assert f"Deleted the API tool {name}." in admin.get(deleted.headers["location"]).text
+    assert f"Deleted the API URL tool {name}." in admin.get(deleted.headers["location"]).text
 
 
 def test_the_playground_runs_the_tool_against_the_api(client: TestClient, admin: TestClient, upstream: Upstream) -> None:
@@ -259,7 +259,7 @@ def test_an_auditor_reads_every_page_and_changes_nothing(client: TestClient, ups
         page = auditor.get(url)
         assert page.status_code == 200, url
         assert page.text.count('method="post"') == 1, url  # signing out only
-        assert "New API tool" not in page.text and ">Delete" not in page.text and ">Run<" not in page.text, url
+        assert "New API URL tool" not in page.text and ">Delete" not in page.text and ">Run<" not in page.text, url
     assert auditor.get(f"{PAGE}/new").status_code == 403
     assert post(auditor, f"{PAGE}/{name}/delete", {}, page=PAGE).status_code == 403
     assert post(auditor, f"{PAGE}/{name}/playground", {"arguments": '{"city": "x"}'}, page=PAGE).status_code == 403

@@ -50,7 +50,7 @@ def _editor_context(request: Request, tool: Any) -> dict[str, Any]:
             "raw": forms.example_arguments(tool.config["parameters"]) if tool is not None else "", "problems": [], "result": None}
 
 
-PAGES = ConfiguredPages(ApiToolKind, base="/console/api-tools", one="api_tool", noun="API URL tool", title="API tool",
+PAGES = ConfiguredPages(ApiToolKind, base="/console/api-tools", one="api_tool", noun="API URL tool", title="API URL tool",
                         folder="api_tools", body=ApiToolBody, public=public, form=forms.ApiToolForm(),
                         editor_context=_editor_context)
 router = PAGES.router

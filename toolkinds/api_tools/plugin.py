@@ -17,6 +17,6 @@ from toolkinds.api_tools.model import ApiTool
 
 TEMPLATES = Path(__file__).parent / "templates"
 PLUGIN = KindPlugin(ApiToolKind, routers=(routes.router,), console=(pages.router,), page="/console/api-tools/{}",
-                    templates=TEMPLATES, navigation=Nav("/console/api-tools", "API tools", 30),
+                    templates=TEMPLATES, navigation=Nav("/console/api-tools", "API URL tools", 30),
                     quotas=(Counted(ApiTool, TOOLS),),
                     path_rules=((re.compile(re.escape(ADMIN_API) + r"/api-tools/\{id\}"), "id", IDENTIFIER),))
