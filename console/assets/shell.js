@@ -47,3 +47,18 @@ function refreshTimes() {
   }
 }
 setInterval(refreshTimes, 60_000);
+
+// Progress (issue 31, point 11): while an htmx request is out, the element that sent it (a button, or
+// a form and its submit button) says so: aria-busy for assistive technology, a spinner from the
+// stylesheet (button[aria-busy]) for everyone. An answer within 200 ms never shows it for long.
+function busy(element, on) {
+  if (!(element instanceof Element)) return;
+  const targets = [element];
+  if (element.tagName === "FORM") targets.push(...element.querySelectorAll('button[type="submit"], button:not([type])'));
+  for (const target of targets) {
+    if (on) target.setAttribute("aria-busy", "true");
+    else target.removeAttribute("aria-busy");
+  }
+}
+document.addEventListener("htmx:beforeRequest", (event) => busy(event.detail?.elt, true));
+document.addEventListener("htmx:afterRequest", (event) => busy(event.detail?.elt, false));
