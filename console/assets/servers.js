@@ -96,3 +96,15 @@ document.addEventListener("click", (event) => {
   }
   navigator.clipboard.writeText(source.textContent).then(() => say("Copied"), fallback);
 });
+
+// Progress while an attach, a detach or a check is on its way: the region it will replace says it is
+// busy (aria-busy, dimmed by servers.css) until the answer is swapped in.
+const BUSY = ["server-tools", "check-result"];
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const target = event.detail?.target;
+  if (target && BUSY.includes(target.id)) target.setAttribute("aria-busy", "true");
+});
+document.addEventListener("htmx:afterRequest", (event) => {
+  const target = event.detail?.target;
+  if (target && BUSY.includes(target.id)) target.removeAttribute("aria-busy");
+});

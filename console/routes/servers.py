@@ -3,8 +3,9 @@ attached to it with their kind and state, attaching several at once and detachin
 the attached tools' fragment and a toast; detach's toast re-attaches), the clients' configurations to
 copy, and the check that lists the server's tools as a chosen token or usage profile is offered them.
 
-What a caller is offered is never decided here: the check asks `Toolbox.offered`, the rule MCP's
-`tools/list` applies (`Toolbox.offers`), and only explains afterwards why an attached tool is missing.
+What a caller is offered is never decided here: the check takes the caller's offer and pages it as
+MCP's `tools/list` does (api/mcp_watch.py, api/mcp_tools.py), and only explains afterwards why an
+attached tool is missing from it.
 Attaching goes through `services.records.attach`, as the REST route does (api/routes/callers.py)."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from console.routes.callers import SERVERS, render_detail
+from api.mcp_watch import take_offer
+from application.principals import Principal
 from console.language import kind_words
 from console.routes.catalog import page_of
 from console.routing import ConsoleRoute
@@ -28,6 +31,9 @@ from domain.callers import PROFILE, SERVER
 from domain.catalog import Permissions, ToolEntry
 
 router = APIRouter(prefix="/console/servers", route_class=ConsoleRoute, include_in_schema=False)
+
+# The check reads the offer a page at a time, as a client's tools/list does (any size gives one list).
+LIST_PAGE = 500
 
 
 def _services(request: Request) -> Any:
@@ -72,9 +78,11 @@ def attached_rows(services: Any, tenant: str, names: list[str]) -> list[dict[str
         found = entries.get(name, [])
         own = next((e for e in found if e.group is None), found[0] if found else None)
         if own is None:
-            module = services.store.is_module(tenant, name)
-            rows.append({"name": name, "kind": "code module" if module else "tool", "page": f"/console/modules/{quote(name, safe='')}" if module else None,
-                         "state": ["not published"] if module else ["no longer exists"], "live": False, "capabilities": []})
+            # A name the catalog does not list: a kind holds it unlisted (a module never published), or nothing does.
+            holder = next((k for k in toolbox.kinds if k.holds(tenant, name)), None)
+            rows.append({"name": name, "kind": kind_words(holder.call_type) if holder else "tool",
+                         "page": page_of(services.plugins, holder.call_type, name) if holder else None,
+                         "state": ["not published"] if holder else ["no longer exists"], "live": False, "capabilities": []})
             continue
         state = ["enabled" if own.enabled else "disabled", "published"]
         if not own.expose_in_chat:
@@ -229,10 +237,23 @@ def _why_missing(services: Any, tenant: str, entry: ToolEntry, permissions: Perm
     return "it is not offered"
 
 
+def listed(services: Any, tenant: str, server_id: str, caller: Caller) -> tuple[list[ToolEntry], Permissions]:
+    """Every tool MCP's tools/list answers `caller` on the server: the offer its HTTP gate takes
+    (`take_offer`) paged as `list_tools` pages it (api/mcp_tools.py), every page."""
+    offer = take_offer(services, Principal(caller.label, caller.role, tenant, caller.usage_profile), server_id)
+    entries: list[ToolEntry] = []
+    start: str | None = None
+    while True:
+        page, more = offer.page(start, LIST_PAGE)
+        entries.extend(page)
+        if not more or not page:
+            return entries, offer.permissions
+        start = page[-1].name
+
+
 def check(services: Any, tenant: str, record: dict[str, Any], caller: Caller) -> dict[str, Any]:
     toolbox = services.toolbox
-    permissions = toolbox.permissions(tenant, caller.role, caller.usage_profile)
-    offered = toolbox.offered(tenant, permissions, record["id"])
+    offered, permissions = listed(services, tenant, record["id"], caller)
     offered_names = {e.name for e in offered}
     entries = {e.name: e for e in toolbox.entries(tenant) if e.shadowed_by is None}
     missing = []
@@ -244,7 +265,8 @@ def check(services: Any, tenant: str, record: dict[str, Any], caller: Caller) ->
             if entry is None:
                 if member != name:
                     continue  # a File Search tool's own name stands for its capabilities, not a tool
-                why = "it is not published" if services.store.is_module(tenant, name) else "no tool has this name now"
+                held = any(k.holds(tenant, name) for k in toolbox.kinds)
+                why = "it is not published" if held else "no tool has this name now"
             else:
                 why = _why_missing(services, tenant, entry, permissions, caller)
             missing.append({"name": member, "why": why})

@@ -90,3 +90,16 @@ def test_the_check_lists_what_a_profile_is_offered_and_why_others_are_not(client
     assert auditor.get(f"/console/servers/{server}/check", params={"caller": f"token:{token['id']}"}).status_code == 400
     assert "1 tool listed" in auditor.get(f"/console/servers/{server}/check", params={"caller": f"profile:{profile}"}).text
     assert admin.get(f"/console/servers/{server}/check", params={"caller": "nobody"}).status_code == 400
+
+
+def test_a_module_never_published_is_shown_and_checked_as_not_published(client: TestClient, admin: TestClient) -> None:
+    name = unique_id("draft")
+    expect(client.post("/api/v1/admin/code-modules", json={"id": name, "description": "a draft", "draftContent": "exports.run = () => 1;",
+                                                           "tool": {"exposeInChat": True}}), 201)
+    server = _server(client, name)
+    page = admin.get(f"/console/servers/{server}").text
+    assert f'href="/console/modules/{name}"' in page and "not published" in page
+    profile = unique_id("profile")
+    expect(client.post("/api/v1/admin/usage-profiles", json={"id": profile, "allowedTools": [name]}), 201)
+    checked = admin.get(f"/console/servers/{server}/check", params={"caller": f"profile:{profile}"}, headers=HTMX).text
+    assert "0 tools listed" in checked and f"{name}</span>: it is not published." in checked
