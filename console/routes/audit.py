@@ -25,7 +25,13 @@ from console.security import Reader, Refused
 
 router = APIRouter(prefix="/console/audit", route_class=ConsoleRoute, include_in_schema=False)
 
+# The page sizes offered (any from 10 to 100 is read).
+SIZES = (10, 25, 50, 100)
 _KIND_PATTERN = "^(|" + "|".join(value for value, _ in audit_log.KINDS) + ")$"
+
+
+class BadFilter(ValueError):
+    """A filter a person gave that cannot be read: its message names the field."""
 
 
 def _day(value: str, field: str) -> date | None:
@@ -34,7 +40,7 @@ def _day(value: str, field: str) -> date | None:
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise Refused(400, f"{field}: a date like 2026-12-31 is expected, not {value!r}.", title="Bad request") from None
+        raise BadFilter(f"{field}: a date like 2026-12-31 is expected, not “{value}”.") from None
 
 
 def _link(filters: dict[str, str], **changes: str | int | None) -> str:
@@ -52,10 +58,17 @@ async def audit_page(
     since: Annotated[str, Query(max_length=10)] = "",
     until: Annotated[str, Query(max_length=10)] = "",
     before: Annotated[int | None, Query(ge=1)] = None,
+    size: Annotated[int, Query(ge=10, le=100)] = audit_log.PAGE_SIZE,
 ) -> Response:
-    first, last = _day(since, "From"), _day(until, "To")
-    if first and last and last < first:
-        raise Refused(400, "To: the last day comes on or after the first (From).", title="Bad request")
+    shown = {"kind": kind, "name": name.strip(), "who": who.strip(), "since": since, "until": until,
+             "size": str(size) if size != audit_log.PAGE_SIZE else ""}
+    try:
+        first, last = _day(since, "From"), _day(until, "To")
+        if first and last and last < first:
+            raise BadFilter("To: the last day comes on or after the first (From).")
+    except BadFilter as refusal:
+        # said where the table would be (the part the filters swap), with the form kept as typed
+        return _render(request, shown, size, audit_log.Page([], None, 0), {}, None, error=str(refusal), status=400)
     filters = audit_log.Filters(
         kind=kind, name=name.strip(), who=who.strip(),
         since=datetime.combine(first, time(), timezone.utc) if first else None,
@@ -64,15 +77,21 @@ async def audit_page(
     )
     services = request.app.state.services
     reader = audit_log.Reader(services, visitor.principal.tenant)
-    page = await run_in_threadpool(reader.page, filters, before)
+    page = await run_in_threadpool(reader.page, filters, before, size)
     links = await run_in_threadpool(_object_links, services, visitor.principal.tenant, page.rows)
-    shown = {"kind": kind, "name": filters.name, "who": filters.who, "since": since, "until": until}
+    return _render(request, shown, size, page, links, before)
+
+
+def _render(request: Request, shown: dict[str, str], size: int, page: audit_log.Page, links: dict[tuple[str, str], str],
+            before: int | None, *, error: str = "", status: int = 200) -> Response:
+    # htmx's filter form swaps only #audit-results; any other request (a link, a reload, htmx
+    # restoring history) gets the whole page
     fragment = (request.headers.get("hx-request") == "true" and request.headers.get("hx-target") == "audit-results"
                 and request.headers.get("hx-history-restore-request") != "true")
     return request.app.state.console_pages.render(
-        request, "audit/_results.html" if fragment else "audit/page.html",
-        filters=shown, kinds=audit_log.KINDS, page=page, links=links, sentence=audit_log.sentence,
-        filtered=any(shown.values()),
+        request, "audit/_results.html" if fragment else "audit/page.html", status=status,
+        filters=shown, kinds=audit_log.KINDS, sizes=SIZES, size=size, page=page, links=links, sentence=audit_log.sentence,
+        filtered=any(v for k, v in shown.items() if k != "size"), error=error,
         older=_link(shown, before=page.older) if page.older else None,
         newest=_link(shown) if before is not None else None,
     )

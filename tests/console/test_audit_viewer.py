@@ -82,27 +82,30 @@ def test_a_rows_change_is_a_diff_of_the_changed_fields_and_a_line_diff_of_the_co
     assert "own_hash" not in change.text and "previous_hash" not in change.text
 
 
-def test_filters_and_pages_are_in_the_url(app: FastAPI, api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    names = [unique_id("m") for _ in range(5)]
+def test_filters_and_pages_are_in_the_url(app: FastAPI, api: TestClient) -> None:
+    names = [unique_id("m") for _ in range(6)]
     for name in names:
-        module(api, name)
+        module(api, name)  # two events each: created, published
     viewer = signed_in(app)
     only = viewer.get("/console/audit", params={"kind": "module", "name": names[2]})
     assert {row.split(" code module ")[-1].split()[0] for row in rows(only.text)} == {names[2]}
     assert viewer.get("/console/audit", params={"who": "nobody-at-all"}).text.count('class="audit-row"') == 0
     assert "No event matches these filters" in viewer.get("/console/audit", params={"who": "nobody-at-all"}).text
-    monkeypatch.setattr(audit_log, "PAGE_SIZE", 3)
-    first = viewer.get("/console/audit", params={"kind": "module"})
-    older = re.search(r'href="(/console/audit\?kind=module&amp;before=\d+)" rel="next"', first.text)
+    first = viewer.get("/console/audit", params={"kind": "module", "size": 10})
+    older = re.search(r'href="(/console/audit\?kind=module&amp;size=10&amp;before=\d+)" rel="next"', first.text)
     assert older, first.text
     second = viewer.get(older.group(1).replace("&amp;", "&"))
-    assert len(rows(first.text)) == 3 and len(rows(second.text)) == 3
+    assert len(rows(first.text)) == 10 and len(rows(second.text)) == 2
     assert not set(rows(first.text)) & set(rows(second.text))
+    assert 'href="/console/audit?kind=module&amp;size=10"' in second.text  # back to the newest
     # htmx's swap asks for the table alone
     fragment = viewer.get("/console/audit", params={"kind": "module"}, headers={"HX-Request": "true", "HX-Target": "audit-results"})
     assert fragment.text.lstrip().startswith("{#") is False and "<html" not in fragment.text and 'id="audit-results"' in fragment.text
     # bad input is a readable refusal, not a 500
-    assert viewer.get("/console/audit", params={"since": "yesterday"}).status_code == 400
+    refused = viewer.get("/console/audit", params={"since": "yesterday"})
+    assert refused.status_code == 400 and "From: a date like 2026-12-31 is expected" in refused.text
+    backwards = viewer.get("/console/audit", params={"since": "2026-02-01", "until": "2026-01-01"})
+    assert backwards.status_code == 400 and "To: the last day comes on or after the first" in backwards.text
     assert viewer.get("/console/audit", params={"kind": "CODE"}).status_code == 400
     future = viewer.get("/console/audit", params={"since": "2999-01-01"})
     assert future.status_code == 200 and 'class="audit-row"' not in future.text
