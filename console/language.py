@@ -75,6 +75,10 @@ def plain(text: object) -> str:
                      if m.group(0).removesuffix(chr(39) + "s") in RULES else "", words)
     words = _ENUM.sub(lambda m: _ENUMS[m.group(1)], words)
     words = re.sub(r"\ba ([AEIOU])", r"an \1", words)  # "a API URL tool" reads "an API URL tool"
+    # The console calls a tool's or record's identifier its Name (the REST API's messages say "id", its
+    # field's name there); an organization has both an id and a display name, so its id stays an id.
+    if "organization" not in words:
+        words = re.sub(r"\b(the|an|The|An) id\b(?= ['\"])", lambda m: {"the": "the", "The": "The", "an": "a", "An": "A"}[m.group(1)] + " name", words)
     return re.sub(r"\s+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", words)).strip()
 
 

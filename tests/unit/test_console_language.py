@@ -9,7 +9,8 @@ from console.language import kind_words, plain, rules_in
 
 @pytest.mark.parametrize(("message", "shown"), [
     ("'dates' has no draft to publish (R10)", "'dates' has no draft to publish"),
-    ("the id 'weather' is already used by a API_URL tool (R2)", "the id 'weather' is already used by an API URL tool"),
+    ("the id 'weather' is already used by a API_URL tool (R2)", "the name 'weather' is already used by an API URL tool"),
+    ("an organization with the id 'acme' exists already", "an organization with the id 'acme' exists already"),
     ("must not start with a digit (R1, at most 40 characters)", "must not start with a digit (at most 40 characters)"),
     ("output cut (V5: up to 128 KB)", "output cut (up to 128 KB)"),
     ("not allowed for this caller (R14)", "not allowed for this caller"),
