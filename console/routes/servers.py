@@ -118,7 +118,7 @@ def client_configs(url: str, server_id: str) -> list[dict[str, str]]:
          "how": "In ~/.cursor/mcp.json for every project, or .cursor/mcp.json in one project.",
          "text": json.dumps(cursor, indent=2)},
         {"id": "inspector", "client": "MCP Inspector", "file": "a terminal",
-         "how": "Lists the tools from a terminal. Without --cli, the Inspector opens in the browser: choose the "
+         "how": "Lists the tools this server offers the token. Without --cli, the Inspector opens in the browser: choose the "
                 "Streamable HTTP transport, paste the URL and give the token as a bearer token.",
          "text": inspector},
     ]

@@ -74,6 +74,9 @@ def test_several_tools_are_attached_at_once_and_a_detach_is_undone(page, console
     server = f"s{uuid4().hex[:8]}"
     sign_in(page, then="/console/servers")
     create_server(page, server)
+    crumbs = page.get_by_role("navigation", name="Breadcrumb")
+    assert crumbs.get_by_role("link", name="MCP servers").get_attribute("href") == "/console/servers"
+    assert crumbs.get_by_text(server).get_attribute("aria-current") == "page"
     # the checklist: typing narrows it; a File Search tool is one choice, its capabilities under it
     find = page.get_by_label("Find a tool to attach")
     find.fill(docs)
@@ -163,6 +166,8 @@ def test_a_client_configuration_is_chosen_by_tab_and_copied(page, console_server
     inspector.get_by_text("Copied").wait_for()
     assert page.evaluate("navigator.clipboard.readText()").startswith("npx @modelcontextprotocol/inspector --cli " + url)
     assert "tsk_" not in page.content()
+    # a long line scrolls inside its box, never wrapped into another line of the file
+    assert page.evaluate("getComputedStyle(document.getElementById('config-claude')).whiteSpace") == "pre"
     shots(page, "mcp-server-clients")
 
 
