@@ -19,6 +19,7 @@ fingerprint: a field of that sort is shown as "changed"."""
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -451,9 +452,9 @@ def _fields(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any
     changed = []
     for name in [*new, *(k for k in old if k not in new)]:
         was, now = old.get(name), new.get(name)
-        if was == now:
+        if was == now or (not _hidden(name) and _text(was) == _text(now)):  # [] and None read the same: "(none)"
             continue
-        entry: dict[str, Any] = {"name": name, "hidden": False, "lines": None}
+        entry: dict[str, Any] = {"name": field_words(name), "hidden": False, "lines": None}
         if _hidden(name):
             entry.update(before="", after="changed" if name in old else "set", hidden=True)
         else:
@@ -464,6 +465,28 @@ def _fields(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any
     return changed
 
 
+# What the fields are called on the pages where they are edited.
+_FIELD_WORDS = {"content": "Source", "description": "Description", "imports": "Imports", "exposeInChat": "Callable in chat",
+                "enabled": "Enabled", "timeoutMillis": "Timeout (ms)", "memoryLimitMb": "Memory limit (MB)",
+                "inputParameters": "Parameter", "allowedTools": "Allowed tools", "allowedTags": "Allowed tags",
+                "tools": "Tools", "tags": "Tags", "style": "Style", "value": "Value", "usage profile": "Usage profile"}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def field_words(name: str) -> str:
+    """A dotted field as words: "tool.inputParameters[amount].type" → "Tool › Parameter amount › type"."""
+    parts = []
+    for part in name.split("."):
+        item = ""
+        if "[" in part and part.endswith("]"):
+            part, item = part[:-1].split("[", 1)
+        words = _FIELD_WORDS.get(part) or _CAMEL.sub(" ", part).replace("_", " ").lower()
+        if not parts:
+            words = words[:1].upper() + words[1:]
+        parts.append(f"{words} {item}" if item else words)
+    return " › ".join(parts)
+
+
 def line_diff(before: str, after: str) -> list[dict[str, Any]]:
     """A unified line diff with three lines of context: each line `{"sign": "+"|"-"|" "|"@", "text", "old", "new"}`."""
     old_lines, new_lines = before.splitlines(), after.splitlines()
@@ -471,7 +494,7 @@ def line_diff(before: str, after: str) -> list[dict[str, Any]]:
     matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     for group in matcher.get_grouped_opcodes(3):
         first, last = group[0], group[-1]
-        out.append({"sign": "@", "text": f"lines {first[1] + 1}–{last[2]} before, {first[3] + 1}–{last[4]} after",
+        out.append({"sign": "@", "text": f"{_span(first[1], last[2])} before, {_span(first[3], last[4])} after",
                     "old": None, "new": None})
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
@@ -511,3 +534,9 @@ def object_url(services: Any, tenant: str, kind: str, name: str) -> str | None:
             return None
         return "/console/secrets"
     return None
+
+
+def _span(start: int, stop: int) -> str:
+    if stop <= start:
+        return "no lines"
+    return f"line {start + 1}" if stop == start + 1 else f"lines {start + 1}–{stop}"

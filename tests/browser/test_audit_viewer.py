@@ -82,7 +82,7 @@ def test_the_audit_shows_what_was_done_filters_pages_and_opens_a_change(page) ->
     page.wait_for_url("**kind=module*")
     page.get_by_role("button", name=f"Show change of created code module {module}").click()
     page.get_by_text("The first version: every field is new.").wait_for()
-    lines = page.get_by_role("table", name="Lines of content removed and added")
+    lines = page.get_by_role("table", name="Lines of Source removed and added")
     assert "return '$' + i.amount;" in lines.inner_text()
     assert lines.get_by_text("added", exact=True).count() == 3
     shots(page, "audit-code-diff")

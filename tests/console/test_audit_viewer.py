@@ -76,7 +76,7 @@ def test_a_rows_change_is_a_diff_of_the_changed_fields_and_a_line_diff_of_the_co
     position = re.findall(r'hx-get="/console/audit/events/(\d+)"', page.text)[0]
     change = viewer.get(f"/console/audit/events/{position}")
     assert change.status_code == 200
-    assert "description" in change.text and "<del>adds one</del>" in change.text and "<ins>adds two</ins>" in change.text
+    assert "Description" in change.text and "<del>adds one</del>" in change.text and "<ins>adds two</ins>" in change.text
     assert 'class="removed"' in change.text and 'class="added"' in change.text
     assert "return i.n + 2;" in change.text
     assert "own_hash" not in change.text and "previous_hash" not in change.text
