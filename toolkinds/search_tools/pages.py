@@ -31,7 +31,7 @@ from console.routing import problem_of
 from console.security import Reader, Writer
 from console.toast import toast
 from domain import errors
-from domain.documents import MARK_END, MARK_START, MAX_QUERY_CHARS, PROCESSING, READY, split_chunk_id
+from domain.documents import FAILED, MARK_END, MARK_START, MAX_QUERY_CHARS, PROCESSING, READY, split_chunk_id
 from toolkinds.search_tools import display
 from toolkinds.search_tools import form as forms
 from toolkinds.search_tools.form import CAPABILITY_TEXT
@@ -213,11 +213,6 @@ def _test(kind: SearchToolKind, tenant: str, name: str, capability: str, inputs:
     return outcome
 
 
-def _search(kind: SearchToolKind, tenant: str, name: str, query: str) -> dict[str, Any]:
-    """The search's answer (the Test panel's default capability)."""
-    return _test(kind, tenant, name, "search", {"query": query})
-
-
 # -- documents ---------------------------------------------------------------------------------------
 
 
@@ -345,7 +340,7 @@ async def document_page(name: str, doc_id: str, request: Request, visitor: Reade
         "tool": public(tool), "tool_id": tool.tool_id, "document": document, "parts": cut,
         "part": cut[shown - 1] if shown else None, "part_text": text[cut[shown - 1].start:cut[shown - 1].end] if shown else "",
         "chunks": listed, "chunk_page": chunk_page, "chunk_pages": chunk_pages, "total_chunks": total_chunks,
-        "chunk_wanted": wanted, "failed": display.failure(document["reason"]) if document["state"] == "FAILED" else None,
+        "chunk_wanted": wanted, "failed": display.failure(document["reason"]) if document["state"] == FAILED else None,
         "processing": document["state"] == PROCESSING, "reads": reads, **_words(),
     }
     headers = {"Vary": "HX-Request", "Cache-Control": "no-store"}
