@@ -4,8 +4,9 @@ The domain's messages name the rule they enforce with its code ("'x' has no draf
 and the REST API keeps them so (clients and docs/rules.md read the codes). A person reading a page
 gets the words: `plain(text)` takes the codes out of a message, and `rules_in(text)` names each
 rule the message broke with its heading in docs/rules.md, for the problem fragment's "The rule:" line.
-Both are Jinja filters (`{{ detail|plain }}`, `{% for r in detail|rules_in %}`), as is `kind_words`
-(`{{ t.callType|kind_words }}`: "API URL tool" for `API_URL`).
+Both are Jinja filters (`{{ detail|plain }}`, `{% for r in detail|rules_in %}`), as are `kind_words`
+(`{{ t.callType|kind_words }}`: "API URL tool" for `API_URL`) and `event_words` (`DocumentAdded` →
+"Document added", for the history pages).
 """
 
 from __future__ import annotations
@@ -102,3 +103,11 @@ KINDS = {
 def kind_words(call_type: object) -> str:
     """`API_URL` → "API URL tool": a tool's kind as a person reads it (an unknown one as it is)."""
     return KINDS.get(str(call_type), str(call_type or ""))
+
+
+def event_words(event_type: object) -> str:
+    """An event's class name as words: `DocumentAdded` → "Document added", `Created` → "Created"."""
+    parts = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", str(event_type or ""))
+    if not parts:
+        return str(event_type or "")
+    return " ".join([parts[0], *(w if w.isupper() and len(w) > 1 else w.lower() for w in parts[1:])])

@@ -86,7 +86,8 @@ class Pages:
         self.env.filters["tojson"] = _tojson
         # Dates (console.display.when): `{{ moment|when }}`, or `{{ moment|when(absolute_text=True) }}`.
         self.env.filters["when"] = when
-        self.env.filters.update(plain=language.plain, rules_in=language.rules_in, kind_words=language.kind_words)  # rule codes as words (console.language)
+        self.env.filters.update(plain=language.plain, rules_in=language.rules_in, kind_words=language.kind_words,
+                                event_words=language.event_words)  # rule codes as words (console.language)
 
     def asset(self, name: str) -> str:
         """A static file's URL, with a hash of its bytes so that a new build is fetched anew."""

@@ -10,7 +10,8 @@ in with the operator token, the organizations' pages. On each page it reads the 
 (and each dialog's text, open or not, and the title, aria-label, placeholder and alt attributes),
 leaving out source code and JSON shown as such (`pre`, `code`, the editor, text areas), and collects
 every rule code (R1–R16, V1–V5, B1–B7) and raw value (CODE, API_URL, FILE_SEARCH, DIRECT_TOOL,
-ADMIN, CALLER, AUDITOR, isError, a bare true or false). It opens each dialog a visible button opens
+ADMIN, CALLER, AUDITOR, isError, a bare true or false), and any other name for API URL tools or
+File Search tools ("API tools", "File search"). It opens each dialog a visible button opens
 and checks it with axe-core, as each page is. The test fails listing every page and what it showed.
 """
 
@@ -26,6 +27,8 @@ from playwright.sync_api import expect
 from tests.browser.conftest import OPERATOR_TOKEN, assert_accessible, axe_violations, shots, sign_in
 
 RULE_CODE = re.compile(r"(?<![\w'\"-])(R1[0-6]|R[1-9]|V[1-5]|B[1-7])(?![\w-])")
+# One name for each thing: "API URL tools" and "File Search tools", never "API tools" or "File search".
+OTHER_NAME = re.compile(r"\bAPI tools?\b|\bFile search\b|\ba API\b")
 RAW_VALUE = re.compile(r"(?<![\w-])(CODE|API_URL|FILE_SEARCH|DIRECT_TOOL|ADMIN|CALLER|AUDITOR|isError|true|false)(?![\w-])")
 
 # The text a person reads: rendered text nodes (a closed dialog's and a select's options too), the
@@ -56,7 +59,7 @@ MAX_PAGES = 70
 def offences(texts: list[str]) -> list[str]:
     found = []
     for text in texts:
-        for pattern in (RULE_CODE, RAW_VALUE):
+        for pattern in (RULE_CODE, RAW_VALUE, OTHER_NAME):
             for match in pattern.finditer(text):
                 found.append(f"{match.group(0)!r} in {text[:160]!r}")
     return sorted(set(found))
@@ -199,5 +202,5 @@ def test_no_page_shows_a_rule_code_or_a_raw_value(page, console_server, upstream
          keep=re.compile(rf"^/console/operator/tenants(/{re.escape(tenant)})?$"), seen=set())
     shots(page, "language-organization")
 
-    assert not problems, "pages show rule codes or raw values, or fail axe-core:\n" + "\n".join(
+    assert not problems, "pages show rule codes, raw values or another name for a kind, or fail axe-core:\n" + "\n".join(
         f"{where}: {'; '.join(found)}" for where, found in sorted(problems.items()))

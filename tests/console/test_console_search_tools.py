@@ -433,7 +433,7 @@ def test_the_history_lists_the_tools_and_its_documents_changes(client: TestClien
     page = admin.get(f"{PAGE}/{name}/history")
     assert page.status_code == 200
     rows = re.findall(r"<tr>(.*?)</tr>", page.text, re.S)[1:]
-    assert [re.search(r'<th scope="row">(\w+)</th>', r).group(1) for r in rows] == ["DocumentReady", "DocumentAdded", "Created"]
+    assert [re.search(r'<th scope="row">([\w ]+)</th>', r).group(1) for r in rows] == ["Document ready", "Document added", "Created"]
     assert "guide.md" in rows[1] and "<td>admin</td>" in rows[1]
     assert f'href="/console/search-tools/{name}/history"' in admin.get(f"{PAGE}/{name}").text
     assert admin.get(f"{PAGE}/no_such_tool/history").status_code == 404

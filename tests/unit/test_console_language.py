@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from console.language import kind_words, plain, rules_in
+from console.language import event_words, kind_words, plain, rules_in
 
 
 @pytest.mark.parametrize(("message", "shown"), [
@@ -33,3 +33,8 @@ def test_rules_in_names_each_rule_once_in_words() -> None:
 def test_kind_words() -> None:
     assert [kind_words(k) for k in ("CODE", "API_URL", "FILE_SEARCH", "PLAN", "LOCAL", "MCP", "OTHER")] == [
         "code module", "API URL tool", "File Search tool", "plan", "native tool", "external MCP tool", "OTHER"]
+
+
+def test_event_words() -> None:
+    assert [event_words(t) for t in ("Created", "DocumentAdded", "ConfigChanged", "URLTemplateSet", "")] == [
+        "Created", "Document added", "Config changed", "URL template set", ""]
