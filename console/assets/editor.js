@@ -7,6 +7,7 @@ import { json } from "@codemirror/lang-json";
 import { MergeView } from "@codemirror/merge";
 import { EditorState } from "@codemirror/state";
 import { lintGutter, setDiagnostics } from "@codemirror/lint";
+import { autocompletion } from "@codemirror/autocomplete";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { tags } from "@lezer/highlight";
 
@@ -28,6 +29,9 @@ export function mountEditor(textarea, { onSave, onRun, onChange, onFullScreen } 
       extensions: [
         shortcuts,
         basicSetup,
+        // A completion's info box placed by its class alone: CodeMirror's default placement writes a
+        // style attribute (style.cssText), which the CSP blocks.
+        autocompletion({ positionInfo: () => ({ class: "cm-completionInfo-right" }) }),
         lintGutter(),
         editorTheme,
         highlight,

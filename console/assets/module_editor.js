@@ -12,8 +12,16 @@ const byId = (id) => document.getElementById(id);
 const editorForm = () => byId("editor-form");
 const createForm = () => byId("create-form");
 
+let marked = false; // a Test's syntax error is marked in the editor
+
 function changed() {
   edits += 1;
+  if (marked) {
+    // The mark was the last run's: the code changed under it, so it goes (the next run says anew).
+    marked = false;
+    const source = byId("content");
+    if (source) queueMicrotask(() => clearMarks(source));
+  }
   if (!dirty) {
     dirty = true;
     const status = byId("save-status");
@@ -90,12 +98,20 @@ function editorHost() {
   return byId("source-field")?.querySelector(".editor-host");
 }
 
+// The chosen height lives in a constructed stylesheet (which the CSP allows, as it does CodeMirror's),
+// never in a style attribute (which it blocks).
+let heightSheet = null;
+
 function setEditorHeight(px) {
   const host = editorHost();
   const bar = document.querySelector("[data-editor-resize]");
   if (!host || !bar) return;
   const height = Math.round(Math.min(Number(bar.getAttribute("aria-valuemax")), Math.max(Number(bar.getAttribute("aria-valuemin")), px)));
-  host.style.setProperty("--editor-height", `${height}px`);
+  if (!heightSheet) {
+    heightSheet = new CSSStyleSheet();
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, heightSheet];
+  }
+  heightSheet.replaceSync(`#source-field .editor-host { --editor-height: ${height}px; }`);
   bar.setAttribute("aria-valuenow", String(height));
   bar.setAttribute("aria-valuetext", `${height} pixels`);
 }
@@ -261,7 +277,7 @@ function saveExample(button) {
   examples.value = JSON.stringify(list, null, 2);
   changed();
   button.disabled = true;
-  button.textContent = `Saved as “${name}”`;
+  button.textContent = `Added as “${name}”`;
   save();
 }
 
@@ -481,6 +497,7 @@ document.addEventListener("htmx:afterSettle", (event) => {
     if (source && at) {
       const [line, column] = at.dataset.errorAt.split(":").map(Number);
       markError(source, line, column, target.querySelector("[data-error-message]")?.textContent || "Syntax error");
+      marked = true;
     } else if (source) {
       clearMarks(source);
     }

@@ -94,3 +94,111 @@ def test_publish_with_an_edit_that_save_refuses_shows_the_error_and_opens_no_rev
     expect(page.get_by_role("dialog", name=f"Publish {name}")).to_be_hidden()
     expect(page.get_by_role("button", name="Publish", exact=True)).not_to_have_attribute("aria-busy", "true")
     assert_accessible(page, "the module page with a refused save")
+
+
+def test_the_workspace_editor_resizes_goes_full_screen_and_test_is_a_docked_panel_that_keeps_its_input(page, console_server) -> None:  # noqa: ANN001
+    import re
+
+    name = _name()
+    create_through_the_new_page(page, name, "Doubles n", "exports.run = (input) => ({ twice: input.n * 2 });")
+    # a tool with one integer parameter, saved: the Test panel's form has a field for it
+    page.get_by_role("switch", name="Call it as a tool").check()
+    page.get_by_role("button", name="Add a parameter").click()
+    row = page.get_by_role("group", name="Parameter 1")
+    row.get_by_label("Name").fill("n")
+    row.get_by_label("Type").select_option("integer")
+    row.get_by_label("Required").check()
+    page.get_by_role("button", name="Save draft").click()
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    panel = page.get_by_role("region", name=f"Test {name}")
+    expect(panel).to_be_visible()
+    expect(page.get_by_role("dialog")).to_have_count(0)  # a panel, not a modal
+    editor_box = page.locator(".editor-host").bounding_box()
+    panel_box = panel.bounding_box()
+    assert panel_box["x"] > editor_box["x"] + editor_box["width"] - 1, "at 1280 px Test is docked beside the editor"
+    assert editor_box["height"] >= 400, "the editor is tall"
+
+    # resize by keyboard: the bar under the editor, Down three times
+    bar = page.get_by_role("separator", name="Editor height")
+    before = page.locator(".editor-host").bounding_box()["height"]
+    bar.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")
+    after = page.locator(".editor-host").bounding_box()["height"]
+    assert abs(after - before - 96) <= 2
+    expect(bar).to_have_attribute("aria-valuenow", str(round(after)))
+    # and by mouse: drag the bar up 100 px
+    box = bar.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2 - 100, steps=5)
+    page.mouse.up()
+    assert abs(page.locator(".editor-host").bounding_box()["height"] - (after - 100)) <= 2
+
+    # full screen: the button, then Escape; the shortcut, then the button again
+    full = page.get_by_role("button", name="Full screen")
+    full.click()
+    leave = page.get_by_role("button", name="Leave full screen")
+    expect(leave).to_have_attribute("aria-pressed", "true")
+    field = page.locator("#source-field").bounding_box()
+    assert field["width"] == 1280 and field["height"] == 800
+    assert_accessible(page, "the editor in full screen")
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("button", name="Full screen")).to_have_attribute("aria-pressed", "false")
+    page.get_by_role("textbox", name="Source").focus()
+    page.keyboard.press("Control+Shift+F")
+    expect(page.get_by_role("button", name="Leave full screen")).to_be_visible()
+    page.get_by_role("button", name="Leave full screen").click()
+    expect(page.get_by_role("button", name="Full screen")).to_be_visible()
+
+    # Test with the form: n = 21
+    panel.get_by_role("spinbutton", name=re.compile("^n")).fill("21")
+    panel.get_by_role("button", name="Run").click()
+    expect(panel.get_by_text('"twice": 42')).to_be_visible()
+    assert_accessible(page, "the Test panel with a result")
+    shots(page, "module-workspace-test-panel")
+    # the JSON toggle shows the same input as JSON
+    panel.get_by_role("radio", name="JSON").check()
+    expect(panel.get_by_label("Input (JSON)")).to_have_value('{\n  "n": 21\n}')
+
+    # Save as example: the input and the output join the tool's examples, and the draft is saved
+    panel.get_by_role("button", name="Save as example").click()
+    expect(panel.get_by_role("button", name="Added as “example_1”")).to_be_disabled()
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    with console_server.client() as api:
+        examples = api.get(f"/api/v1/admin/code-modules/{name}").json()["draft"]["tool"]["examples"]
+    assert examples == [{"name": "example_1", "input": {"n": 21}, "output": {"twice": 42}}]
+    expect(page.get_by_role("textbox", name="Examples")).to_have_value(re.compile('"example_1"'))
+
+    # a reload keeps the panel's last input and mode (per module, in the browser)
+    page.reload()
+    panel = page.get_by_role("region", name=f"Test {name}")
+    expect(panel.get_by_role("radio", name="JSON")).to_be_checked()
+    expect(panel.get_by_label("Input (JSON)")).to_have_value('{\n  "n": 21\n}')
+    panel.get_by_role("radio", name="Form").check()
+    expect(panel.get_by_role("spinbutton", name=re.compile("^n"))).to_have_value("21")
+
+    # a syntax error: its line and column link to the editor, and the gutter marks the line
+    type_at_the_end(page, "\nlet broken = ;")
+    panel.get_by_role("button", name="Run").click()
+    where = panel.get_by_role("link", name=re.compile(r"^line 2, column \d+$"))
+    expect(where).to_be_visible()
+    expect(panel.get_by_text("Syntax error")).to_be_visible()
+    expect(page.locator(".cm-lint-marker-error")).to_have_count(1)
+    page.get_by_role("textbox", name="Source").focus()
+    page.keyboard.press("Control+Home")
+    where.click()
+    expect(page.locator(".cm-activeLine")).to_have_text("let broken = ;")
+    expect(page.get_by_role("textbox", name="Source")).to_be_focused()
+    assert_accessible(page, "the Test panel with a syntax error")
+    shots(page, "module-workspace-syntax-error")
+    # fixed, run again: the mark goes
+    # (the line deleted, then typed: Chromium's own typing over a selection in an editable element
+    # writes a style attribute, which the CSP blocks and the watch would report)
+    page.keyboard.press("End")
+    page.keyboard.press("Shift+Home")
+    page.keyboard.press("Backspace")
+    page.keyboard.type("let fixed = 1;")
+    panel.get_by_role("button", name="Run").click()
+    expect(panel.get_by_text('"twice": 42')).to_be_visible()
+    expect(page.locator(".cm-lint-marker-error")).to_have_count(0)

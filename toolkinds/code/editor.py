@@ -328,7 +328,7 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
     # whole output (not one cut for the page), named after the examples already there.
     example = None
     if mine["tool"] is not None and error is None and output is not None and not output["cut"]:
-        example = {"name": f"example {len(mine['tool'].get('examples') or []) + 1}",
+        example = {"name": f"example_{len(mine['tool'].get('examples') or []) + 1}",
                    "input": json.dumps({} if given is None else given, ensure_ascii=False),
                    "output": json.dumps(out["output"], ensure_ascii=False)}
     return render(
