@@ -315,6 +315,13 @@ def test_the_test_panel_runs_each_capability_and_keeps_its_last_inputs(page, con
     expect(result.locator("mark")).to_have_text(["okapi"])
     # only the chosen capability's fields are shown
     expect(panel.get_by_label("Exact text to find")).to_be_hidden()
+    # the chunks around a result, read in the panel itself
+    result.get_by_role("link", name=re.compile("^Read around it")).click()
+    expect(panel.get_by_label("Capability")).to_have_value("read_context")
+    expect(panel.get_by_label("Chunk id")).to_have_value(re.compile(r"^\w+#1$"))
+    expect(panel.get_by_role("status")).to_have_text(re.compile(r"^2 chunks around \w+#1\.$"))
+    expect(panel.locator("li[aria-current='true']")).to_contain_text("okapi")
+    panel.get_by_label("Capability").select_option("search")
 
     # find text: the exact phrase marked where it occurs
     panel.get_by_label("Capability").select_option(label="Find text (not offered)")

@@ -139,6 +139,18 @@ function setUpTest() {
   }
   show();
   choice.addEventListener("change", show);
+  // A search result's "Read around it": the panel itself runs Read context on that chunk, its
+  // fields showing what ran (the link loads the page with the answer without the script).
+  byId("search-results")?.addEventListener("click", (event) => {
+    const link = event.target.closest("[data-read-context]");
+    const chunk = byId("test-chunk");
+    if (!link || !chunk) return;
+    event.preventDefault();
+    choice.value = "read_context";
+    chunk.value = link.dataset.readContext;
+    show();
+    form.requestSubmit();
+  });
   form.addEventListener("submit", () => {
     const values = {};
     for (const element of fields()) values[element.name] = element.type === "checkbox" ? (element.checked ? "on" : "") : element.value;
