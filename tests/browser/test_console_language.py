@@ -51,6 +51,23 @@ READ_TEXT = """() => {
   return found;
 }"""
 
+# The same within one element (a dialog).
+READ_TEXT_IN = """(selector) => {
+  const skip = 'pre, code, .cm-editor, textarea, script, style, template, noscript';
+  const root = document.querySelector(selector);
+  const found = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    const el = node.parentElement;
+    const text = node.textContent.trim();
+    if (el && text && !el.closest(skip)) found.push(text);
+  }
+  for (const el of root.querySelectorAll('[title], [aria-label], [placeholder]'))
+    for (const name of ['title', 'aria-label', 'placeholder'])
+      if (el.getAttribute(name)) found.push(el.getAttribute(name));
+  return found;
+}"""
+
 # Links not to follow: they leave the pages (sign out, downloads) or change something on a GET.
 NOT_FOLLOWED = re.compile(r"sign-out|/export|/download|/static/|\.json$|/raw$")
 MAX_PAGES = 70
@@ -109,20 +126,28 @@ def checked(page: Any, where: str, problems: dict[str, list[str]], *, within: st
 
 
 def read_dialogs(page: Any, where: str, problems: dict[str, list[str]]) -> None:
-    """Opens each dialog a visible button on the page opens, reads it, checks it with axe-core, closes it."""
-    buttons = page.locator("button[data-open-dialog]")
+    """Opens each dialog a button on the page opens (one in a closed `…` menu through its menu; the
+    module page's Publish review), waits for what the dialog reads when it opens, reads it, checks it
+    with axe-core and closes it."""
+    buttons = page.locator("button[data-open-dialog], button[data-publish]")
     for i in range(buttons.count()):
         button = buttons.nth(i)
+        menu = button.locator("xpath=ancestor::details[not(@open)]")
+        if menu.count():
+            menu.first.locator("summary").click()
         if not button.is_visible() or not button.is_enabled():
             continue
-        dialog = page.locator(f"dialog#{button.get_attribute('data-open-dialog')}")
+        target = button.get_attribute("data-open-dialog") or "publish-dialog"
+        dialog = page.locator(f"dialog#{target}")
         button.click()
         expect(dialog).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
         name = f"{where}, dialog {button.inner_text().strip()!r}"
-        found = offences([dialog.inner_text()])
+        found = offences(page.evaluate(READ_TEXT_IN, f"dialog#{target}"))
         if found:
             problems.setdefault(name, []).extend(found)
-        checked(page, name, problems, within=f"dialog#{dialog.get_attribute('id')}")
+        checked(page, name, problems, within=f"dialog#{target}")
         page.keyboard.press("Escape")
         expect(dialog).to_be_hidden()
 
