@@ -219,8 +219,19 @@ def test_a_cold_and_a_warm_page_load(page, context) -> None:
     assert all(size == 0 for name, _, size in figures["warm"]["resources"] if name.endswith((".css", ".js"))), figures["warm"]
 
 
-def test_the_main_pages_in_both_themes(page) -> None:
+def test_the_main_pages_in_both_themes(page, watch) -> None:
+    watch.allowed_console.append(re.compile(r"status of 404"))  # the page that is not there, on purpose
+    # before signing in: the sign-in page has the shell's bar and no sidebar
+    page.goto("/console/sign-in")
+    expect(page.get_by_role("navigation", name="Console")).to_have_count(0)
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert_accessible(page, f"sign-in ({scheme})")
+    shots(page, "shell-sign-in")
     sign_in(page)
+    page.goto("/console/modules/no-such-module-here")
+    assert_accessible(page, "a page that is not there")
+    shots(page, "shell-not-found")
     for path, name in MAIN_PAGES:
         page.goto(path)
         for scheme in ("light", "dark"):
