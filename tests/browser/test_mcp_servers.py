@@ -100,7 +100,9 @@ def test_several_tools_are_attached_at_once_and_a_detach_is_undone(page, console
     toast = page.get_by_role("status").get_by_text(re.compile(r"^Attached 3 tools: "))
     toast.wait_for()
     took = page.evaluate("() => performance.now()") - started
-    print(f"attaching three tools answered in {took:.0f} ms")
+    request = page.evaluate("() => performance.getEntriesByType('resource').filter(e => e.initiatorType === 'xmlhttprequest'"
+                            " && e.name.endsWith('/tools')).map(e => e.duration).pop()")
+    print(f"attaching three tools: the request took {request:.0f} ms, the click to the toast {took:.0f} ms")
     assert took < 1000, f"attaching took {took:.0f} ms"
     assert page.evaluate("() => window.stillThisPage === true"), "the attach loaded a new page"
     table = attached_table(page)
