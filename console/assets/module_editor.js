@@ -338,7 +338,30 @@ function setUp() {
   if (toolSwitch && section) toolSwitch.addEventListener("change", () => { section.hidden = !toolSwitch.checked; });
   setUpResize();
   setUpTestPanel();
+  // The timeout's placeholder and hint name the chosen style's default (the server's table, once).
+  const style = byId("style");
+  if (style?.dataset.timeoutDefaults) {
+    const defaults = JSON.parse(style.dataset.timeoutDefaults);
+    style.addEventListener("change", () => {
+      const value = defaults[style.value];
+      if (value === undefined) return;
+      const timeout = byId("timeoutMillis");
+      if (timeout) timeout.placeholder = String(value);
+      const shown = document.querySelector("[data-timeout-default]");
+      if (shown) shown.textContent = value.toLocaleString("en-US");
+    });
+  }
 }
+
+// The … menu closes when one of its items opens a dialog (it would stay open behind it).
+document.addEventListener("click", (event) => {
+  const item = event.target instanceof Element ? event.target.closest("details.menu [data-open-dialog]") : null;
+  if (!item) return;
+  const menu = item.closest("details.menu");
+  menu.open = false;
+  // Its item is hidden now: the focus goes back to the menu's button when the dialog closes.
+  byId(item.dataset.openDialog)?.addEventListener("close", () => menu.querySelector("summary")?.focus(), { once: true });
+});
 
 document.addEventListener("click", (event) => {
   const target = event.target;

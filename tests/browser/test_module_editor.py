@@ -206,6 +206,8 @@ def test_a_change_saved_elsewhere_opens_the_conflict_dialog_and_keep_mine_overwr
     assert dialog.get_by_role("textbox", name="Saved (newer) source").inner_text().strip() == theirs
     assert "// mine" in dialog.get_by_role("textbox", name="Your source").inner_text()
     assert page.get_by_role("status").filter(has_text="Not saved").is_visible()
+    # the focus starts on Cancel: neither choice that loses work is one key press away
+    assert dialog.get_by_role("button", name="Cancel").evaluate("b => b === document.activeElement")
     assert_accessible(page, "the conflict dialog")
     shot(page, "module-conflict-dialog")
 

@@ -202,3 +202,72 @@ def test_the_workspace_editor_resizes_goes_full_screen_and_test_is_a_docked_pane
     panel.get_by_role("button", name="Run").click()
     expect(panel.get_by_text('"twice": 42')).to_be_visible()
     expect(page.locator(".cm-lint-marker-error")).to_have_count(0)
+
+
+def test_toasts_after_publish_save_discard_and_restore_with_undo_restore_asks_first_and_the_small_ones(page, console_server) -> None:  # noqa: ANN001
+    import re
+
+    name = _name()
+    create_through_the_new_page(page, name, "Counts", "exports.run = () => 1;")
+    toasts = page.locator("#toasts")
+    page.get_by_role("button", name="Publish", exact=True).click()
+    page.get_by_role("dialog", name=f"Publish {name}").get_by_role("button", name="Publish version 1").click()
+    expect(toasts).to_contain_text(f"Published version 1 of {name}.")
+
+    # a saved edit: the toast says so
+    type_at_the_end(page, " // two")
+    page.keyboard.press("Control+S")
+    expect(toasts).to_contain_text(f"Draft of {name} saved.")
+
+    # the role shown is the published one; a draft that changes it is named beside it
+    page.get_by_role("switch", name="Call it as a tool").check()
+    # the timeout's hint follows the style: script's default is 5,000 ms
+    expect(page.locator("#timeout-hint")).to_contain_text("3,000 ms")
+    page.get_by_label("Style").select_option("script")
+    expect(page.locator("#timeout-hint")).to_contain_text("5,000 ms")
+    expect(page.get_by_label("Timeout (ms)")).to_have_attribute("placeholder", "5000")
+    page.get_by_label("Style").select_option("module")
+    page.get_by_role("button", name="Save draft").click()
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    expect(page.locator(".role-label")).to_have_text("library (draft: tool)")
+
+    # the … menu closes when its item opens a dialog; discard, then Undo puts the draft back
+    page.get_by_text("…", exact=True).click()
+    page.get_by_role("button", name="Discard draft").click()
+    dialog = page.get_by_role("dialog", name=f"Discard the draft of {name}")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#lifecycle-menu details.menu")).not_to_have_attribute("open", "")
+    dialog.get_by_role("button", name=re.compile("^Discard")).click()
+    page.wait_for_load_state()
+    expect(toasts).to_contain_text("is discarded")
+    assert_accessible(page, "the page with the discard's toast")
+    shots(page, "module-toast-discarded")
+    expect(page.get_by_role("button", name="Publish", exact=True)).to_be_disabled()
+    toasts.get_by_role("button", name="Undo").click()
+    expect(toasts).to_contain_text("Undone: the draft is as it was.")
+    expect(page.get_by_role("textbox", name="Source")).to_contain_text("// two")
+    expect(page.get_by_role("switch", name="Call it as a tool")).to_be_checked()
+
+    # the list's Role column: the published role, the draft's beside it
+    page.goto(f"/console/modules?search={name}")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=name, exact=True))
+    expect(row.get_by_role("cell").nth(2)).to_have_text("library (draft: tool)")  # What it does, State, Role
+
+    # restore version 1 over the draft: it asks first (Cancel focused), then Undo puts the draft back
+    page.goto(f"/console/modules/{name}/history")
+    page.get_by_role("button", name="Restore version 1 into the draft").click()
+    ask = page.get_by_role("dialog", name="Replace the draft with version 1?")
+    expect(ask).to_contain_text("the draft's changes are lost")
+    expect(ask.get_by_role("button", name="Cancel")).to_be_focused()
+    assert_accessible(page, "the restore's question")
+    page.keyboard.press("Enter")  # Cancel: nothing happens
+    expect(ask).to_be_hidden()
+    page.get_by_role("button", name="Restore version 1 into the draft").click()
+    ask.get_by_role("button", name="Replace the draft with version 1").click()
+    page.wait_for_url(f"**/console/modules/{name}")
+    expect(toasts).to_contain_text("Version 1 of")
+    expect(page.get_by_role("switch", name="Call it as a tool")).not_to_be_checked()
+    toasts.get_by_role("button", name="Undo").click()
+    expect(toasts).to_contain_text("Undone")
+    expect(page.get_by_role("switch", name="Call it as a tool")).to_be_checked()
+    expect(page.get_by_role("textbox", name="Source")).to_contain_text("// two")

@@ -20,11 +20,13 @@ from api.presenters import execution_out, module_out
 from application.execution import ExampleRun
 from application.kinds.base import tagged
 from toolkinds.code.kind import CODE_TAG
+from toolkinds.code.pages import roles
 from application.modules import Written
 from application.toolbox import answered
 from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
+from console.toast import toast
 from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, QuotaExceeded, Violation
 from domain.model import CodeModule
 from domain.rules import (
@@ -121,6 +123,7 @@ def _page_context(request: Request, tenant: str, module: CodeModule, used_by: li
     imports = list(definition["imports"])
     return {
         "m": module_out(module, used_by),
+        "role": roles(module),
         "usage": {"modules": used_by, **services.records.users_of(tenant, module.module_id)},
         "version": module.version,
         "definition": definition,
@@ -130,7 +133,9 @@ def _page_context(request: Request, tenant: str, module: CodeModule, used_by: li
         "imports": imports,
         "types": PARAMETER_TYPES,
         "styles": STYLES,
-        "timeout": {"min": TIMEOUT_RANGE[0], "max": TIMEOUT_RANGE[1], "default": DEFAULT_TIMEOUT["module"]},
+        # the style's own default (the placeholder and hint follow the Style field: module_editor.js)
+        "timeout": {"min": TIMEOUT_RANGE[0], "max": TIMEOUT_RANGE[1], "defaults": DEFAULT_TIMEOUT,
+                    "default": DEFAULT_TIMEOUT.get(tool["style"] if tool else "module", DEFAULT_TIMEOUT["module"])},
         "memory": {"min": MEMORY_RANGE[0], "max": MEMORY_RANGE[1], "default": DEFAULT_MEMORY_MB},
         "max_description": MAX_DESCRIPTION,
         "preview": _preview_json(module),
@@ -188,7 +193,8 @@ async def save_module(module_id: str, request: Request, visitor: Writer) -> Resp
     module = written.module
     assert module is not None
     context = _page_context(request, tenant, module, queries.used_by(services, tenant, module_id))
-    return _pages(request).render(request, "modules/_editor_saved.html", saved_at=_clock(module.updated_at), **context)
+    answer = _pages(request).render(request, "modules/_editor_saved.html", saved_at=_clock(module.updated_at), **context)
+    return toast(request, answer, f"Draft of {module_id} saved.")
 
 
 def _conflict(request: Request, tenant: str, module_id: str, mine: dict[str, Any]) -> Response:

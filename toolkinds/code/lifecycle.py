@@ -28,6 +28,7 @@ from api.presenters import module_out
 from application.modules import MAX_MESSAGE, Written
 from console.routing import ConsoleRoute, problem_of
 from console.security import Reader, Writer
+from console.toast import Undo, toast
 from domain import history
 from domain.errors import IdTaken, InvalidDefinition, InvalidInput, ModuleError, QuotaExceeded, UnknownModule, Violation
 from domain.model import CodeModule
@@ -131,7 +132,9 @@ async def publish(module_id: str, request: Request, visitor: Writer) -> Response
     except ModuleError as error:  # CheckFailed 422, ImportCycle, NothingToPublish 409, PreconditionFailed 412, a long message 400
         return _refused(request, "modules/_review_refused.html", error, module_id=module_id)
     await _wait(request, written)
-    return _go(request, f"/console/modules/{module_id}")
+    version = written.module.published_version if written.module is not None else None
+    return toast(request, _go(request, f"/console/modules/{module_id}"),
+                 f"Published version {version} of {module_id}." if version else f"Published {module_id}.")
 
 
 # -- the … menu: discard the draft, duplicate, delete ----------------------------------------------
@@ -155,7 +158,8 @@ async def discard(module_id: str, request: Request, visitor: Writer) -> Response
     except ModuleError as error:  # R11: no draft, never published; 412 when the module moved on
         return _refused(request, "modules/_review_message.html", error, module_id=module_id)
     await _wait(request, written)
-    return _go(request, f"/console/modules/{module_id}")
+    return toast(request, _go(request, f"/console/modules/{module_id}"),
+                 f"The draft of {module_id} is discarded: the published version is current.", undo=_undo(module_id, written))
 
 
 @router.get("/{module_id}/delete-review")
@@ -179,7 +183,7 @@ async def delete(module_id: str, request: Request, visitor: Writer) -> Response:
     except ModuleError as error:  # R12 in use (with the list), 412
         return _refused(request, "modules/_usage_refused.html", error, module_id=module_id)
     await _wait(request, written)
-    return _go(request, f"/console/modules/{module_id}/deleted")
+    return toast(request, _go(request, f"/console/modules/{module_id}/deleted"), f"{module_id} is deleted; its history stays.")
 
 
 @router.get("/{module_id}/deleted")
@@ -404,4 +408,48 @@ async def restore(module_id: str, request: Request, visitor: Writer) -> Response
         by=visitor.principal.name, expected=_expected(form),
     )
     await _wait(request, written)
-    return _go(request, f"/console/modules/{module_id}")
+    return toast(request, _go(request, f"/console/modules/{module_id}"),
+                 f"Version {chosen} of {module_id} is restored into the draft; publish it to make it live.", undo=_undo(module_id, written))
+
+
+# -- Undo (a toast's button): the draft a discard or a restore replaced, put back ------------------
+
+UNDOABLE = ("DraftDiscarded", "Reverted")
+
+
+def _undo(module_id: str, written: Written) -> Undo | None:
+    """The toast's Undo of the write that made version `written`: it names that version only (the
+    draft it replaced is read back from the history, never carried in the toast)."""
+    if written.module is None:
+        return None
+    return Undo(f"/console/modules/{module_id}/undo", fields={"version": str(written.module.version)})
+
+
+@router.post("/{module_id}/undo")
+async def undo(module_id: str, request: Request, visitor: Writer) -> Response:
+    """Puts back the draft that a discard or a restore (the event at `version`) replaced, as a new
+    change at that version (If-Match: refused if anything changed since); a restore made where
+    there was no draft is undone by discarding the draft again."""
+    form = await request.form()
+    services = request.app.state.services
+    tenant, by = visitor.principal.tenant, visitor.principal.name
+    version = _expected(form)
+    before: CodeModule | None = None
+    action = None
+    for event in services.history.module_events(tenant, module_id):
+        if event.originator_version == version:
+            action = event
+            break
+        before = event.mutate(before)
+    if action is None or type(action).__name__ not in UNDOABLE or before is None:
+        raise InvalidInput([Violation("version", "B1", "names no discard or restore of this module to undo")])
+    draft = before.draft
+    if draft is None:
+        written = await run_in_threadpool(services.modules.discard_draft, tenant, module_id, by=by, expected=version)
+    else:
+        written = await run_in_threadpool(
+            services.modules.update, tenant, module_id, description=draft["description"], content=draft["content"],
+            imports=list(draft["imports"]), tool=draft["tool"], by=by, expected=version,
+        )
+    await _wait(request, written)
+    return toast(request, _go(request, f"/console/modules/{module_id}"), "Undone: the draft is as it was.")

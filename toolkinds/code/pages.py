@@ -84,11 +84,39 @@ def module_list(
     return request.app.state.console_pages.render(
         request, "modules/_results.html" if fragment else "modules/list.html",
         fragment=fragment, filters=filters, page=page, paging=paging, states=STATES, columns=columns, orderings=ORDERINGS,
+        roles=_published_roles(services, visitor.principal.tenant, page.collection),
         filtered=any(filters[k] for k in ("search", "state", "role", "usedBy")),
         link=lambda **c: _link(filters, offset=0, **c),
         # where #results reads itself again after a changeset is published (the same view)
         results_url=_link(filters, offset=offset),
     )
+
+
+def role_of(definition: dict[str, Any] | None) -> str:
+    return "tool" if definition and definition.get("tool") else "library"
+
+
+def roles(module: CodeModule) -> dict[str, str | None]:
+    """What a module is to its callers: the published version's role (the draft's while it was
+    never published), and the draft's when a pending draft would change it ("tool (draft: library)")."""
+    if module.published is None:
+        return {"shown": role_of(module.draft), "draft": None}
+    shown = role_of(module.published)
+    drafted = role_of(module.draft) if module.draft is not None else shown
+    return {"shown": shown, "draft": drafted if drafted != shown else None}
+
+
+def _published_roles(services: Any, tenant: str, rows: list[dict[str, Any]]) -> dict[str, dict[str, str | None]]:
+    """The Role column of the rows with a pending draft (the read side's role is the draft's): the
+    published version's, with the draft's beside it when it differs. A page holds at most PAGE_SIZE rows."""
+    found = {}
+    for row in rows:
+        if row.get("state") != "DRAFT":
+            continue
+        module = services.store.find(tenant, row["id"])
+        if module is not None:
+            found[row["id"]] = roles(module)
+    return found
 
 
 # -- publish the selected drafts as one changeset (B6) -------------------------------------------
