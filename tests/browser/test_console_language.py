@@ -139,11 +139,11 @@ def read_dialogs(page: Any, where: str, problems: dict[str, list[str]]) -> None:
             continue
         target = button.get_attribute("data-open-dialog") or "publish-dialog"
         dialog = page.locator(f"dialog#{target}")
+        name = f"{where}, dialog {button.inner_text().strip()!r}"
         button.click()
         expect(dialog).to_be_visible()
         page.wait_for_load_state("networkidle")
         page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
-        name = f"{where}, dialog {button.inner_text().strip()!r}"
         found = offences(page.evaluate(READ_TEXT_IN, f"dialog#{target}"))
         if found:
             problems.setdefault(name, []).extend(found)
@@ -152,9 +152,10 @@ def read_dialogs(page: Any, where: str, problems: dict[str, list[str]]) -> None:
         expect(dialog).to_be_hidden()
 
 
-def walk(page: Any, starts: list[str], problems: dict[str, list[str]], *, keep: re.Pattern[str], seen: set[str]) -> list[str]:
+def walk(page: Any, starts: list[str], problems: dict[str, list[str]], *, keep: re.Pattern[str], seen: set[str],
+         shoot: dict[str, str] | None = None) -> list[str]:
     """Visits `starts` and every console page they link to (within `keep`), breadth first; each page's
-    offences go into `problems`. The pages visited, in order."""
+    offences go into `problems`; the pages named in `shoot` are saved as screenshots. The pages visited, in order."""
     queue = list(starts)
     visited = []
     while queue and len(visited) < MAX_PAGES:
@@ -170,6 +171,8 @@ def walk(page: Any, starts: list[str], problems: dict[str, list[str]], *, keep: 
         if found:
             problems.setdefault(url, []).extend(found)
         checked(page, url, problems)
+        if shoot and url in shoot:
+            shots(page, shoot[url])
         read_dialogs(page, url, problems)
         for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))"):
             parts = urlsplit(href)
@@ -196,7 +199,11 @@ def test_no_page_shows_a_rule_code_or_a_raw_value(page, console_server, upstream
     # What this test made and the pages every kind has; other tests' records are left to their own tests.
     ours = "|".join(re.escape(n) for n in names.values())
     keep = re.compile(rf"^/console/[a-z-]+/?$|/new$|/edit$|({ours})(/|$|\?)|^/console/playground\?tool=({ours})$|^/console/audit|^/console/tokens")
-    visited = walk(page, starts + made, problems, keep=keep, seen=seen)
+    # the pages no other test owns (plans, agents, usage profiles, secrets), in both themes at both widths
+    shoot = {"/console/plans": "plans", f"/console/plans/{names['plan']}": "plan", "/console/agents": "agents",
+             f"/console/agents/{names['agent']}": "agent", "/console/profiles": "profiles",
+             f"/console/profiles/{names['profile']}": "profile", "/console/secrets": "secrets", "/console/plans/new": "plan-new"}
+    visited = walk(page, starts + made, problems, keep=keep, seen=seen, shoot=shoot)
     for must in made:
         assert must in visited, f"{must} was not visited (visited: {visited})"
     assert len(visited) >= 25, visited
@@ -224,8 +231,8 @@ def test_no_page_shows_a_rule_code_or_a_raw_value(page, console_server, upstream
     page.get_by_role("button", name="Create").click()
     expect(page.get_by_role("heading", name="Organization Language test created")).to_be_visible()
     walk(page, ["/console/operator/tenants", f"/console/operator/tenants/{tenant}"], problems,
-         keep=re.compile(rf"^/console/operator/tenants(/{re.escape(tenant)})?$"), seen=set())
-    shots(page, "language-organization")
+         keep=re.compile(rf"^/console/operator/tenants(/{re.escape(tenant)})?$"), seen=set(),
+         shoot={"/console/operator/tenants": "organizations", f"/console/operator/tenants/{tenant}": "organization"})
 
     assert not problems, "pages show rule codes, raw values or another name for a kind, or fail axe-core:\n" + "\n".join(
         f"{where}: {'; '.join(found)}" for where, found in sorted(problems.items()))
