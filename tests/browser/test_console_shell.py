@@ -120,8 +120,15 @@ def test_the_theme_switch_is_remembered_and_system_follows_the_system(page) -> N
     expect(page.locator("html")).to_have_attribute("data-theme", "dark")
     assert background(page) == DARK_SURFACE
     assert_accessible(page, "the tokens page, dark theme chosen")
+    # before the body is there (so before anything is painted) the chosen theme is on <html>
+    page.add_init_script("""new MutationObserver((changes, observer) => {
+        if (!document.body) return;
+        window.themeWhenTheBodyCame = document.documentElement.dataset.theme || "none";
+        observer.disconnect();
+    }).observe(document, {childList: true, subtree: true});""")
     page.reload()
     expect(page.get_by_label("Theme")).to_have_value("dark")
+    assert page.evaluate("() => window.themeWhenTheBodyCame") == "dark"
     assert background(page) == DARK_SURFACE  # chosen, whatever the system says
     page.get_by_role("navigation", name="Console").get_by_role("link", name="Audit").click()
     page.wait_for_url("**/console/audit")
