@@ -5,7 +5,6 @@ only, as the REST routes are (api/routes/tokens.py); both go through `services.t
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
@@ -17,6 +16,7 @@ from application.principals import ADMIN, AUDITOR, CALLER, ROLES
 from console.routes.callers import FormProblem, problem_of_error, problem_of_validation
 from console.routing import ConsoleRoute
 from console.security import Reader, Refused, Writer
+from console.toast import toast
 from domain import errors
 from domain.callers import PROFILE
 
@@ -51,8 +51,7 @@ def tokens_page(request: Request, visitor: Reader) -> Response:
         return request.app.state.console_pages.render(
             request, "tokens/auditor.html", status=403, title="Tokens",
         )
-    message = f"Revoked the token {request.query_params['revoked']}: it no longer works." if "revoked" in request.query_params else ""
-    return _page(request, message=message)
+    return _page(request)
 
 
 @router.post("")
@@ -82,4 +81,5 @@ def revoke(token_id: str, request: Request, visitor: Writer) -> Response:
     if name is None:
         raise Refused(404, f"No token with the id {token_id!r}: it may have been revoked already.")
     services.tokens.revoke_token(visitor.principal.tenant, token_id, by=visitor.principal.name)
-    return RedirectResponse("/console/tokens?" + urlencode({"revoked": name}), status_code=303)
+    # Said by a toast on the page the redirect leads to (no Undo: a revoked token's secret is gone).
+    return toast(request, RedirectResponse("/console/tokens", status_code=303), f"Revoked the token {name}: it no longer works.")
