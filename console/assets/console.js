@@ -4,6 +4,7 @@ import htmx from "htmx.org";
 import "./playground.js";
 import "./changesets.js";
 import "./toast.js";
+import "./servers.js";
 import "./shell.js";
 // Each kind's own behaviours (toolkinds/<kind>/assets/*.js), gathered by build.mjs: the console names no kind.
 import "toolsmith:kinds";
