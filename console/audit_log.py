@@ -161,6 +161,7 @@ class Reader:
         self.recorder = services.store.recorder
         self.scope = _TenantScope(tenant, self.recorder, services.toolbox.kinds)
         self.registry = registry_id(tenant)
+        self._read = 0  # the aggregate's earlier events one change read (bounded by SCAN_LIMIT)
 
     def head(self) -> int:
         return self.recorder.max_notification_id() or 0
@@ -232,9 +233,12 @@ class Reader:
         after = _shown(event)
         if after is None:
             return Change(row, note="Nothing to compare: this event changes no field.")
+        self._read = 0
         before = self._before(stored, event)
         if before is None:
-            return Change(row, fields=_fields({}, after), note="The first version: every field is new.")
+            note = "The first version: every field is new." if self._read < SCAN_LIMIT else \
+                "The version before is too far back in the log to compare: every field is shown as it became."
+            return Change(row, fields=_fields({}, after), note=note)
         return Change(row, fields=_fields(before, after), note="")
 
     def _before(self, stored: Any, event: Any) -> dict[str, Any] | None:
@@ -262,10 +266,11 @@ class Reader:
     def _earlier(self, aggregate_id: UUID, version: int) -> Iterator[Any]:
         """The aggregate's events before `version`, newest first, read a batch at a time."""
         lte = version - 1
-        while lte >= 1:
-            batch = self.recorder.select_events(aggregate_id, lte=lte, desc=True, limit=200)
+        while lte >= 1 and self._read < SCAN_LIMIT:
+            batch = self.recorder.select_events(aggregate_id, lte=lte, desc=True, limit=min(200, SCAN_LIMIT - self._read))
             if not batch:
                 return
+            self._read += len(batch)
             for stored in batch:
                 event = self.decode(stored)
                 if event is not None:
@@ -466,7 +471,7 @@ def _fields(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any
 
 
 # What the fields are called on the pages where they are edited.
-_FIELD_WORDS = {"content": "Source", "description": "Description", "imports": "Imports", "exposeInChat": "Callable in chat",
+_FIELD_WORDS = {"id": "Name", "content": "Source", "description": "Description", "imports": "Imports", "exposeInChat": "Callable in chat",
                 "enabled": "Enabled", "timeoutMillis": "Timeout (ms)", "memoryLimitMb": "Memory limit (MB)",
                 "inputParameters": "Parameter", "allowedTools": "Allowed tools", "allowedTags": "Allowed tags",
                 "tools": "Tools", "tags": "Tags", "style": "Style", "value": "Value", "usage profile": "Usage profile"}

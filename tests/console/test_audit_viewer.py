@@ -174,3 +174,19 @@ def test_a_page_reads_a_bounded_part_of_the_log(app: FastAPI, api: TestClient, m
     page = reader.page(audit_log.Filters(), size=2)
     assert len(page.rows) == 2 and len(asked) <= 2
     assert asked[0][1] == reader.head()
+
+
+def test_a_change_reads_a_bounded_part_of_its_objects_past(app: FastAPI, api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The version before a change is looked for among at most SCAN_LIMIT earlier events of its
+    aggregate (a registry holds every record of the tenant): past that, the change says so."""
+    expect(api.post("/api/v1/admin/usage-profiles", json={"id": "first", "description": "one", "allowedTools": []}), 201)
+    for n in range(5):
+        expect(api.post("/api/v1/admin/usage-profiles", json={"id": f"between{n}", "allowedTools": []}), 201)
+    expect(api.put("/api/v1/admin/usage-profiles/first", json={"description": "two", "allowedTools": []}), 200)
+    reader = audit_log.Reader(app.state.services, "default")
+    position = reader.page(audit_log.Filters(name="first")).rows[0].position
+    close = reader.change(position)
+    assert close is not None and [f["name"] for f in close.fields] == ["Description"] and not close.note
+    monkeypatch.setattr(audit_log, "SCAN_LIMIT", 3)
+    far = reader.change(position)
+    assert far is not None and "too far back" in far.note
