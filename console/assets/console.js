@@ -6,6 +6,8 @@ import "./changesets.js";
 import "./toast.js";
 import "./servers.js";
 import "./shell.js";
+import "./palette.js";
+import "./audit.js";
 // Each kind's own behaviours (toolkinds/<kind>/assets/*.js), gathered by build.mjs: the console names no kind.
 import "toolsmith:kinds";
 
