@@ -58,6 +58,9 @@ def test_tokens_default_to_the_least_power_and_fit_their_cards(page, console_ser
     assert row.get_by_role("cell", name="Caller (calls tools)").is_visible()
     assert re.search(r"(just now|seconds? ago) by ", row.inner_text())
     assert_accessible(page, "a token just issued")
+    page.emulate_media(color_scheme="dark")
+    assert_accessible(page, "a token just issued, in the dark theme")
+    page.emulate_media(color_scheme="light")
     # the secret's card holds no blank band: its last line ends near its bottom edge
     gap = page.evaluate("""() => { const card = document.querySelector('.card.secret');
         const last = card.querySelector('.copy-row');
@@ -117,6 +120,9 @@ def test_several_tools_are_attached_at_once_and_a_detach_is_undone(page, console
     assert page.get_by_role("checkbox", name=re.compile(rf"^{first} ")).count() == 0  # attached: no longer a choice
     assert first in listed_by_mcp(console_server, server) and second in listed_by_mcp(console_server, server)
     assert_accessible(page, "an MCP server with three tools attached")
+    page.emulate_media(color_scheme="dark")
+    assert_accessible(page, "an MCP server with three tools attached, in the dark theme")
+    page.emulate_media(color_scheme="light")
     shots(page, "mcp-server")
 
     # detach answers in place; the toast's Undo attaches the tool again
@@ -162,6 +168,9 @@ def test_a_client_configuration_is_chosen_by_tab_and_copied(page, console_server
     assert "npx @modelcontextprotocol/inspector --cli " + url in inspector.inner_text()
     assert "--transport http" in inspector.inner_text()
     assert_accessible(page, "the clients' configurations")
+    page.emulate_media(color_scheme="dark")
+    assert_accessible(page, "the clients' configurations, in the dark theme")
+    page.emulate_media(color_scheme="light")
     # Copy puts the text on the clipboard and says so
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     inspector.get_by_role("button", name="Copy the MCP Inspector configuration").click()
@@ -207,6 +216,9 @@ def test_the_check_lists_the_tools_as_a_token_sees_them(page, console_server) ->
     # what a real MCP client with that token lists is what the check said
     assert listed_by_mcp_as(console_server, server, secret) == [allowed]
     assert_accessible(page, "the check of a token")
+    page.emulate_media(color_scheme="dark")
+    assert_accessible(page, "the check of a token, in the dark theme")
+    page.emulate_media(color_scheme="light")
     shots(page, "mcp-server-check")
 
 
