@@ -124,7 +124,11 @@ document.addEventListener("toast", (event) => {
   const detail = event.detail && typeof event.detail.value === "string" ? { text: event.detail.value } : event.detail;
   showToast(detail || {});
 });
-document.addEventListener("htmx:afterRequest", fromCookie);
+// After an htmx request that followed a redirect, the cookie is this page's; not after an answer that
+// leaves the page (HX-Redirect): the next page reads it.
+document.addEventListener("htmx:afterRequest", (event) => {
+  if (!event.detail?.xhr?.getResponseHeader("HX-Redirect")) fromCookie();
+});
 document.addEventListener("keydown", (event) => {
   if (event.key !== "Escape" || event.defaultPrevented) return;
   const toasts = document.querySelectorAll("#toasts .toast");
