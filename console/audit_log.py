@@ -18,6 +18,7 @@ fingerprint: a field of that sort is shown as "changed"."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterator, Mapping
@@ -513,6 +514,37 @@ def line_diff(before: str, after: str) -> list[dict[str, Any]]:
 
 
 # -- where an object is ------------------------------------------------------------------------------
+
+def annotated(services: Any, tenant: str, rows: list[Row]) -> tuple[list[Row], dict[tuple[str, str], str]]:
+    """The rows, a record's first save told as "created" (the registry keeps when a record was made:
+    its `createdAt` is that save's time), and where each row's object has its page while it exists."""
+    links: dict[tuple[str, str], str] = {}
+    made: dict[tuple[str, str], str | None] = {}
+    out = []
+    for row in rows:
+        key = (row.kind, row.name)
+        if key not in links:
+            url = object_url(services, tenant, row.kind, row.name)
+            if url:
+                links[key] = url
+        if row.verb == "saved" and row.kind in _RECORD_PAGES:
+            if key not in made:
+                made[key] = _created_at(services, tenant, row.kind, row.name)
+            if made[key] is not None and made[key] == row.at.isoformat():
+                row = dataclasses.replace(row, verb="created")
+        out.append(row)
+    return out, links
+
+
+def _created_at(services: Any, tenant: str, kind: str, name: str) -> str | None:
+    record_kind = next((k for k, v in _RECORD_KINDS.items() if v == kind), None)
+    try:
+        record = services.records.get(tenant, record_kind, name)
+    except Exception:  # noqa: BLE001 - gone: its saves stay "saved"
+        return None
+    created = record.get("createdAt") if isinstance(record, dict) else None
+    return created if isinstance(created, str) else None
+
 
 def object_url(services: Any, tenant: str, kind: str, name: str) -> str | None:
     """The console page of the object a row names, when it still exists; None otherwise."""

@@ -78,7 +78,7 @@ async def audit_page(
     services = request.app.state.services
     reader = audit_log.Reader(services, visitor.principal.tenant)
     page = await run_in_threadpool(reader.page, filters, before, size)
-    links = await run_in_threadpool(_object_links, services, visitor.principal.tenant, page.rows)
+    page.rows, links = await run_in_threadpool(audit_log.annotated, services, visitor.principal.tenant, page.rows)
     return _render(request, shown, size, page, links, before)
 
 
@@ -95,19 +95,6 @@ def _render(request: Request, shown: dict[str, str], size: int, page: audit_log.
         older=_link(shown, before=page.older) if page.older else None,
         newest=_link(shown) if before is not None else None,
     )
-
-
-def _object_links(services: object, tenant: str, rows: list[audit_log.Row]) -> dict[tuple[str, str], str]:
-    """Where each row's object has its page, for those that still exist (one look-up per object)."""
-    links: dict[tuple[str, str], str] = {}
-    for row in rows:
-        key = (row.kind, row.name)
-        if key in links:
-            continue
-        url = audit_log.object_url(services, tenant, row.kind, row.name)
-        if url:
-            links[key] = url
-    return links
 
 
 @router.get("/events/{position}")

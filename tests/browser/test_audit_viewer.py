@@ -44,7 +44,7 @@ def test_the_audit_shows_what_was_done_filters_pages_and_opens_a_change(page) ->
     table = page.get_by_role("table", name="Events, newest first")
     table.get_by_role("row").filter(has_text=f"created code module {module}").wait_for()
     newest = table.get_by_role("row").nth(1)
-    assert f"saved usage profile batch_{run}_9" in newest.inner_text() and "admin" in newest.inner_text()
+    assert f"created usage profile batch_{run}_9" in newest.inner_text() and "admin" in newest.inner_text()
     assert table.get_by_role("link", name=module).get_attribute("href") == f"/console/modules/{module}"
     # above the export
     export = page.get_by_role("link", name="Download the audit export")
@@ -58,6 +58,8 @@ def test_the_audit_shows_what_was_done_filters_pages_and_opens_a_change(page) ->
     rows = page.get_by_role("table", name="Events, newest first, filtered").get_by_role("row")
     rows.filter(has_text=f"saved usage profile {profile}").first.wait_for()
     assert rows.count() == 1 + 2  # the header and two events (a closed change row is hidden)
+    assert f"saved usage profile {profile}" in rows.nth(1).inner_text()
+    assert f"created usage profile {profile}" in rows.nth(2).inner_text()  # its first save
     # open the edit's change: the description before and after
     rows.nth(1).get_by_role("button", name="Show change").click()
     change = page.locator(".audit-change").first

@@ -55,7 +55,7 @@ def test_the_viewer_tells_each_event_in_words_newest_first_above_the_export(app:
     assert page.status_code == 200
     text = rows(page.text)
     assert f"attached tool {name} to MCP server {server}" in text[0]
-    assert f"saved MCP server {server}" in text[1]
+    assert f"created MCP server {server}" in text[1]
     assert f"published code module {name} as version 2" in text[2]
     assert f"saved a draft of code module {name}" in text[3]
     assert all("admin" in row for row in text)  # who: the principal's name
