@@ -135,6 +135,8 @@ def detail_context(request: Request, record: dict[str, Any]) -> dict[str, Any]:
         "attached_rows": attached_rows(services, tenant, record["tools"]),
         "configs": client_configs(url, record["id"]),
         "callers": check_choices(services, tenant, tokens=request.state.visitor.can_write),
+        # A check asked for without htmx (no script): the page shows its answer in place.
+        "result": getattr(request.state, "server_check", None),
     }
     return context
 
@@ -283,4 +285,8 @@ def check_as(record_id: str, request: Request, visitor: Reader, caller: str = ""
     chosen = next((c for group in check_choices(services, tenant, tokens=visitor.can_write).values() for c in group if c.value == caller), None)
     if chosen is None:
         raise Refused(400, "Choose a token or a usage profile to check the server as.")
-    return request.app.state.console_pages.render(request, "servers/_check.html", r=record, result=check(services, tenant, record, chosen))
+    result = check(services, tenant, record, chosen)
+    if request.headers.get("hx-request") != "true":
+        request.state.server_check = result
+        return render_detail(request, SERVERS, record)
+    return request.app.state.console_pages.render(request, "servers/_check.html", r=record, result=result)
