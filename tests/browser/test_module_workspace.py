@@ -200,7 +200,7 @@ def test_the_workspace_editor_resizes_goes_full_screen_and_test_is_a_docked_pane
     page.keyboard.press("Backspace")
     page.keyboard.type("let fixed = 1;")
     panel.get_by_role("button", name="Run").click()
-    expect(panel.get_by_text('"twice": 42')).to_be_visible()
+    expect(panel.get_by_text('"twice": 42').first).to_be_visible()
     expect(page.locator(".cm-lint-marker-error")).to_have_count(0)
 
 
@@ -271,3 +271,37 @@ def test_toasts_after_publish_save_discard_and_restore_with_undo_restore_asks_fi
     expect(toasts).to_contain_text("Undone")
     expect(page.get_by_role("switch", name="Call it as a tool")).to_be_checked()
     expect(page.get_by_role("textbox", name="Source")).to_contain_text("// two")
+
+
+RULE_CODE = r"\b[RVB]\d{1,2}\b"
+RAW_ENUM = r"\b(PUBLISHED|UNPUBLISHED|DRAFT|CODE|API_URL|FILE_SEARCH|DIRECT_TOOL|ADMIN)\b|isError"
+
+
+def test_every_module_page_speaks_words_no_rule_code_or_raw_value_and_one_date_format(page, console_server) -> None:  # noqa: ANN001
+    import re
+
+    name = _name()
+    create_through_the_new_page(page, name, "Counts", "exports.run = () => 1;")
+    page.get_by_role("button", name="Publish", exact=True).click()
+    page.get_by_role("dialog", name=f"Publish {name}").get_by_role("button", name="Publish version 1").click()
+    page.wait_for_load_state()
+    expect(page.get_by_role("button", name="Publish", exact=True)).to_be_disabled()
+    type_at_the_end(page, " // edit")
+    page.keyboard.press("Control+S")
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    # the live name check and a refused create speak words too
+    for where in (f"/console/modules/{name}", f"/console/modules/{name}/history", "/console/modules",
+                  "/console/modules/changeset-history", "/console/modules/new"):
+        page.goto(where)
+        text = page.locator("main").text_content()  # the words, not their CSS capitals
+        assert not re.search(RULE_CODE, text), f"{where} shows a rule code: {re.search(RULE_CODE, text).group(0)}"
+        assert not re.search(RAW_ENUM, text), f"{where} shows a raw value: {re.search(RAW_ENUM, text).group(0)}"
+        # dates: one format, a <time> with its absolute moment in the title
+        for moment in page.locator("main time").all():
+            assert moment.get_attribute("datetime") and moment.get_attribute("title"), f"{where}: a date without the when filter"
+    page.get_by_label("Name").fill("1bad")
+    expect(page.get_by_text("Must not start with a digit")).to_be_visible()
+    assert not re.search(RULE_CODE, page.locator("main").inner_text())
+    page.get_by_label("Name").fill(name)
+    expect(page.get_by_text("Already used by a module")).to_be_visible()
+    assert not re.search(RULE_CODE, page.locator("main").inner_text())

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -26,6 +25,7 @@ from application.toolbox import answered
 from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
+from console.language import plain
 from console.toast import toast
 from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, QuotaExceeded, Violation
 from domain.model import CodeModule
@@ -70,7 +70,7 @@ def new_module(request: Request, visitor: Writer) -> Response:
 
 @router.get("/availability")
 def availability(request: Request, visitor: Reader, id: str = "") -> Response:
-    """The live name check: "✓ free", or which R1 rule the name breaks, or who holds it (R2)."""
+    """The live name check: "✓ free", or which rule of names the name breaks, or who holds it (in words, console.language)."""
     reason = queries.unavailable_because(request.app.state.services, visitor.principal.tenant, id)
     return _pages(request).render(request, "modules/_editor_availability.html", reason=reason)
 
@@ -89,9 +89,9 @@ async def create_module(request: Request, visitor: Writer) -> Response:
     except InvalidDefinition as invalid:
         for violation in invalid.violations:
             field = CREATE_FIELDS.get(violation.field, "general")
-            errors.setdefault(field, f"{_sentence(violation.message)} ({violation.rule})")
+            errors.setdefault(field, f"{_sentence(plain(violation.message))}.")
     except IdTaken as taken:
-        errors["id"] = f"Already used by {'an' if taken.taken_by[:1] in 'AEIOU' else 'a'} {taken.taken_by} (R2)."
+        errors["id"] = f"Already used by {'an' if taken.taken_by[:1] in 'AEIOU' else 'a'} {taken.taken_by}: a name is taken once, across every kind of tool."
     except QuotaExceeded as quota:  # docs/tenants.md: the form again, as typed, with the quota named
         errors["general"] = f"Not created: {quota.detail}. Your organization's operator sets its quotas."
     else:
@@ -193,7 +193,7 @@ async def save_module(module_id: str, request: Request, visitor: Writer) -> Resp
     module = written.module
     assert module is not None
     context = _page_context(request, tenant, module, queries.used_by(services, tenant, module_id))
-    answer = _pages(request).render(request, "modules/_editor_saved.html", saved_at=_clock(module.updated_at), **context)
+    answer = _pages(request).render(request, "modules/_editor_saved.html", saved_at=module.updated_at, **context)
     return toast(request, answer, f"Draft of {module_id} saved.")
 
 
@@ -205,12 +205,8 @@ def _conflict(request: Request, tenant: str, module_id: str, mine: dict[str, Any
         request, "modules/_conflict_dialog.html", status=412,
         headers={"HX-Retarget": "#conflict-region", "HX-Reswap": "innerHTML"},
         m=module_out(view.module, view.used_by), version=view.module.version, saved=view.module.current, mine=mine,
-        saved_at=_clock(view.module.updated_at),
+        saved_at=view.module.updated_at,
     )
-
-
-def _clock(when: Any) -> str:
-    return when.strftime("%H:%M:%S UTC") if isinstance(when, datetime) else str(when)
 
 
 def _version(form: FormData) -> int | None:
@@ -323,10 +319,10 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
             tool=mine["tool"], module_id=module_id, context=context,
         )
     except (InvalidDefinition, InvalidInput, ImportRefused) as refusal:
-        violations = [f"{v.field}: {v.message}" for v in refusal.violations]
+        violations = [f"{v.field}: {plain(v.message)}" for v in refusal.violations]
         return render(request, "modules/_test_result.html", refused="Not run: the definition or the input breaks a rule.", violations=violations)
     except ImportCycle as cycle:
-        return render(request, "modules/_test_result.html", refused=f"Not run: {cycle.detail}", violations=[])
+        return render(request, "modules/_test_result.html", refused=f"Not run: {plain(cycle.detail)}", violations=[])
     out = execution_out(answered(result))
     error = out["error"]
     output = shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False))

@@ -28,6 +28,7 @@ from api.presenters import module_out
 from application.modules import MAX_MESSAGE, Written
 from console.routing import ConsoleRoute, problem_of
 from console.security import Reader, Writer
+from console.language import plain
 from console.toast import Undo, toast
 from domain import history
 from domain.errors import IdTaken, InvalidDefinition, InvalidInput, ModuleError, QuotaExceeded, UnknownModule, Violation
@@ -217,12 +218,12 @@ async def duplicate(module_id: str, request: Request, visitor: Writer) -> Respon
         written = await run_in_threadpool(services.modules.duplicate, visitor.principal.tenant, module_id, name, by=visitor.principal.name)
     except (InvalidDefinition, IdTaken, QuotaExceeded) as error:
         if isinstance(error, IdTaken):
-            message = f"Already used by {'an' if error.taken_by[:1] in 'AEIOU' else 'a'} {error.taken_by} (R2)."
+            message = f"Already used by {'an' if error.taken_by[:1] in 'AEIOU' else 'a'} {error.taken_by}: a name is taken once, across every kind of tool."
         elif isinstance(error, QuotaExceeded):
             message = f"Not created: {error.detail}. Your organization's operator sets its quotas."
         else:
             found = [v for v in error.violations if v.field == "id"] or error.violations
-            message = f"{found[0].message[:1].upper()}{found[0].message[1:]} ({found[0].rule})."
+            message = plain(f"{found[0].message[:1].upper()}{found[0].message[1:]}.")
         context = {"m": {"id": module_id}, "name": name, "error": message}
         if not _htmx(request):
             raise
