@@ -266,3 +266,32 @@ def test_module_text_in_the_history_the_card_and_the_review_is_escaped(admin, ap
         assert page.status_code == 200
         assert evil not in page.text and "</textarea><script" not in page.text and "</pre><script" not in page.text
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+
+
+def test_a_discard_and_a_restore_toast_with_an_undo_that_puts_the_replaced_draft_back(admin, api) -> None:  # noqa: ANN001
+    from console.toast import COOKIE, read_cookie
+
+    client, csrf = admin
+    name = unique_id("undo")
+    _module(api, name, "exports.a = 1;")
+    expect(api.put(f"{BASE}/{name}", json={"draftContent": "exports.a = 2;"}), 200)
+    done = _post(client, csrf, f"/console/modules/{name}/discard", version=_etag(api, name))
+    toast = read_cookie(done.cookies[COOKIE])
+    assert toast is not None and "discarded" in toast["text"] and toast["undo"]["url"] == f"/console/modules/{name}/undo"
+    assert api.get(f"{BASE}/{name}").json()["draft"] is None
+    undone = _post(client, csrf, toast["undo"]["url"], htmx=False, **toast["undo"]["fields"])
+    assert undone.status_code == 303 and "Undone" in read_cookie(undone.cookies[COOKIE])["text"]
+    assert api.get(f"{BASE}/{name}").json()["draft"]["content"] == "exports.a = 2;"
+    # a second Undo of the same discard is refused: the module moved on (412), nothing changes
+    again = _post(client, csrf, toast["undo"]["url"], **toast["undo"]["fields"])
+    assert again.status_code in (409, 412) and api.get(f"{BASE}/{name}").json()["draft"]["content"] == "exports.a = 2;"
+
+    # a restore over the draft, undone: the draft is back
+    restored = _post(client, csrf, f"/console/modules/{name}/restore", restore="1", version=_etag(api, name))
+    toast = read_cookie(restored.cookies[COOKIE])
+    assert "restored into the draft" in toast["text"] and api.get(f"{BASE}/{name}").json()["draft"]["content"] == "exports.a = 1;"
+    _post(client, csrf, toast["undo"]["url"], **toast["undo"]["fields"])
+    assert api.get(f"{BASE}/{name}").json()["draft"]["content"] == "exports.a = 2;"
+    # an Undo that names no discard or restore is a clear 400, never a 500
+    bad = _post(client, csrf, f"/console/modules/{name}/undo", version="1")
+    assert bad.status_code == 400
