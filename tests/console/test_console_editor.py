@@ -39,7 +39,7 @@ def test_create_page_and_a_module_made_from_it(admin) -> None:  # noqa: ANN001
     assert answer.status_code == 303 and answer.headers["location"] == "/console/modules/counter"
     page = client.get("/console/modules/counter")
     assert page.status_code == 200
-    assert "Counts lines" in page.text and "UNPUBLISHED" in page.text
+    assert "Counts lines" in page.text and ">Unpublished<" in page.text
     assert 'id="test-panel"' in page.text and "Save draft" in page.text
 
 
