@@ -10,12 +10,13 @@ from time import perf_counter
 from typing import Any
 
 import anyio.to_thread
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, problems
+from api.direct import HotRoute, serve_directly
 from api.edge import RequestHead, Uploads, body_is_checked, body_refusal, refusal_before_body, upload_refusal
 from api.routes import audit, callers, catalog, changesets, operator, secrets, tokens, tools
 from api.schemas import openapi_with_rules
@@ -252,6 +253,7 @@ def create_app(services: Services) -> FastAPI:
 
     # Then the tool call, the request clients make most: the router tries the routes in order, and
     # this one was behind some forty others (no other route's path starts with /api/v1/tools/).
+    # Both are served without the router's search (`api.direct`, below); their routes are their document.
     app.include_router(tools.router)
     # Each kind of tool's own routes (a module's, a plan's), then the routes every kind shares.
     for plugin in services.plugins:
@@ -270,6 +272,11 @@ def create_app(services: Services) -> FastAPI:
     console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console),
                   templates=tuple(plugin.templates for plugin in services.plugins if plugin.templates is not None),
                   navigation=tuple(plugin.navigation for plugin in services.plugins if plugin.navigation is not None))
+
+    async def probe(_: Request) -> Response:
+        return await healthz()
+
+    serve_directly(app, (HotRoute("GET", "/healthz", probe), tools.HOT))
 
     # The security headers, the access log, HEAD as GET, the body's size, then what no route may see (api.edge).
     app.add_middleware(Edge, limit=services.settings.max_body_bytes, upload_limit=services.settings.max_upload_mb * 1_048_576,

@@ -7,6 +7,7 @@ import json
 from fastapi import APIRouter, Request, Response
 
 from api.deps import TOOL_CALLER, permissions_of
+from api.direct import HotRoute
 from api.edge import body_problem
 from api.problems import documented
 from api.presenters import execution_json
@@ -58,3 +59,12 @@ async def call_tool(name: str, request: Request) -> Response:
         context=call_context(principal, REST),
     )
     return Response(execution_json(result), media_type="application/json")
+
+
+async def _call_directly(request: Request) -> Response:
+    return await call_tool(request.path_params["name"], request)
+
+
+# Served by `api.direct` without the router's search (the route above is its document, and what a
+# request of another method meets).
+HOT = HotRoute("POST", f"{router.prefix}/{{name}}/call", _call_directly)
