@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import logging
 import sys
 from collections.abc import Iterator
@@ -72,3 +73,38 @@ def test_the_service_writes_the_access_log_and_uvicorn_does_not(restored: None) 
     assert (line["method"], line["path"], line["status"], line["durationMillis"], line["client"]) == (
         "GET", "/api/v1/admin/code-modules", 200, 1.5, "127.0.0.1:5000")
     assert "tsa_secret" not in written.getvalue()
+
+
+def test_the_access_line_written_directly_is_the_line_the_formatter_writes_for_its_record(restored: None) -> None:
+    """While the logging is as `configure` left it, the access log writes its line itself; the line
+    is the one JsonFormatter writes for the access record (every field, in its order), and a handler
+    added since (a capture, an application's own) gets the record as before."""
+    written, stderr = io.StringIO(), sys.stderr
+    sys.stderr = written
+    try:
+        logs.configure("INFO")
+    finally:
+        sys.stderr = stderr
+    scope = {"method": "POST", "path": "/api/v1/tools/déjà/call", "client": ("127.0.0.1", 5000), "http_version": "1.1"}
+    logs.log_access(scope, 201, 0.0123456)
+    (direct,) = written.getvalue().splitlines()
+    record = logs.ACCESS.makeRecord(logs.ACCESS.name, logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d',
+                                    ("127.0.0.1:5000", "POST", "/api/v1/tools/d%C3%A9j%C3%A0/call", "1.1", 201), None,
+                                    extra={"method": "POST", "path": "/api/v1/tools/d%C3%A9j%C3%A0/call", "status": 201,
+                                           "durationMillis": 12.346, "client": "127.0.0.1:5000"})
+    formatted = JsonFormatter().format(record)
+    ours, theirs = json.loads(direct), json.loads(formatted)
+    assert list(ours) == list(theirs) and {**ours, "at": ""} == {**theirs, "at": ""}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", ours["at"])
+
+    captured: list[logging.LogRecord] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            captured.append(record)
+
+    capture = Capture()
+    logging.getLogger().addHandler(capture)
+    logs.log_access(scope, 200, 0.001)
+    assert [(r.path, r.status) for r in captured] == [("/api/v1/tools/d%C3%A9j%C3%A0/call", 200)]  # type: ignore[attr-defined]
+    assert len(written.getvalue().splitlines()) == 2  # the configured handler wrote it too, through logging
