@@ -39,6 +39,30 @@ class Nav:
 
 
 @dataclass(frozen=True)
+class New:
+    """What the console's "New tool" chooser and its command palette offer for a kind whose tools an
+    admin makes there: its New page (`path`) and `when` to pick it."""
+
+    path: str
+    when: str
+
+
+# What a person calls a tool of each registered kind on a page (`KindPlugin.words`), by call type:
+# the console's words for it (`console/language.py: kind_words`), kept from the moment it is registered.
+_WORDS: dict[str, str] = {}
+
+
+def words_of(call_type: object) -> str | None:
+    """What a registered kind calls one of its tools (`"API URL tool"`); None for a call type none says."""
+    return _WORDS.get(str(call_type))
+
+
+def registered_words() -> dict[str, str]:
+    """Every registered kind's words, by call type."""
+    return dict(_WORDS)
+
+
+@dataclass(frozen=True)
 class Wiring:
     """What the composition root hands a kind's `resources`: the settings, the event store, and a
     client for `OPENSEARCH_URL` (call it only when that is set)."""
@@ -70,6 +94,10 @@ class KindPlugin:
     templates: Path | None = None
     # Its entry in the console's navigation; None when it has none.
     navigation: Nav | None = None
+    # What a person calls one of its tools on a page ("API URL tool"); None to leave it to the console.
+    words: str | None = None
+    # What "New tool" offers of it (with its `words`); None when its tools are not made in the console.
+    new: New | None = None
     # What its aggregates count toward a tenant's quotas (`application/usage.py`).
     quotas: tuple[Counted, ...] = ()
     # Its aggregates that grow for as long as they live, snapshotted at the store's interval (`Store.snapshot`).
@@ -89,6 +117,9 @@ class KindPlugin:
     def __post_init__(self) -> None:
         # Its errors' statuses hold wherever a problem is made (REST, console, MCP), from the moment it is registered.
         problems.add_statuses(self.statuses)
+        # And its words, on every page that names its call type.
+        if self.words:
+            _WORDS[self.call_type] = self.words
 
     @property
     def call_type(self) -> str:

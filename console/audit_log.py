@@ -57,8 +57,9 @@ KIND_LABELS = dict(KINDS)
 _RECORD_KINDS = {SERVER: "server", PROFILE: "profile", PLAN: "plan", AGENT: "agent"}
 _RECORD_PAGES = {"server": "/console/servers/{}", "profile": "/console/profiles/{}", "plan": "/console/plans/{}",
                  "agent": "/console/agents/{}"}
-_CONFIGURED = {"ApiTool": ("api-tool", "API URL tool", "/console/api-tools/{}"),
-               "SearchTool": ("search-tool", "File Search tool", "/console/search-tools/{}")}
+# The configured kinds' aggregates: (the filter's value, what a row calls one); where each has its
+# page is its kind's to say (`KindPlugin.page`).
+_CONFIGURED = {"ApiTool": ("api-tool", "API URL tool"), "SearchTool": ("search-tool", "File Search tool")}
 # Fields whose values are never shown: what a person sees is that they changed.
 _HIDDEN = {"digest", "fingerprint", "value", "secret", "password", "token"}
 # Fields that are the event's bookkeeping, not the object's.
@@ -555,7 +556,8 @@ def object_url(services: Any, tenant: str, kind: str, name: str) -> str | None:
         for tool_kind in services.toolbox.kinds:
             entry = _CONFIGURED.get(getattr(getattr(tool_kind, "aggregate", None), "__name__", ""))
             if entry is not None and entry[0] == kind:
-                return entry[2].format(quoted) if tool_kind.find(tenant, name) is not None else None
+                page = next((p.page for p in services.plugins if p.call_type == tool_kind.call_type), None)
+                return page.format(quoted) if page and tool_kind.find(tenant, name) is not None else None
         return None
     record_kind = next((k for k, v in _RECORD_KINDS.items() if v == kind), None)
     if record_kind is not None:

@@ -12,6 +12,9 @@ Both are Jinja filters (`{{ detail|plain }}`, `{% for r in detail|rules_in %}`),
 from __future__ import annotations
 
 import re
+from functools import cache
+
+from api.kinds import registered_words, words_of
 
 # Each rule's heading in docs/rules.md (that page explains it): the words a person reads instead of the code.
 RULES = {
@@ -50,11 +53,18 @@ _CODE = r"(?<!['\"])\b[RVB]\d{1,2}\b(?:'s)?"
 _IN_PARENS = re.compile(r"\(([^()]*)\)")
 _LEADING = re.compile(rf"^\s*(?:{_CODE}(?:\s*[,;:+–-]\s*|\s+and\s+|\s+))+")
 _ANY = re.compile(_CODE)
-# Raw values a message may carry from the domain: the kinds' and roles' constants.
-_ENUMS = {
-    "API_URL": "API URL tool", "FILE_SEARCH": "File Search tool", "DIRECT_TOOL": "direct tool", "CODE": "code module",
-}
-_ENUM = re.compile(r"\b(" + "|".join(_ENUMS) + r")\b(?:\s+tool\b)?")
+# Raw values a message may carry from the domain: the kinds' constants (each registered kind's words,
+# `KindPlugin.words`) and a plan node's type.
+_ENUMS = {"DIRECT_TOOL": "direct tool"}
+
+
+def _enums() -> dict[str, str]:
+    return {**registered_words(), **_ENUMS}
+
+
+@cache
+def _enum_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(" + "|".join(re.escape(name) for name in names) + r")\b(?:\s+tool\b)?")
 
 
 def _parenthesis(match: re.Match[str]) -> str:
@@ -74,7 +84,8 @@ def plain(text: object) -> str:
     words = _IN_PARENS.sub(_parenthesis, str(text))
     words = _ANY.sub(lambda m: f"the rule that {RULES[m.group(0).removesuffix(chr(39) + 's')]}"
                      if m.group(0).removesuffix(chr(39) + "s") in RULES else "", words)
-    words = _ENUM.sub(lambda m: _ENUMS[m.group(1)], words)
+    enums = _enums()
+    words = _enum_pattern(tuple(sorted(enums))).sub(lambda m: enums[m.group(1)], words)
     words = re.sub(r"\ba ([AEIOU])", r"an \1", words)  # "a API URL tool" reads "an API URL tool"
     # The console calls a tool's or record's identifier its Name (the REST API's messages say "id", its
     # field's name there); an organization has both an id and a display name, so its id stays an id.
@@ -93,16 +104,15 @@ def rules_in(text: object) -> list[str]:
     return found
 
 
-# What each kind of tool is called on a page (the REST API's `callType` values are for clients).
-KINDS = {
-    "CODE": "code module", "PLAN": "plan", "API_URL": "API URL tool", "FILE_SEARCH": "File Search tool",
-    "LOCAL": "native tool", "MCP": "external MCP tool",
-}
+# What each kind of tool is called on a page (the REST API's `callType` values are for clients), for
+# the kinds whose plugin does not say it (`KindPlugin.words`).
+KINDS = {"PLAN": "plan", "LOCAL": "native tool", "MCP": "external MCP tool"}
 
 
 def kind_words(call_type: object) -> str:
-    """`API_URL` → "API URL tool": a tool's kind as a person reads it (an unknown one as it is)."""
-    return KINDS.get(str(call_type), str(call_type or ""))
+    """`API_URL` → "API URL tool": a tool's kind as a person reads it (its kind's words, `KindPlugin.words`;
+    an unknown one as it is)."""
+    return words_of(call_type) or KINDS.get(str(call_type), str(call_type or ""))
 
 
 def event_words(event_type: object) -> str:

@@ -34,6 +34,7 @@ a plan runs any kind's tools without knowing which.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -201,6 +202,14 @@ class ToolKind(ABC):
         """An admin's call of a name the catalog does not list: this kind's own reason (raised),
         or None when the name is none of its tools."""
         return None
+
+    @contextmanager
+    def traced(self) -> Iterator[list[dict[str, Any]]]:
+        """While open, collects what each call of this kind's tools made in this context sent out and
+        got back (each a trace, its secrets already replaced), for the console's test of a call (the
+        Playground): the list is filled when the block ends. A kind that keeps no trace (this
+        default) leaves it empty."""
+        yield []
 
     # -- secrets -------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -113,6 +114,16 @@ SERVERS = Kind(SERVER, "servers", "MCP server", "MCP servers", McpServerIn, McpS
 KINDS = {k.plural: k for k in (PLANS, AGENTS, PROFILES, SERVERS)}
 
 
+# What a kind's page shows besides its record, from the module that builds on these pages
+# (console/routes/servers.py adds the MCP server's): by the record's kind.
+_DETAILS: dict[str, Callable[[Request, dict[str, Any]], dict[str, Any]]] = {}
+
+
+def add_details(k: Kind, details: Callable[[Request, dict[str, Any]], dict[str, Any]]) -> None:
+    """Has `render_detail` show what `details` answers on each page of a record of `k`."""
+    _DETAILS[k.kind] = details
+
+
 def _services(request: Request) -> Any:
     return request.app.state.services
 
@@ -187,10 +198,9 @@ def _detail_context(request: Request, k: Kind, record: dict[str, Any]) -> dict[s
     if k is PROFILES:
         permissions = services.toolbox.permissions(tenant, "caller", record["id"])
         context["offered"] = [e.name for e in services.toolbox.offered(tenant, permissions)]
-    if k is SERVERS:
-        from console.routes import servers  # it builds on this module's pages: imported when first used
-
-        context.update(servers.detail_context(request, record))
+    extra = _DETAILS.get(k.kind)
+    if extra is not None:
+        context.update(extra(request, record))
     if k is PLANS:
         catalog = {e.name: e for e in services.toolbox.entries(tenant) if e.shadowed_by is None}
         context["node_pages"] = [

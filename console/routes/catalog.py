@@ -30,17 +30,13 @@ router = APIRouter(prefix="/console/tools", route_class=ConsoleRoute, include_in
 # How many tools one page of the catalog screen shows.
 PAGE_SIZE = 100
 
-# What "New tool" offers: the three kinds an admin makes here, when to pick each, and its New page.
-NEW_KINDS = (
-    {"callType": "CODE", "title": "Code module", "noun": "code module", "href": "/console/modules/new",
-     "when": "Add deterministic logic you write in JavaScript: formatters, calculators, validators. "
-             "The same input always gives the same answer."},
-    {"callType": "API_URL", "title": "API URL tool", "noun": "API URL tool", "href": "/console/api-tools/new",
-     "when": "Let the AI call an HTTP API on your behalf: you set the URL, its parameters and its secrets; "
-             "the AI only fills in the values."},
-    {"callType": "FILE_SEARCH", "title": "File Search tool", "noun": "File Search tool", "href": "/console/search-tools/new",
-     "when": "Let the AI search documents you upload to this server, and answer from the passages it finds."},
-)
+
+def new_kinds(plugins: Any, present: Any = None) -> list[dict[str, str]]:
+    """What "New tool" offers: each kind an admin makes here (`KindPlugin.new`), when to pick it, and
+    its New page, in the registry's order; only the kinds in `present` when it is given."""
+    return [{"callType": p.call_type, "title": (p.words or p.call_type)[:1].upper() + (p.words or p.call_type)[1:],
+             "noun": p.words or p.call_type, "href": p.new.path, "when": p.new.when}
+            for p in plugins if p.new is not None and (present is None or p.call_type in present)]
 
 
 def page_of(plugins: Any, call_type: str, name: str) -> str | None:
@@ -60,10 +56,10 @@ def servers_by_tool(services: Any, tenant: str) -> dict[str, list[str]]:
 
 @router.get("/new")
 def new_tool(request: Request, visitor: Reader) -> Response:
-    """The chooser: the three kinds an admin makes, each leading to its New page."""
-    present = set(request.app.state.services.toolbox.call_types)
+    """The chooser: the kinds an admin makes, each leading to its New page."""
+    services = request.app.state.services
     return request.app.state.console_pages.render(
-        request, "tools/new.html", kinds=[k for k in NEW_KINDS if k["callType"] in present])
+        request, "tools/new.html", kinds=new_kinds(services.plugins, set(services.toolbox.call_types)))
 
 
 @router.get("")

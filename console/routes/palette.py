@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from console.language import kind_words
-from console.routes.catalog import page_of
+from console.routes.catalog import new_kinds, page_of
 from console.routing import ConsoleRoute
 from console.security import Reader
 from domain.callers import AGENT, PROFILE, SERVER
@@ -35,11 +35,8 @@ MODULES = 200
 # How many modules, by name, a fuzzy match (letters in order) reads when the search found few.
 FUZZY_MODULES = 5_000
 
-# (label, where it leads, what it is, whether it writes)
+# (label, where it leads, whether it writes), after each kind's New page (`actions`)
 ACTIONS = (
-    ("New code module", "/console/modules/new", True),
-    ("New API URL tool", "/console/api-tools/new", True),
-    ("New File Search tool", "/console/search-tools/new", True),
     ("New MCP server", "/console/servers/new", True),
     ("New usage profile", "/console/profiles/new", True),
     ("New token", "/console/tokens#issue-heading", True),
@@ -95,6 +92,11 @@ def _in_order(letters: str, text: str) -> bool:
     return all(letter in found for letter in letters)
 
 
+def actions(plugins: Iterable[Any]) -> list[tuple[str, str, bool]]:
+    """What the palette offers to do: each kind's New page (`KindPlugin.new`), then `ACTIONS`."""
+    return [(f"New {kind['noun']}", kind["href"], True) for kind in new_kinds(plugins)] + list(ACTIONS)
+
+
 def candidates(services: Any, tenant: str, query: str, *, writer: bool, navigation: Iterable[Any]) -> Iterator[Hit]:
     """Every match, unranked: pages and actions, then the tenant's objects (when something was typed)."""
     for entry in _nav_entries(navigation):
@@ -102,7 +104,7 @@ def candidates(services: Any, tenant: str, query: str, *, writer: bool, navigati
         found = score(label, query)
         if found is not None:
             yield Hit(label, "Page", href, found)
-    for label, url, writes in ACTIONS:
+    for label, url, writes in actions(services.plugins):
         if writes and not writer:
             continue
         found = score(label, query) if query else 5

@@ -2,7 +2,7 @@
 `inputSchema` (or write the arguments as raw JSON), and run it exactly as an MCP `tools/call` does
 (`api.mcp_tools.call_as`): the arguments sent, the result, whether it is an error (in words), the
 logs and the time; for an API URL tool also the request sent upstream (its secrets replaced) and the
-raw answer (`toolkinds.api_tools.kind.TRACES`). Output is shown up to 128 KB (V5). The last inputs per
+raw answer (what its kind's `ToolKind.traced` collects). Output is shown up to 128 KB (V5). The last inputs per
 tool are kept by the browser only (console/assets/playground.js).
 
 **Run as**: the signed-in admin (the default), a usage profile, or an issued token. A call run as a
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import ExitStack
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -36,7 +37,6 @@ from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from domain.callers import PROFILE
 from domain.catalog import ToolEntry
-from toolkinds.api_tools.kind import TRACES
 
 router = APIRouter(prefix="/console/playground", route_class=ConsoleRoute, include_in_schema=False)
 
@@ -250,9 +250,10 @@ async def run(request: Request, visitor: Writer) -> Response:
     if isinstance(who, str):
         return _render(request, tool, values=values, mode=mode, raw=raw, problems={"runAs": [who]}, run_as=run_as_value)
     started = time.perf_counter()
-    traces: list[Any] = []
-    token = TRACES.set(traces)
-    try:
+    # What each kind's calls sent out and got back (an API URL tool's upstream requests), when its kind keeps it.
+    traced = ExitStack()
+    traces = [traced.enter_context(kind.traced()) for kind in services.toolbox.kinds]
+    with traced:
         refusal = None
         if who.caller:
             # As MCP's tools/call on /mcp: only what the default server offers this caller, then the call.
@@ -266,9 +267,7 @@ async def run(request: Request, visitor: Writer) -> Response:
             # Exactly what MCP's tools/call does, with the signed-in admin's (or an admin token's) permissions.
             result = await call_as(services, who.principal, permissions_of(services, who.principal), tool, arguments,
                                    way_in=CONSOLE)
-    finally:
-        TRACES.reset(token)
     answer = presented(result, (time.perf_counter() - started) * 1000, arguments, refusal=refusal,
-                       upstream=[t.with_response() for t in traces])
+                       upstream=[trace for kind in traces for trace in kind])
     answer["runAs"] = who.words
     return _render(request, tool, values=values, mode=mode, raw=raw, result=answer, run_as=run_as_value)

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from console.routes.callers import SERVERS, render_detail
+from console.routes.callers import SERVERS, add_details, render_detail
 from api.mcp_watch import take_offer
 from application.principals import Principal
 from console.language import kind_words
@@ -125,7 +125,7 @@ def client_configs(url: str, server_id: str) -> list[dict[str, str]]:
 
 
 def detail_context(request: Request, record: dict[str, Any]) -> dict[str, Any]:
-    """What the server's page shows besides its record (callers.render_detail asks for it)."""
+    """What the server's page shows besides its record (`callers.render_detail` shows it: `add_details`)."""
     services = _services(request)
     tenant = request.state.visitor.principal.tenant
     url = str(request.base_url).rstrip("/") + f"/mcp/{quote(record['id'], safe='')}"
@@ -139,6 +139,9 @@ def detail_context(request: Request, record: dict[str, Any]) -> dict[str, Any]:
         "result": getattr(request.state, "server_check", None),
     }
     return context
+
+
+add_details(SERVERS, detail_context)
 
 
 # -- attaching and detaching ---------------------------------------------------------------------

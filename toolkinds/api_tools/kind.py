@@ -29,7 +29,8 @@ import json
 import logging
 import time
 from contextvars import ContextVar
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from application.context import CallContext
@@ -47,7 +48,7 @@ from domain.values import MAX_DEPTH
 
 log = logging.getLogger("toolsmith.api_tools")
 
-# The console's window on the calls made on its behalf (the Playground, console/routes/playground.py):
+# The console's window on the calls made on its behalf (the Playground, through `ApiToolKind.traced`):
 # while it holds a list here, each call `perform` makes in this context (and the worker threads it
 # hands the call to, which run in a copy of it) appends its redacted Trace. None everywhere else.
 TRACES: ContextVar[list[Trace] | None] = ContextVar("api_tool_traces", default=None)
@@ -165,6 +166,18 @@ class ApiToolKind(ConfiguredKind[ApiTool]):
         if traces is not None:
             traces.append(trace)
         return dataclasses.replace(result, duration_millis=round(trace.millis, 3)), trace
+
+    @contextmanager
+    def traced(self) -> Iterator[list[dict[str, Any]]]:
+        """Each request a call made in this context sent upstream (secrets replaced) and its raw answer."""
+        shown: list[dict[str, Any]] = []
+        traces: list[Trace] = []
+        token = TRACES.set(traces)
+        try:
+            yield shown
+        finally:
+            TRACES.reset(token)
+            shown.extend(trace.with_response() for trace in traces)
 
     def close(self) -> None:
         if self.deps.outbound is not None:

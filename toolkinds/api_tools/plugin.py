@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from api.kinds import KindPlugin, Nav
+from api.kinds import KindPlugin, Nav, New
 from api.paths import ADMIN_API
 from api.schemas import IDENTIFIER
 from application.kinds.base import Counted
@@ -18,5 +18,8 @@ from toolkinds.api_tools.model import ApiTool
 TEMPLATES = Path(__file__).parent / "templates"
 PLUGIN = KindPlugin(ApiToolKind, routers=(routes.router,), console=(pages.router,), page="/console/api-tools/{}",
                     templates=TEMPLATES, navigation=Nav("/console/api-tools", "API URL tools", 30),
+                    words="API URL tool",
+                    new=New("/console/api-tools/new", "Let the AI call an HTTP API on your behalf: you set the URL, its "
+                            "parameters and its secrets; the AI only fills in the values."),
                     quotas=(Counted(ApiTool, TOOLS),),
                     path_rules=((re.compile(re.escape(ADMIN_API) + r"/api-tools/\{id\}"), "id", IDENTIFIER),))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api.kinds import KindPlugin, Nav
+from api.kinds import KindPlugin, Nav, New
 from application.kinds.base import Counted
 from domain.model import CodeModule
 from domain.tenants import MODULES
@@ -17,4 +17,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 # The list first: `/console/modules/new` and `/availability` before the editor's `/{id}`.
 PLUGIN = KindPlugin(CodeKind, routers=(routes.router, history_routes.router),
                     console=(pages.router, editor.router, lifecycle.router), page="/console/modules/{}", templates=TEMPLATES,
-                    navigation=Nav("/console/modules", "Code modules", 10), quotas=(Counted(CodeModule, MODULES),))
+                    navigation=Nav("/console/modules", "Code modules", 10), quotas=(Counted(CodeModule, MODULES),),
+                    words="code module",
+                    new=New("/console/modules/new", "Add deterministic logic you write in JavaScript: formatters, calculators, "
+                            "validators. The same input always gives the same answer."))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from api.kinds import KindPlugin, Nav, Rebuild
+from api.kinds import KindPlugin, Nav, New, Rebuild
 from api.paths import ADMIN_API
 from api.schemas import IDENTIFIER
 from application.kinds.base import Counted, ToolKind
@@ -33,6 +33,9 @@ def _rebuild(kind: ToolKind, progress: Callable[[int, int], None]) -> str:
 
 PLUGIN = KindPlugin(SearchToolKind, routers=(routes.router,), console=(pages.router,), page="/console/search-tools/{}",
                     templates=TEMPLATES, navigation=Nav("/console/search-tools", "File Search tools", 40),
+                    words="File Search tool",
+                    new=New("/console/search-tools/new",
+                            "Let the AI search documents you upload to this server, and answer from the passages it finds."),
                     quotas=(Counted(SearchTool, TOOLS, contents=_held, holds=(DOCUMENTS, STORED_BYTES)),),
                     # A File Search tool's documents are events of the tool: thousands, for a large collection.
                     snapshotted=(SearchTool,),
