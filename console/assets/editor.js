@@ -36,7 +36,9 @@ export function mountEditor(textarea, { onSave, onRun, onChange, onFullScreen } 
         editorTheme,
         highlight,
         language(),
-        EditorView.contentAttributes.of({ "aria-label": textarea.getAttribute("aria-label") || labelOf(textarea) }),
+        // tabindex as well as contenteditable: the scroller is a scrollable region, and axe-core (as
+        // some assistive tools) counts only a tabindex as the focusable content it needs.
+        EditorView.contentAttributes.of({ "aria-label": textarea.getAttribute("aria-label") || labelOf(textarea), tabindex: "0" }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) {
             textarea.value = update.state.doc.toString();
