@@ -56,13 +56,19 @@ def restored() -> Iterator[None]:
     root.setLevel(level)
 
 
-def test_the_service_writes_the_access_log_and_uvicorn_does_not(restored: None) -> None:
+def configured_into() -> io.StringIO:
+    """`logs.configure("INFO")` with its handler writing to the buffer it returns (stderr's place)."""
     written, stderr = io.StringIO(), sys.stderr
     sys.stderr = written
     try:
         logs.configure("INFO")
     finally:
         sys.stderr = stderr
+    return written
+
+
+def test_the_service_writes_the_access_log_and_uvicorn_does_not(restored: None) -> None:
+    written = configured_into()
     # uvicorn writes its own line whenever its logger reaches a handler (it asks at each connection)
     assert not logs.ACCESS.hasHandlers()
     logs.log_access({"method": "GET", "path": "/api/v1/admin/code-modules", "client": ("127.0.0.1", 5000), "http_version": "1.1",
@@ -79,12 +85,7 @@ def test_the_access_line_written_directly_is_the_line_the_formatter_writes_for_i
     """While the logging is as `configure` left it, the access log writes its line itself; the line
     is the one JsonFormatter writes for the access record (every field, in its order), and a handler
     added since (a capture, an application's own) gets the record as before."""
-    written, stderr = io.StringIO(), sys.stderr
-    sys.stderr = written
-    try:
-        logs.configure("INFO")
-    finally:
-        sys.stderr = stderr
+    written = configured_into()
     scope = {"method": "POST", "path": "/api/v1/tools/déjà/call", "client": ("127.0.0.1", 5000), "http_version": "1.1"}
     logs.log_access(scope, 201, 0.0123456)
     (direct,) = written.getvalue().splitlines()
