@@ -53,7 +53,6 @@ import anyio
 from eventsourcing.application import Application
 from eventsourcing.persistence import Tracking
 
-from application.store import Store
 from projections.interface import ModuleReadModel, ReadModelUnavailable
 from projections.modules import ModuleSummaries
 from projections.store_identity import store_identity
@@ -712,9 +711,10 @@ def health(app: Application, runner: PullingProjectionRunner | TrackingWatcher, 
     """The read side's health: `degraded`, with the reasons, while the projection fails, its
     runner does not run, or the oldest event it has not applied is older than `max_lag_seconds`
     (a runner in another process that died shows so: nothing applies the events any more)."""
-    # The service's store keeps its newest position (from its own saves, when it owns its writes:
-    # no query per probe, issue 30); a bare application is asked.
-    stored = app.position() if isinstance(app, Store) else app.recorder.max_notification_id() or 0
+    # The service's store (application.store.Store) keeps its newest position, from its own saves
+    # when it owns its writes: no query per probe (issue 30); a bare application's recorder is asked.
+    position = getattr(app, "position", None)
+    stored = position() if callable(position) else app.recorder.max_notification_id() or 0
     applied = runner.position()
     lag = max(stored - applied, 0)
     behind = _age_of_event(app, applied + 1) if lag else 0.0
