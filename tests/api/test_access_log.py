@@ -24,12 +24,16 @@ def access_logger() -> Iterator[None]:
     """The access logger as the service leaves it (no level, handler or cut of its own: the root's
     decide). A test that runs uvicorn in this process with uvicorn's logging config (several do)
     leaves it at WARNING with a handler of its own, and no line would reach `caplog`."""
-    saved = (ACCESS.level, ACCESS.propagate, ACCESS.handlers[:], ACCESS.disabled)
-    ACCESS.setLevel(logging.NOTSET)
-    ACCESS.propagate, ACCESS.handlers[:], ACCESS.disabled = True, [], False
+    # uvicorn's config also cuts its parent logger, "uvicorn", off the root (propagate False, a
+    # handler of its own): a record would stop there too.
+    loggers = (ACCESS, logging.getLogger("uvicorn"))
+    saved = [(logger.level, logger.propagate, logger.handlers[:], logger.disabled) for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.NOTSET)
+        logger.propagate, logger.handlers[:], logger.disabled = True, [], False
     yield
-    level, ACCESS.propagate, ACCESS.handlers[:], ACCESS.disabled = saved
-    ACCESS.setLevel(level)
+    for logger, (level, logger.propagate, logger.handlers[:], logger.disabled) in zip(loggers, saved):
+        logger.setLevel(level)
 
 
 def access_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
