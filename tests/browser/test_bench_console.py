@@ -3,12 +3,17 @@ warm, does every action through the pages and by REST, and prints a row with a v
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from bench._common import format_table
 from bench.console_browser import ACTIONS, ACTION_GOAL, PAGES, TITLE, run
 
 
 def test_a_small_run_prints_every_page_and_action_with_its_verdict() -> None:
-    rows, info = run(["--quick", "--rounds", "1", "--actions", "1"], quiet=True)
+    # In a thread of its own: the bench drives its own Playwright (sync API), which refuses to start
+    # where another one (this session's browser fixture, in the same worker) already runs its loop.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        rows, info = pool.submit(run, ["--quick", "--rounds", "1", "--actions", "1"], quiet=True).result()
     printed = format_table(TITLE, rows)
     for name, url in PAGES:
         for arm in ("cold", "warm"):
