@@ -22,12 +22,12 @@ def test_a_secret_is_created_rotated_and_deleted_without_its_value_shown(page, c
     # a bad id: the form comes back with its error and the id, the value field empty
     page.get_by_label("Name", exact=True).fill("not valid!")
     page.get_by_label("Value", exact=True).fill(VALUE)
-    page.get_by_label("Description").fill("the weather service")
+    page.get_by_label("Description", exact=True).fill("the weather service")
     page.get_by_role("button", name="Create").click()
     page.get_by_text("Some fields need a change").wait_for()
     assert page.get_by_label("Name", exact=True).get_attribute("aria-invalid") == "true"
     assert page.get_by_label("Value", exact=True).input_value() == "" and page.get_by_label("Value", exact=True).get_attribute("type") == "password"
-    assert page.get_by_label("Description").input_value() == "the weather service"
+    assert page.get_by_label("Description", exact=True).input_value() == "the weather service"
     assert VALUE not in page.content()
 
     # created: listed with its fingerprint, never its value
