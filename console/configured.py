@@ -10,7 +10,9 @@ File Search tools and any kind built the same way:
   (409 while a plan, an agent or another tool names it; `POST /{name}/delete`);
 - the history (`GET /{name}/history`, `configured/history.html` or the kind's own).
 
-Every change goes through the kind's commands (`save`, `set_enabled`, `delete`) with the REST API's
+Each change is answered by the page it leads to with a toast saying what was done (create, save,
+enable, disable, delete; the Undo of a create deletes the tool again, that of an enable or a disable
+switches it back). Every change goes through the kind's commands (`save`, `set_enabled`, `delete`) with the REST API's
 request model, so that the console and REST refuse the same things. A kind's `pages.py` makes one
 `ConfiguredPages` with its form (`Form`: its configuration as the form's values and back), then
 adds its own pages to `pages.router` (the Playground, documents, search), with `render`, `editor`,
@@ -33,6 +35,7 @@ from api.configured import ConfiguredBody
 from application.kinds.configured import ConfiguredKind
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
+from console.toast import Undo, toast
 from domain import errors
 from domain import history as histories
 from domain.errors import Violation
@@ -97,10 +100,10 @@ def refused(error: Exception, messages_of: Callable[[list[Violation]], dict[str,
 def messages(title: str) -> dict[str, str]:
     """What a page says after each change, by the flag its redirect carries."""
     return {
-        "created": "Created. The tool is live on every server it is attached to.",
-        "saved": "Saved. The change is live at once.",
-        "enabled": "Enabled: the tool is offered again.",
-        "disabled": "Disabled: no server offers the tool now.",
+        "created": "Created {}: the tool is live on every server it is attached to.",
+        "saved": "Saved {}: the change is live at once.",
+        "enabled": "Enabled {}: the tool is offered again.",
+        "disabled": "Disabled {}: no server offers the tool now.",
         "deleted": f"Deleted the {title} {{}}.",
     }
 
@@ -169,6 +172,10 @@ class ConfiguredPages:
     def redirect(url: str, **flags: str) -> RedirectResponse:
         return RedirectResponse(url + ("?" + urlencode(flags) if flags else ""), status_code=303)
 
+    def done(self, request: Request, url: str, said: str, name: str = "", *, undo: Undo | None = None) -> Response:
+        """A change's answer: the page it leads to, with a toast saying what was done (`messages[said]`)."""
+        return toast(request, self.redirect(url), self.messages[said].format(name), undo=undo)
+
     def editor(self, request: Request, values: Values, *, tool: Any | None = None, editing: bool | None = None,
                fields: dict[str, list[str]] | None = None, summary: str = "", message: str = "", refusal: str = "",
                status: int = 200, **extra: Any) -> Response:
@@ -229,7 +236,10 @@ class ConfiguredPages:
             fields, summary = found
             existing = kind.find(principal.tenant, name) if name is not None else None
             return self.editor(request, values, tool=existing, editing=name is not None, fields=fields, summary=summary)
-        return self.redirect(self.page(tool_id), **({"saved": "1"} if name is not None else {"created": "1"}))
+        if name is not None:
+            return self.done(request, self.page(tool_id), "saved", tool_id)
+        # Undoing a create is cheap: the tool is deleted again (nothing can name it yet).
+        return self.done(request, self.page(tool_id), "created", tool_id, undo=Undo(self.page(tool_id, "/delete")))
 
     async def _create(self, request: Request, visitor: Writer) -> Response:
         return await self._save(request, visitor, None)
@@ -243,7 +253,8 @@ class ConfiguredPages:
         enabled = form.get("enabled") == "true"
         principal = visitor.principal
         await run_in_threadpool(lambda: self.kind_of(request).set_enabled(principal.tenant, name, enabled, by=principal.name))
-        return self.redirect(self.page(name), **({"enabled": "1"} if enabled else {"disabled": "1"}))
+        undo = Undo(self.page(name, "/enabled"), fields={"enabled": "false" if enabled else "true"})
+        return self.done(request, self.page(name), "enabled" if enabled else "disabled", name, undo=undo)
 
     async def _delete(self, name: str, request: Request, visitor: Writer) -> Response:
         principal = visitor.principal
@@ -253,7 +264,7 @@ class ConfiguredPages:
         except errors.InUse as error:
             tool = kind.get(principal.tenant, name)
             return self.editor(request, self.form.values_of(tool), tool=tool, refusal=f"Not deleted: {error.detail}", status=409)
-        return self.redirect(self.base, deleted=name)
+        return self.done(request, self.base, "deleted", name)
 
     def _history(self, name: str, request: Request, visitor: Reader) -> Response:
         kind = self.kind_of(request)

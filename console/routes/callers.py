@@ -1,7 +1,8 @@
 """Plans, agents, usage profiles and MCP servers (docs/kinds/index.md; docs/rest-api.md, docs/mcp.md): the records that
 name tools. Each has a list, a page (with what it reaches now), and for admins a form to create,
 edit and delete it; a plan runs with an input; an MCP server has tools attached and detached.
-Every change goes through `services.records`, as the REST routes' do (api/routes/callers.py); a plan's run is
+Every change goes through `services.records`, as the REST routes' do (api/routes/callers.py), and is answered with a
+toast on the page it leads to (console/toast.py; a create's Undo deletes the record again); a plan's run is
 the plans kind's own page (toolkinds/plans/pages.py), answered with the plan's page here (`render_detail`)."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from api.schemas import (
 from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
+from console.toast import Undo, toast
 from domain import errors
 from domain.callers import AGENT, PLAN, PROFILE, SERVER
 
@@ -270,7 +272,9 @@ def _register(k: Kind) -> None:
             if problem is None:
                 raise
             return _render_form(request, k, values=_form_values(k, form, None), editing=False, problem=problem)
-        return _redirect(f"{k.base}/{quote(record['id'], safe='')}", created="1")
+        page = f"{k.base}/{quote(record['id'], safe='')}"
+        # Undoing a create is cheap: the record is deleted again (a plan, an agent or a token naming it is refused there).
+        return toast(request, _redirect(page), f"Created the {k.noun} {record['id']}.", undo=Undo(f"{page}/delete"))
 
     @router.get(f"/{k.plural}/{{record_id}}", name=f"console-{k.plural}-detail")
     def record_page(record_id: str, request: Request, visitor: Reader) -> Response:
@@ -291,7 +295,7 @@ def _register(k: Kind) -> None:
             if problem is None:
                 raise
             return _render_form(request, k, values=_form_values(k, form, record_id), editing=True, problem=problem)
-        return _redirect(f"{k.base}/{quote(record_id, safe='')}", saved="1")
+        return toast(request, _redirect(f"{k.base}/{quote(record_id, safe='')}"), f"Saved the {k.noun} {record_id}: live at once.")
 
     @router.get(f"/{k.plural}/{{record_id}}/edit", name=f"console-{k.plural}-edit")
     def edit_record(record_id: str, request: Request, visitor: Writer) -> Response:
@@ -307,7 +311,7 @@ def _register(k: Kind) -> None:
         except errors.InUse as error:
             record = records.get(principal.tenant, k.kind, record_id)
             return render_detail(request, k, record, problem=f"Not deleted: {error.detail}")
-        return _redirect(k.base, deleted=record_id)
+        return toast(request, _redirect(k.base), f"Deleted the {k.noun} {record_id}.")
 
 
 for _kind in (PLANS, AGENTS, PROFILES, SERVERS):

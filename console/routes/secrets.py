@@ -5,8 +5,6 @@ Every change goes through `services.secrets`, as the REST routes' do (api/routes
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
@@ -15,6 +13,7 @@ from api.schemas import SecretFields, SecretIn
 from console.routes.callers import FormProblem, problem_of_error, problem_of_validation
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
+from console.toast import toast
 from domain import errors
 
 router = APIRouter(prefix="/console/secrets", route_class=ConsoleRoute, include_in_schema=False)
@@ -44,8 +43,9 @@ def _message(request: Request) -> str:
     return next((text.format(request.query_params[key]) for key, text in MESSAGES.items() if key in request.query_params), "")
 
 
-def _done(**flag: str) -> RedirectResponse:
-    return RedirectResponse("/console/secrets?" + urlencode(flag), status_code=303)
+def _done(request: Request, said: str, secret_id: str) -> Response:
+    """The secrets page again, with a toast saying what was done (no Undo: a value typed is never kept to put back)."""
+    return toast(request, RedirectResponse("/console/secrets", status_code=303), MESSAGES[said].format(secret_id))
 
 
 @router.get("")
@@ -69,7 +69,7 @@ async def create(request: Request, visitor: Writer) -> Response:
         if problem is None:
             raise
         return _page(request, values=values, problem=problem)
-    return _done(created=values["id"])
+    return _done(request, "created", values["id"])
 
 
 @router.post("/{secret_id}/rotate")
@@ -90,7 +90,7 @@ async def rotate(secret_id: str, request: Request, visitor: Writer) -> Response:
         # Said above the list: the rotate dialog's fields are not on the page once it is answered.
         messages = [m for found in problem.fields.values() for m in found]
         return _page(request, problem=FormProblem({"form": messages}, f"The secret {secret_id} was not changed."))
-    return _done(rotated=secret_id)
+    return _done(request, "rotated", secret_id)
 
 
 @router.post("/{secret_id}/delete")
@@ -99,4 +99,4 @@ def delete(secret_id: str, request: Request, visitor: Writer) -> Response:
         request.app.state.services.secrets.delete(visitor.principal.tenant, secret_id, by=visitor.principal.name)
     except errors.SecretInUse as error:
         return _page(request, status=409, refusal=f"Not deleted: {error.detail}. Change those tools first.")
-    return _done(deleted=secret_id)
+    return _done(request, "deleted", secret_id)

@@ -71,7 +71,8 @@ async def issue(request: Request, visitor: Writer) -> Response:
         if problem is None:
             raise
         return _page(request, values=values, problem=problem)
-    return _page(request, issued=issued)
+    # A toast says it was done; the card on the page holds the token, shown this once (never in the toast).
+    return toast(request, _page(request, issued=issued), f"Issued the token {body.name}: copy it now, it is shown once.")
 
 
 @router.post("/{token_id}/revoke")

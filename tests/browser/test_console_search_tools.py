@@ -36,7 +36,7 @@ def new_tool(page, name: str) -> None:
     page.get_by_label("Name", exact=True).fill(name)
     page.get_by_label("Description", exact=True).fill("Care guides for the zebra house")
     page.get_by_role("button", name="Create").click()
-    page.wait_for_url(f"**/console/search-tools/{name}?created=1")
+    page.wait_for_url(f"**/console/search-tools/{name}")
 
 
 def choose_and_upload(page, files: list[dict]) -> None:
@@ -94,7 +94,7 @@ def test_a_file_search_tool_is_made_filled_searched_and_trimmed(page, console_se
 
     results.fill("5")
     page.get_by_role("button", name="Create").click()
-    page.wait_for_url(f"**/console/search-tools/{name}?created=1")
+    page.wait_for_url(f"**/console/search-tools/{name}")
     expect(page.get_by_role("status").filter(has_text="Created")).to_be_visible()
     expect(page.get_by_role("heading", name=f"File Search tool {name}")).to_be_visible()
     documents = page.get_by_role("region", name="Documents", exact=True)
@@ -162,7 +162,7 @@ def test_a_file_search_tool_is_made_filled_searched_and_trimmed(page, console_se
     # a capability switched off: saved, live at once, no longer offered
     page.get_by_role("group", name="Fetch", exact=True).get_by_label("Offered to models").uncheck()
     page.get_by_role("button", name="Save").click()
-    page.wait_for_url(f"**/console/search-tools/{name}?saved=1")
+    page.wait_for_url(f"**/console/search-tools/{name}")
     expect(page.get_by_role("group", name="Fetch", exact=True).get_by_label("Offered to models")).not_to_be_checked()
     facts = page.get_by_role("definition").filter(has_text=f"{name}_search")
     expect(facts).to_have_text(f"{name}_search, {name}_find_text")

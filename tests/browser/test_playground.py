@@ -145,7 +145,7 @@ def test_run_as_a_usage_profile_checks_seed_004_as_a_caller_sees_it(page, consol
     page.get_by_role("link", name="Edit").click()
     page.get_by_role("checkbox", name=name, exact=True).check()
     page.get_by_role("button", name="Save").click()
-    page.wait_for_url(f"**/console/profiles/{profile}?saved=1")
+    page.wait_for_url(f"**/console/profiles/{profile}")
 
     # and run again as the profile: the same call now succeeds
     page.goto(f"/console/playground?tool={name}")

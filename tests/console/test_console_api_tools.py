@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from console.toast import COOKIE, read_cookie
 from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from tests.console.test_console_others import console, post
@@ -108,7 +109,10 @@ def test_a_tool_created_from_the_form_is_the_one_rest_shows(client: TestClient, 
     name = unique_id("weather")
     made = post(admin, PAGE, weather_form(upstream, name), page=f"{PAGE}/new")
     assert made.status_code == 303, made.text
-    assert made.headers["location"] == f"{PAGE}/{name}?created=1"
+    assert made.headers["location"] == f"{PAGE}/{name}"
+    # said by a toast on the tool's page, whose Undo deletes it again
+    said = read_cookie(made.cookies[COOKIE])
+    assert said is not None and said["text"].startswith(f"Created {name}:") and said["undo"]["url"] == f"{PAGE}/{name}/delete"
     tool = expect(client.get(f"{TOOLS}/{name}"), 200).json()
     assert tool["urlTemplate"] == upstream.url + "/v1/weather/{city}{?units}"
     assert tool["tags"] == ["weather", "demo"] and tool["description"] == "Current weather for a city"
@@ -120,7 +124,6 @@ def test_a_tool_created_from_the_form_is_the_one_rest_shows(client: TestClient, 
     assert tool["response"]["maxOutputChars"] == 5000 and tool["timeoutMillis"] == 10000 and tool["enabled"] is True
     # its page shows the form filled with what was saved
     page = admin.get(made.headers["location"]).text
-    assert "Created." in page
     assert value_of(page, "urlTemplate") == tool["urlTemplate"]
     assert "city" in page and "metric" in page and "toolsmith" in page
 
@@ -165,7 +168,8 @@ def test_an_edit_is_saved_and_a_stale_form_is_refused(client: TestClient, admin:
     version = expect(client.get(f"{TOOLS}/{name}"), 200).json()["version"]
     fields = [(k, v) for k, v in weather_form(upstream, name, description="Weather, now in kelvin", version=str(version)) if k != "id"]
     saved = post(admin, f"{PAGE}/{name}", fields, page=f"{PAGE}/{name}")
-    assert saved.status_code == 303 and saved.headers["location"] == f"{PAGE}/{name}?saved=1"
+    assert saved.status_code == 303 and saved.headers["location"] == f"{PAGE}/{name}"
+    assert read_cookie(saved.cookies[COOKIE])["text"] == f"Saved {name}: the change is live at once."
     assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["description"] == "Weather, now in kelvin"
     # the same form again, read before that save: refused, and what was typed is kept
     stale = post(admin, f"{PAGE}/{name}", [(k, "typed again" if k == "description" else v) for k, v in fields], page=f"{PAGE}/{name}")
@@ -191,9 +195,9 @@ def test_disable_enable_and_delete_with_its_refusal(client: TestClient, admin: T
     assert "Not deleted:" in refused.text and plan in refused.text
     expect(client.delete(f"/api/v1/admin/plans/{plan}"), 204)
     deleted = post(admin, f"{PAGE}/{name}/delete", {}, page=PAGE)
-    assert deleted.status_code == 303 and deleted.headers["location"] == f"{PAGE}?deleted={name}"
+    assert deleted.status_code == 303 and deleted.headers["location"] == PAGE
     assert client.get(f"{TOOLS}/{name}").status_code == 404
-    assert f"Deleted the API URL tool {name}." in admin.get(deleted.headers["location"]).text
+    assert read_cookie(deleted.cookies[COOKIE])["text"] == f"Deleted the API URL tool {name}."
 
 
 def test_the_playground_runs_the_tool_against_the_api(client: TestClient, admin: TestClient, upstream: Upstream) -> None:

@@ -6,6 +6,8 @@ message, and each example's result in the Test window; roles, CSRF and escaping.
 
 from __future__ import annotations
 
+import json
+
 import re
 
 import pytest
@@ -145,7 +147,9 @@ def test_a_changeset_published_names_its_id_and_new_versions_and_history_shows_i
     fields = _publish_fields(_review(client, dates, report).text)
     done = _post(client, csrf, REVIEW, message=f"yearOf, with {EVIL}", **fields)
     assert done.status_code == 200, done.text
-    assert done.headers["HX-Trigger"] == "console:modules-changed"  # the list reads itself again
+    triggers = json.loads(done.headers["HX-Trigger"])
+    assert "console:modules-changed" in triggers  # the list reads itself again
+    assert triggers["toast"]["text"] == "Published 2 modules together."  # and a toast says so
     changeset = re.search(r"Published changeset <a href=\"/console/modules/changeset-history\?id=(cs_\w+)\">", done.text).group(1)
     assert f'<a href="/console/modules/{dates}">{dates}</a> is at version 2' in done.text
     assert f'<a href="/console/modules/{report}">{report}</a> is at version 2' in done.text

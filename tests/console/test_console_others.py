@@ -163,7 +163,8 @@ def test_plans_are_created_run_edited_and_deleted_from_forms(client: TestClient,
     assert 'aria-invalid="true" aria-describedby="nodes-error' in bad.text
     assert "no tool named" in bad.text
     made = post(admin, "/console/plans", {"id": plan, "description": "adds one", "nodes": tool, "tags": "a, b"})
-    assert made.status_code == 303 and made.headers["location"] == f"/console/plans/{plan}?created=1"
+    assert made.status_code == 303 and made.headers["location"] == f"/console/plans/{plan}"
+    assert f"Created the plan {plan}." in unquote(made.cookies["toolsmith_toast"])  # a toast on its page
     assert expect(client.get(f"/api/v1/admin/plans/{plan}"), 200).json()["tags"] == ["a", "b"]
     ran = post(admin, f"/console/plans/{plan}/run", {"input": '{"n": 41}'})
     assert ran.status_code == 200

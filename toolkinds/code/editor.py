@@ -26,7 +26,7 @@ from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from console.language import plain
-from console.toast import toast
+from console.toast import Undo, toast
 from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, QuotaExceeded, Violation
 from domain.model import CodeModule
 from domain.rules import (
@@ -96,7 +96,10 @@ async def create_module(request: Request, visitor: Writer) -> Response:
         errors["general"] = f"Not created: {quota.detail}. Your organization's operator sets its quotas."
     else:
         await _wait(request, written)
-        return RedirectResponse(f"/console/modules/{values['id']}", status_code=303)
+        # Undoing a create is cheap: nothing can import the new module yet, so a delete is never refused.
+        return toast(request, RedirectResponse(f"/console/modules/{values['id']}", status_code=303),
+                     f"Created the module {values['id']}: a draft until you publish it.",
+                     undo=Undo(f"/console/modules/{values['id']}/delete"))
     # The form again, as typed, each message next to its field (200: a form answered, as sign-in does).
     return _pages(request).render(request, "modules/new.html", values=values, errors=errors, max_description=MAX_DESCRIPTION)
 

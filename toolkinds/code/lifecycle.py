@@ -229,7 +229,7 @@ async def duplicate(module_id: str, request: Request, visitor: Writer) -> Respon
             raise
         return _pages(request).render(request, "modules/_review_duplicate.html", status=422, **context)
     await _wait(request, written)
-    return _go(request, f"/console/modules/{name}")
+    return toast(request, _go(request, f"/console/modules/{name}"), f"Duplicated {module_id} as {name}: a draft until you publish it.")
 
 
 # -- history -----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from application.modules import Changeset
 from toolkinds.code.lifecycle import definition_diff, publish_message, published_label
 from console.routing import ConsoleRoute, problem_of
 from console.security import Reader, Writer
+from console.toast import toast
 from domain.errors import ModuleError
 from domain.model import STATES, CodeModule
 from projections.interface import ORDER_FIELDS
@@ -170,11 +171,13 @@ async def publish_selected(request: Request, visitor: Writer) -> Response:
             return render(request, "modules/_changeset_refused.html", status=problem["status"], problem=problem)
         return render(request, "modules/publish_selected.html", status=problem["status"], ids=ids, problem=problem, review=None)
     await services.runner.wait_async(changeset.position, services.settings.read_your_writes_seconds)
+    said = f"Published {len(changeset.modules)} module{'s' if len(changeset.modules) != 1 else ''} together."
     if not fragment:
-        return RedirectResponse(f"/console/modules/changeset-history?{urlencode({'id': changeset.id})}", status_code=303)
-    return render(request, "modules/_changeset_published.html", headers={"HX-Trigger": "console:modules-changed"},
-                  changeset={"id": changeset.id, "message": message,
-                             "modules": [{"id": m.module_id, "version": m.published_version} for m in changeset.modules]})
+        return toast(request, RedirectResponse(f"/console/modules/changeset-history?{urlencode({'id': changeset.id})}", status_code=303), said)
+    return toast(request, render(request, "modules/_changeset_published.html", headers={"HX-Trigger": "console:modules-changed"},
+                                 changeset={"id": changeset.id, "message": message,
+                                            "modules": [{"id": m.module_id, "version": m.published_version} for m in changeset.modules]}),
+                 said)
 
 
 def _review(services: Any, tenant: str, changeset: Changeset) -> dict[str, Any]:

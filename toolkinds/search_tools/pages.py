@@ -79,9 +79,9 @@ PAGES = ConfiguredPages(
     history_template="search_tools/history.html", editor_context=_editor_context,
     list_context=lambda request: {"capability_text": CAPABILITY_TEXT, **_words()},
     said={
-        "created": "Created. Its capabilities are live on every server it is attached to; upload its documents below.",
-        "enabled": "Enabled: the tool's capabilities are offered again.",
-        "disabled": "Disabled: no server offers the tool's capabilities now.",
+        "created": "Created {}: its capabilities are live on every server it is attached to; upload its documents below.",
+        "enabled": "Enabled {}: the tool's capabilities are offered again.",
+        "disabled": "Disabled {}: no server offers the tool's capabilities now.",
         "uploaded": "Uploaded {} file(s): each is processing, then ready to search.",
         "removed": "Deleted the document {}.",
     },
