@@ -2,7 +2,8 @@
 
 A document keeps the summary fields of the module's draft and of its published version, so that an
 event carrying no definition (`DraftDiscarded`) can still be applied, and derives from them what the
-list shows: the current description, tags, role and imports, the state, and `uses` (draft and
+list shows: the current description, tags and imports, the role callers see (the published
+version's), the state, and `uses` (draft and
 published imports together, for used-by lists and the `usedBy` filter).
 
 Every event is decoded into strings of its own, so the same tenant, author, tag or imported module
@@ -49,7 +50,10 @@ def derive(document: Document) -> Document:
     draft, published = document["draft"], document["published"]
     current = draft or published
     document["description"] = current["description"]
-    document["role"] = current["role"]
+    # The role is what the module is to its callers: the published version's while one is published
+    # (a pending draft changes nothing for them until it is), the draft's before the first publish. The
+    # list's Role column, its filter, its facets and its ordering all read this one field (issue 31, 12).
+    document["role"] = (published or draft)["role"]
     document["tags"] = current["tags"]
     document["imports"] = current["imports"]
     document["exposeInChat"] = current["exposeInChat"]

@@ -81,11 +81,19 @@ def test_summaries_follow_every_event(world: World) -> None:
     world.sync()
     summary = world.view.summary(TENANT, "dates")
     assert summary["state"] == "DRAFT" and summary["description"] == "Better date helpers"
-    assert summary["role"] == "tool" and summary["tags"] == ["time"] and summary["updatedBy"] == "tester"
+    # the role is what callers see: the published version's, until the draft is published
+    assert summary["role"] == "library" and summary["tags"] == ["time"] and summary["updatedBy"] == "tester"
+    assert world.view.list(TENANT, ListQuery(tool=False)).total == 1 and world.view.list(TENANT, ListQuery(tool=True)).total == 0
+    world.app.modules.publish(TENANT, "dates", by="tester")
+    world.sync()
+    assert world.view.summary(TENANT, "dates")["role"] == "tool"
+    world.app.modules.update(TENANT, "dates", description="Better date helpers", tool=None, by="tester")
+    world.sync()
+    assert world.view.summary(TENANT, "dates")["role"] == "tool"
     world.app.modules.discard_draft(TENANT, "dates", by="tester")
     world.sync()
     summary = world.view.summary(TENANT, "dates")
-    assert summary["state"] == "PUBLISHED" and summary["description"] == "Date helpers" and summary["role"] == "library"
+    assert summary["state"] == "PUBLISHED" and summary["description"] == "Better date helpers" and summary["role"] == "tool"
     world.app.modules.delete(TENANT, "dates", by="tester")
     world.sync()
     assert world.view.summary(TENANT, "dates") is None and not world.view.is_taken(TENANT, "dates")
