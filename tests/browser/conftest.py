@@ -212,7 +212,7 @@ def shots(page: object, name: str) -> list[Path]:
 
 def sign_in(page: object, token: str = ADMIN_TOKEN, *, then: str = "/console/modules") -> None:
     page.goto(then)  # type: ignore[attr-defined]
-    page.get_by_label("Token").fill(token)  # type: ignore[attr-defined]
+    page.get_by_label("Token", exact=True).fill(token)  # type: ignore[attr-defined]
     page.get_by_role("button", name="Sign in").click()  # type: ignore[attr-defined]
     page.wait_for_url(f"**{then}*")  # type: ignore[attr-defined]
 
