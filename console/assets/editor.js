@@ -5,7 +5,7 @@ import { keymap } from "@codemirror/view";
 import { javascript } from "@codemirror/lang-javascript";
 import { json } from "@codemirror/lang-json";
 import { MergeView } from "@codemirror/merge";
-import { EditorState } from "@codemirror/state";
+import { Compartment, EditorState } from "@codemirror/state";
 import { lintGutter, setDiagnostics } from "@codemirror/lint";
 import { autocompletion } from "@codemirror/autocomplete";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
@@ -35,6 +35,7 @@ export function mountEditor(textarea, { onSave, onRun, onChange, onFullScreen } 
         lintGutter(),
         editorTheme,
         highlight,
+        themed(),
         language(),
         // tabindex as well as contenteditable: the scroller is a scrollable region, and axe-core (as
         // some assistive tools) counts only a tabindex as the focusable content it needs.
@@ -51,6 +52,7 @@ export function mountEditor(textarea, { onSave, onRun, onChange, onFullScreen } 
   textarea.hidden = true;
   textarea.after(host);
   textarea.editorView = view;
+  mounted.add(view);
   return view;
 }
 
@@ -94,18 +96,21 @@ export function mountDiff(element) {
   const a = element.querySelector("[data-diff-a]")?.value ?? "";
   const b = element.querySelector("[data-diff-b]")?.value ?? "";
   const pane = (label) => [
-    EditorState.readOnly.of(true), EditorView.editable.of(false), basicSetup, diffTheme, highlight, javascript(),
+    EditorState.readOnly.of(true), EditorView.editable.of(false), basicSetup, diffTheme, highlight, themed(), javascript(),
     // Focusable, so that a keyboard can scroll a long text (a read-only pane is not editable).
     EditorView.contentAttributes.of({ "aria-label": label, tabindex: "0" }),
   ];
   const { host, root } = isolated("diff-host");
   element.appendChild(host);
-  return new MergeView({
+  const merge = new MergeView({
     a: { doc: a, extensions: pane(element.dataset.labelA || "Before") },
     b: { doc: b, extensions: pane(element.dataset.labelB || "After") },
     parent: root,
     root,
   });
+  mounted.add(merge.a);
+  mounted.add(merge.b);
+  return merge;
 }
 
 // CodeMirror writes its styles into a <style> element in a document, which the CSP (style-src
@@ -133,16 +138,64 @@ const colours = {
   ".cm-selectionBackground, &.cm-focused .cm-selectionBackground": { backgroundColor: "color-mix(in srgb, var(--accent, #0b5cad) 28%, transparent) !important" },
   ".cm-scroller": { fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" },
 };
-// Syntax colours from the design system's text tokens (each AA on the surface, light or dark): in
-// place of CodeMirror's default style, whose fixed colours are unreadable on the dark surface.
-const highlight = syntaxHighlighting(HighlightStyle.define([
-  { tag: [tags.keyword, tags.operatorKeyword, tags.controlKeyword, tags.definitionKeyword, tags.moduleKeyword], color: "var(--accent, #0a58ca)", fontWeight: "600" },
-  { tag: [tags.string, tags.special(tags.string), tags.regexp], color: "var(--ok, #1b6e36)" },
-  { tag: [tags.number, tags.bool, tags.null, tags.atom], color: "var(--warn, #7a4a00)" },
-  { tag: [tags.comment, tags.lineComment, tags.blockComment], color: "var(--muted, #515b66)", fontStyle: "italic" },
-  { tag: [tags.function(tags.variableName), tags.function(tags.propertyName)], color: "var(--fg, #1a1f24)", fontWeight: "600" },
-  { tag: tags.invalid, color: "var(--danger, #b3261e)" },
-]));
+// Syntax colours that follow the theme: a palette for the light surface and one for the dark, each
+// colour at least 4.5:1 (WCAG AA) on the editor's background, its active line and the diff's
+// tinted lines (tests/browser/test_module_workspace.py measures them). The palettes are custom
+// properties set under CodeMirror's &light and &dark selectors, and which one holds follows the
+// page's theme live (`themed`): the switch, or the system's setting when the admin chose System.
+const palettes = EditorView.baseTheme({
+  "&light": {
+    "--syntax-keyword": "#a4262c", "--syntax-string": "#0a3069", "--syntax-number": "#0550ae", "--syntax-comment": "#57606a",
+    "--syntax-function": "#6f42c1", "--syntax-property": "#8a4600", "--syntax-type": "#116329", "--syntax-invalid": "#b3261e",
+  },
+  "&dark": {
+    "--syntax-keyword": "#ff8f86", "--syntax-string": "#a5d6ff", "--syntax-number": "#79c0ff", "--syntax-comment": "#9ba6b2",
+    "--syntax-function": "#d2a8ff", "--syntax-property": "#ffb77a", "--syntax-type": "#7ee787", "--syntax-invalid": "#ff8f86",
+  },
+});
+const highlight = [palettes, syntaxHighlighting(HighlightStyle.define([
+  { tag: [tags.keyword, tags.operatorKeyword, tags.controlKeyword, tags.definitionKeyword, tags.moduleKeyword, tags.self], color: "var(--syntax-keyword)", fontWeight: "600" },
+  { tag: [tags.string, tags.special(tags.string), tags.regexp, tags.escape], color: "var(--syntax-string)" },
+  { tag: [tags.number, tags.bool, tags.null, tags.atom, tags.unit], color: "var(--syntax-number)" },
+  { tag: [tags.comment, tags.lineComment, tags.blockComment, tags.docComment], color: "var(--syntax-comment)", fontStyle: "italic" },
+  { tag: [tags.function(tags.variableName), tags.function(tags.propertyName), tags.function(tags.definition(tags.variableName))], color: "var(--syntax-function)" },
+  { tag: [tags.propertyName, tags.definition(tags.propertyName)], color: "var(--syntax-property)" },
+  { tag: [tags.typeName, tags.className, tags.namespace, tags.labelName], color: "var(--syntax-type)" },
+  { tag: tags.invalid, color: "var(--syntax-invalid)" },
+])), EditorView.theme({
+  // What CodeMirror's base theme colours for a light page only (tooltips, panels, matches): the tokens instead.
+  ".cm-tooltip": { backgroundColor: "var(--raised, #ffffff)", color: "var(--fg, #1a1f24)", border: "1px solid var(--line-strong, #8a949e)" },
+  ".cm-tooltip-autocomplete ul li[aria-selected]": { backgroundColor: "var(--accent, #0a58ca)", color: "var(--accent-fg, #ffffff)" },
+  ".cm-panels": { backgroundColor: "var(--sunken, #f3f5f7)", color: "var(--fg, #1a1f24)" },
+  ".cm-panels.cm-panels-bottom": { borderTop: "1px solid var(--line, #c9d0d7)" },
+  ".cm-textfield": { backgroundColor: "var(--surface, #ffffff)", color: "var(--fg, #1a1f24)", border: "1px solid var(--line-strong, #8a949e)" },
+  ".cm-button": { backgroundImage: "none", backgroundColor: "var(--raised, #ffffff)", color: "var(--fg, #1a1f24)", border: "1px solid var(--line-strong, #8a949e)" },
+  "&.cm-focused .cm-matchingBracket": { backgroundColor: "color-mix(in srgb, var(--ok, #1b6e36) 22%, transparent)", outline: "1px solid var(--ok, #1b6e36)" },
+  "&.cm-focused .cm-nonmatchingBracket": { backgroundColor: "color-mix(in srgb, var(--danger, #b3261e) 22%, transparent)" },
+  ".cm-searchMatch": { backgroundColor: "color-mix(in srgb, var(--warn, #7a4a00) 25%, transparent)", outline: "1px solid var(--warn, #7a4a00)" },
+  ".cm-selectionMatch": { backgroundColor: "color-mix(in srgb, var(--accent, #0a58ca) 16%, transparent)" },
+  ".cm-foldPlaceholder": { backgroundColor: "var(--sunken, #f3f5f7)", color: "var(--muted, #515b66)", border: "1px solid var(--line, #c9d0d7)" },
+})];
+
+// Whether the page is dark now: the admin's choice on <html data-theme>, else the system's.
+const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
+const pageIsDark = () => (document.documentElement.dataset.theme || (systemDark.matches ? "dark" : "light")) === "dark";
+// Every editor and diff pane holds its dark flag in a compartment, reconfigured when the theme changes.
+const darkness = new Compartment();
+const mounted = new Set();
+function themed() {
+  return darkness.of(EditorView.darkTheme.of(pageIsDark()));
+}
+function followTheme() {
+  const dark = pageIsDark();
+  for (const view of mounted) {
+    if (!view.dom.isConnected) { mounted.delete(view); continue; }
+    if (view.state.facet(EditorView.darkTheme) !== dark) view.dispatch({ effects: darkness.reconfigure(EditorView.darkTheme.of(dark)) });
+  }
+}
+new MutationObserver(followTheme).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+systemDark.addEventListener("change", followTheme);
+
 const editorTheme = EditorView.theme({ ...colours, "&": { ...colours["&"], height: "100%" }, ".cm-scroller": { ...colours[".cm-scroller"], overflow: "auto" } });
 const diffTheme = EditorView.theme({ ...colours, "&": { ...colours["&"], maxHeight: "36rem" } });
 

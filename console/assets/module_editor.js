@@ -149,13 +149,34 @@ function setUpResize() {
   });
 }
 
+// Full screen is a workspace: the Source field and the docked Test panel side by side (stacked on a
+// narrow window) over the whole window, with the Save button and its status; the rest of the page is
+// made inert meanwhile (as behind a modal), so that Tab goes between the editor, Test and the buttons
+// only. The button, Ctrl/Cmd+Shift+F or Escape leaves it.
+let inerted = [];
+
 function fullScreen(on) {
   const field = byId("source-field");
   const button = byId("full-screen");
   if (!field || !button) return;
-  const next = on ?? !field.classList.contains("is-full-screen");
+  const workspace = field.closest(".workspace") ?? field;
+  const next = on ?? !workspace.classList.contains("is-full-screen");
+  workspace.classList.toggle("is-full-screen", next);
   field.classList.toggle("is-full-screen", next);
   document.documentElement.classList.toggle("editor-full-screen", next);
+  for (const element of inerted) element.inert = false;
+  inerted = [];
+  if (next) {
+    // Every sibling of the workspace and of each of its ancestors up to <body>, except the toasts'
+    // live region (a Save's toast is still heard) and what is inert already.
+    for (let node = workspace; node && node !== document.body; node = node.parentElement) {
+      for (const sibling of node.parentElement?.children ?? []) {
+        if (sibling === node || sibling.inert || sibling.id === "toasts" || ["SCRIPT", "TEMPLATE"].includes(sibling.tagName)) continue;
+        sibling.inert = true;
+        inerted.push(sibling);
+      }
+    }
+  }
   button.setAttribute("aria-pressed", String(next));
   button.textContent = next ? "Leave full screen" : "Full screen";
   byId("content")?.editorView?.focus();
@@ -445,6 +466,8 @@ document.addEventListener("keydown", (event) => {
 document.addEventListener("keydown", (event) => {
   if (event.key !== "Escape" || !byId("source-field")?.classList.contains("is-full-screen")) return;
   if (document.querySelector("dialog[open]")) return;
+  // An open completion or search panel takes Escape first (CodeMirror closes it); the next one leaves.
+  if (event.target.closest?.(".editor-host") && byId("content")?.editorView?.dom.querySelector(".cm-tooltip-autocomplete, .cm-panel.cm-search")) return;
   event.preventDefault();
   event.stopPropagation();
   fullScreen(false);

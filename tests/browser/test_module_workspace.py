@@ -135,14 +135,29 @@ def test_the_workspace_editor_resizes_goes_full_screen_and_test_is_a_docked_pane
     page.mouse.up()
     assert abs(page.locator(".editor-host").bounding_box()["height"] - (after - 100)) <= 2
 
-    # full screen: the button, then Escape; the shortcut, then the button again
+    # full screen is a workspace: the editor and the Test panel side by side over the whole window,
+    # the rest of the page out of reach; the button, then Escape; the shortcut, then the button again
     full = page.get_by_role("button", name="Full screen")
     full.click()
     leave = page.get_by_role("button", name="Leave full screen")
     expect(leave).to_have_attribute("aria-pressed", "true")
-    field = page.locator("#source-field").bounding_box()
-    assert field["width"] == 1280 and field["height"] == 800
+    space = page.locator(".workspace").bounding_box()
+    assert space["width"] == 1280 and space["height"] == 800
+    editor_box, panel_box = page.locator(".editor-host").bounding_box(), panel.bounding_box()
+    assert panel_box["x"] >= editor_box["x"] + editor_box["width"] - 1, "Test is beside the editor in full screen"
+    assert editor_box["height"] >= 600 and panel_box["y"] + panel_box["height"] <= 800 + 1
+    expect(page.get_by_label("What it does")).to_be_hidden()
+    expect(page.get_by_role("button", name="Save draft")).to_be_visible()
+    assert page.evaluate("() => document.querySelector('nav, .sidebar, header')?.closest('[inert]') !== null")
     assert_accessible(page, "the editor in full screen")
+    shots(page, "module-workspace-full-screen")
+    # by keyboard: from the editor, Tab reaches Test's field (nothing of the page behind), and Run runs there
+    page.get_by_role("textbox", name="Source").focus()
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement?.closest('#test-panel') !== null"):
+            break
+    assert page.evaluate("() => document.activeElement?.closest('#test-panel') !== null"), "Tab reaches the Test panel"
     page.keyboard.press("Escape")
     expect(page.get_by_role("button", name="Full screen")).to_have_attribute("aria-pressed", "false")
     page.get_by_role("textbox", name="Source").focus()
@@ -305,3 +320,54 @@ def test_every_module_page_speaks_words_no_rule_code_or_raw_value_and_one_date_f
     page.get_by_label("Name").fill(name)
     expect(page.get_by_text("Already used by a module")).to_be_visible()
     assert not re.search(RULE_CODE, page.locator("main").inner_text())
+
+
+
+# Each coloured token of the editor against the editor's background: WCAG's contrast ratio of the
+# computed colours (as axe-core computes it), one entry per colour with a token that has it.
+_CONTRASTS = """() => {
+  const editor = document.querySelector('#source-field .editor-host').shadowRoot.querySelector('.cm-editor');
+  const rgb = (text) => text.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const background = getComputedStyle(editor).backgroundColor;
+  const tokens = {};
+  for (const span of editor.querySelectorAll('.cm-content .cm-line span')) {
+    const colour = getComputedStyle(span).color;
+    if (!(colour in tokens)) tokens[colour] = { text: span.textContent, ratio: ratio(rgb(colour), rgb(background)) };
+  }
+  return { background, luminance: lum(rgb(background)), tokens };
+}"""
+
+SOURCE = 'const rate = 0.25; exports.run = (input) => ({ total: Math.round(input.amount * rate), label: "total", ok: true }); // the total'
+
+
+def test_the_editor_s_syntax_colours_follow_the_theme_switch_live_each_readable(page, console_server) -> None:  # noqa: ANN001
+    create_through_the_new_page(page, _name("c"), "Colours of the code", SOURCE)
+    theme = page.get_by_label("Theme")
+    theme.select_option("light")
+    light = page.evaluate(_CONTRASTS)
+    assert light["luminance"] > 0.9
+    assert len(light["tokens"]) >= 5, f"keywords, strings, numbers, comments and properties each have a colour: {light}"
+    for colour, token in light["tokens"].items():
+        assert token["ratio"] >= 4.5, f"{token['text']!r} in {colour} is {token['ratio']:.2f}:1 on the light editor"
+    # the switch, without a reload: the editor turns dark, its tokens change colour and stay readable
+    theme.select_option("dark")
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    dark = page.evaluate(_CONTRASTS)
+    assert dark["luminance"] < 0.05, f"the editor is dark: {dark['background']}"
+    assert not set(dark["tokens"]) & set(light["tokens"]), "every token's colour follows the theme"
+    for colour, token in dark["tokens"].items():
+        assert token["ratio"] >= 4.5, f"{token['text']!r} in {colour} is {token['ratio']:.2f}:1 on the dark editor"
+    assert_accessible(page, "the module page, dark theme chosen")
+    shots(page, "module-editor-colours")
+    # System follows the system's setting, live as well
+    theme.select_option("system")
+    for scheme, expected in (("light", light), ("dark", dark)):
+        page.emulate_media(color_scheme=scheme)
+        for _ in range(40):  # the change event of the media query is dispatched after the emulation
+            if set(page.evaluate(_CONTRASTS)["tokens"]) == set(expected["tokens"]):
+                break
+            page.wait_for_timeout(50)
+        assert set(page.evaluate(_CONTRASTS)["tokens"]) == set(expected["tokens"]), f"System in a {scheme} system"
