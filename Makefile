@@ -43,7 +43,7 @@ XDIST = --dist worksteal
 # The engines the tests need are started here unless the environment names them already.
 # Then the browser tests, in their own pytest invocation, against Debian's chromium.
 test: install
-	@$(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); \
+	@$(WITH_KEYCLOAK); $(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); \
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(XDIST) $(PYTEST_ARGS)
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) $(XDIST) tests/browser $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory docs
@@ -127,6 +127,27 @@ WITH_CONFORMANCE = if [ -z "$$TOOLSMITH_CONFORMANCE" ]; then \
 	  if conformance=$$(scripts/conformance.sh install) && [ -n "$$conformance" ]; then export TOOLSMITH_CONFORMANCE=$$conformance; \
 	  elif [ "$$CI" = true ]; then echo "make: the MCP conformance suite could not be installed (scripts/conformance.sh install)" >&2; exit 1; \
 	  else echo "make: the MCP conformance suite could not be installed; its test will skip (scripts/conformance.sh install)" >&2; fi; \
+	fi
+
+# -- Keycloak: the console's single sign-on provider and an external authorization server in the tests
+# (scripts/keycloak.sh: keycloak-quarkus-dist from Maven Central in dev mode, in .engines/keycloak) --
+.PHONY: keycloak keycloak-stop
+
+keycloak:
+	@scripts/keycloak.sh start
+
+keycloak-stop:
+	@scripts/keycloak.sh stop
+
+# Exports KEYCLOAK_URL for the tests, launching the server, unless it is set. It is launched first
+# and not awaited here: its start (20 to 40 s) overlaps the other engines' and pytest's collection;
+# testing/keycloak.py waits for it (`scripts/keycloak.sh wait`). Outside CI a server that cannot be
+# launched leaves it unset: the Keycloak tests skip, saying why; in CI the run fails (here, or in
+# the tests when it does not become ready).
+WITH_KEYCLOAK = if [ -z "$$KEYCLOAK_URL" ]; then \
+	  if keycloak_url=$$(scripts/keycloak.sh launch | tail -n 1) && [ -n "$$keycloak_url" ]; then export KEYCLOAK_URL=$$keycloak_url; \
+	  elif [ "$$CI" = true ]; then echo "make: Keycloak could not be launched (scripts/keycloak.sh launch)" >&2; exit 1; \
+	  else echo "make: Keycloak could not be launched; its tests will skip (scripts/keycloak.sh launch)" >&2; fi; \
 	fi
 
 # -- Chromium: Debian's package for the console's browser tests (Playwright cannot download one here) --

@@ -120,3 +120,14 @@ def postgres_store(postgres: dict[str, str]) -> Iterator[dict[str, str]]:
     """The settings (PERSISTENCE_MODULE, POSTGRES_*) of an empty store of this test's own."""
     with engines.postgres_schema(postgres) as store:
         yield store
+
+
+@pytest.fixture(scope="session")
+def keycloak() -> "testing.keycloak.Keycloak":
+    """A running Keycloak with the realm `toolsmith` (testing/keycloak.py); fails in CI, skips elsewhere, without one."""
+    from testing import keycloak as found
+
+    try:
+        return found.find()
+    except found.KeycloakMissing as missing:
+        engines.engine_missing(f"Keycloak: {missing}; {found.HOW_TO_START}")
