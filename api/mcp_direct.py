@@ -398,9 +398,10 @@ class FastCalls:
             entry = offer.tool(name)
             self._check_param_headers(entry, arguments, headers)
             if entry is None:
+                services.toolbox.refused(principal.tenant, name, call_context(principal, MCP, str(request_id)), "tool-not-found")
                 return wire_error(not_offered_text(server_id, name))
             try:
-                services.toolbox.admit(principal.tenant, name)
+                services.toolbox.admit(principal.tenant, name, lambda: call_context(principal, MCP, str(request_id)))
                 result = await services.toolbox.acall(principal.tenant, name, arguments if arguments is not None else {},
                                                       permissions=offer.permissions, context=call_context(principal, MCP, str(request_id)))
             except Exception as error:
@@ -416,9 +417,10 @@ class FastCalls:
             self._check_param_headers(entry, arguments, headers)
             if entry is None:
                 # The toolbox would run any tool the caller may use; through this server, only what it offers.
+                services.toolbox.refused(principal.tenant, name, call_context(principal, MCP, str(request_id)), "tool-not-found")
                 return wire_error(not_offered_text(server_id, name))
             try:
-                services.toolbox.admit(principal.tenant, name)
+                services.toolbox.admit(principal.tenant, name, lambda: call_context(principal, MCP, str(request_id)))
                 result = services.toolbox.call(principal.tenant, name, arguments if arguments is not None else {},
                                                permissions=taken[0].permissions, context=call_context(principal, MCP, str(request_id)))
             except Exception as error:

@@ -106,7 +106,7 @@ async def call_as(services: Services, principal: Principal, permissions: Permiss
     CONSOLE); `trace` is the MCP request's id."""
     try:
         # As on the REST path: when the tool's kind has no capacity left, say so at once rather than queue.
-        services.toolbox.admit(principal.tenant, name)
+        services.toolbox.admit(principal.tenant, name, lambda: call_context(principal, way_in, trace))
         call = partial(
             services.toolbox.call,
             principal.tenant,
@@ -154,6 +154,7 @@ class ToolHandlers:
         offer = offer_of(ctx)
         if offer.tool(params.name) is None:
             # The toolbox would run any tool the caller may use; through this server, only what it offers.
+            self._services.toolbox.refused(offer.principal.tenant, params.name, call_context(offer.principal, MCP), "tool-not-found")
             return CallToolResult(content=[TextContent(text=not_offered_text(offer.server_id, params.name))], is_error=True)
         return await call_as(self._services, offer.principal, offer.permissions, params.name, params.arguments,
                              trace=None if ctx.request_id is None else str(ctx.request_id))

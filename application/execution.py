@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from heapq import heappop, heappush
@@ -15,6 +16,7 @@ from typing import Any
 
 import networkx as nx
 
+from application.call_log import CallLog
 from application.context import CallContext, for_code
 from application.fair_share import TenantSessions
 from application.imports import _import_problem, check_draft_imports, check_imports
@@ -23,6 +25,7 @@ from domain.errors import (
     ImportCycle, ImportRefused, InvalidDefinition, SandboxBusy, SandboxUnavailable, TenantBusy, ToolNotCallable, UnknownModule,
     Violation,
 )
+from domain.calls import TEST
 from domain.graph import bundle_order, cycle_through, transitive_importers, with_edges
 from domain.model import CodeModule, Definition, ImportGraph
 from domain.ports import Execution as Bundle
@@ -45,6 +48,8 @@ class Execution:
         self._store = store
         self._sandbox = sandbox
         self._sessions = sessions
+        # A module's Test is a call too (docs/calls.md): the composition root hands the log in.
+        self.call_log = CallLog(None)
 
     def sandbox(self) -> Sandbox:
         """The sandbox, or `SandboxUnavailable` when code execution is off."""
@@ -77,7 +82,22 @@ class Execution:
         module_id: str | None,
         context: CallContext,
     ) -> ExecutionResult:
-        """POST /test: runs a definition as the editor holds it; nothing is saved."""
+        """POST /test: runs a definition as the editor holds it; nothing is saved. The run, or its
+        refusal, is a record of the call log (`via` test, the draft's hash as its definition)."""
+        started, clock = time.time(), time.perf_counter()
+        definition = {"content": content, "imports": imports, "tool": tool}
+        try:
+            result = self._test(tenant, content=content, imports=imports, tool=tool, input=input, module_id=module_id, context=context)
+        except Exception as error:
+            self.call_log.called(tenant, module_id or "(draft)", None, context, input, None, error, started,
+                                 time.perf_counter() - clock, via=TEST, kind="CODE", definition=definition)
+            raise
+        self.call_log.called(tenant, module_id or "(draft)", None, context, input, result, None, started,
+                             time.perf_counter() - clock, via=TEST, kind="CODE", definition=definition)
+        return result
+
+    def _test(self, tenant: str, *, content: Any, imports: Any, tool: dict[str, Any] | None, input: Any,
+              module_id: str | None, context: CallContext) -> ExecutionResult:
         found = source_violations(content) + imports_violations(imports)
         tool = normalise_tool(tool)
         if tool is not None:

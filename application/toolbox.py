@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -39,6 +40,7 @@ from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.projection import Projection
 from sortedcontainers import SortedDict
 
+from application.call_log import CallLog
 from application.context import CallContext
 from application.kinds.base import OPAQUE, K, Ranked, ToolKind, ToolKinds, Tools
 from application.projected import Follower
@@ -230,6 +232,8 @@ class Toolbox(Tools):
         self._kinds = kinds
         self._catalogs: dict[str, _Catalog] = {}
         self._journal = _Journal(store, kinds)
+        # Every call is recorded here, once (docs/calls.md); the composition root hands the log in.
+        self.call_log = CallLog(None)
 
     def projections(self) -> tuple[Follower[Any], ...]:
         """The read models the projection runner keeps up to date for the catalog: its journal."""
@@ -237,9 +241,11 @@ class Toolbox(Tools):
 
     def start(self) -> None:
         self._kinds.start()
+        self.call_log.start()
 
     def close(self) -> None:
         self._kinds.close()
+        self.call_log.close()
 
     @property
     def kinds(self) -> ToolKinds:
@@ -505,15 +511,27 @@ class Toolbox(Tools):
 
     # -- admission ---------------------------------------------------------------------------
 
-    def admit(self, tenant: str, name: str) -> None:
+    def admit(self, tenant: str, name: str, context: CallContext | Callable[[], CallContext] | None = None) -> None:
         """Refuses at once (the kind's own error: `SandboxBusy` for code) a call of `name` whose
         kind's capacity is taken, before the call goes to a thread. While no kind is saturated (the
-        usual case) this asks nothing of the event store."""
+        usual case) this asks nothing of the event store. A refusal is recorded (the call log)
+        when the way in says whose call it was (`context`, or what makes it: made only then)."""
         if not any(kind.saturated() for kind in self._kinds):
             return
         entry = self.entry(tenant, name)
         if entry is not None:
-            self.admit_entry(tenant, entry)
+            try:
+                self.admit_entry(tenant, entry)
+            except Exception as error:
+                if context is not None:
+                    made = context if isinstance(context, CallContext) else context()
+                    self.call_log.called(tenant, name, entry, made, None, None, error, time.time(), 0.0)
+                raise
+
+    def refused(self, tenant: str, name: str, context: CallContext, error: BaseException | str, arguments: Any = None) -> None:
+        """Records a call a way in refused before it reached the toolbox (a tool its MCP server
+        does not offer, a caller over its rate): `error` the refusal, or its code."""
+        self.call_log.called(tenant, name, self.entry_as_read(tenant, name), context, arguments, None, error, time.time(), 0.0)
 
     def admit_entry(self, tenant: str, entry: ToolEntry, depth: int = 0) -> None:
         self.kind_of(entry).admit(tenant, entry, self, depth)
@@ -521,8 +539,21 @@ class Toolbox(Tools):
     # -- calls -------------------------------------------------------------------------------
 
     def call(self, tenant: str, name: str, arguments: Any, *, permissions: Permissions, context: CallContext) -> ExecutionResult:
-        """Runs the tool `name` resolves to; refuses before anything runs when it may not."""
+        """Runs the tool `name` resolves to; refuses before anything runs when it may not. Every
+        call, answered or refused, leaves one record in the call log (the one place every way in
+        passes: REST, MCP, the Playground; a plan's nodes in `call_entry`)."""
         entry = self.entry(tenant, name)
+        started, clock = time.time(), time.perf_counter()
+        try:
+            result = self._call(tenant, name, entry, arguments, permissions, context)
+        except Exception as error:
+            self.call_log.called(tenant, name, entry, context, arguments, None, error, started, time.perf_counter() - clock)
+            raise
+        self.call_log.called(tenant, name, entry, context, arguments, result, None, started, time.perf_counter() - clock)
+        return result
+
+    def _call(self, tenant: str, name: str, entry: ToolEntry | None, arguments: Any, permissions: Permissions,
+              context: CallContext) -> ExecutionResult:
         if entry is None or not permissions.allow(entry):
             if permissions.everything:
                 for kind in self._kinds:
@@ -532,7 +563,7 @@ class Toolbox(Tools):
                         return answered(result)
             raise ToolNotCallable(name, "no such tool" if permissions.everything or entry is None else "not allowed for this caller (R14)")
         self._check_caller(tenant, entry, arguments, permissions)
-        return self.call_entry(tenant, entry, arguments, context, depth=0)
+        return self._call_entry(tenant, entry, arguments, context, 0)
 
     def _check_caller(self, tenant: str, entry: ToolEntry, arguments: Any, permissions: Permissions) -> None:
         """What a caller's call of a listed tool it may use must pass before anything runs."""
@@ -554,15 +585,24 @@ class Toolbox(Tools):
         as the routes always did. The same checks, in the same order, the same results."""
         entry = self._entry_in_memory(tenant, name)
         if entry is None or not permissions.allow(entry):
+            # `call` records the call.
             return await anyio.to_thread.run_sync(lambda: self.call(tenant, name, arguments, permissions=permissions, context=context))
-        self._check_caller(tenant, entry, arguments, permissions)
-        if not entry.enabled:
-            raise ToolNotCallable(entry.name, "the tool is disabled")
-        kind = self.kind_of(entry)
-        awaited = getattr(kind, "acall", None)
-        if awaited is None:
-            return answered(await anyio.to_thread.run_sync(kind.call, tenant, entry, arguments, context, self, 0))
-        return answered(await awaited(tenant, entry, arguments, context, self, 0))
+        started, clock = time.time(), time.perf_counter()
+        try:
+            self._check_caller(tenant, entry, arguments, permissions)
+            if not entry.enabled:
+                raise ToolNotCallable(entry.name, "the tool is disabled")
+            kind = self.kind_of(entry)
+            awaited = getattr(kind, "acall", None)
+            if awaited is None:
+                result = answered(await anyio.to_thread.run_sync(kind.call, tenant, entry, arguments, context, self, 0))
+            else:
+                result = answered(await awaited(tenant, entry, arguments, context, self, 0))
+        except Exception as error:
+            self.call_log.called(tenant, name, entry, context, arguments, None, error, started, time.perf_counter() - clock)
+            raise
+        self.call_log.called(tenant, name, entry, context, arguments, result, None, started, time.perf_counter() - clock)
+        return result
 
     def _entry_in_memory(self, tenant: str, name: str) -> ToolEntry | None:
         """The tool a call of `name` reaches (R15) when finding it reads nothing but the store's
@@ -577,7 +617,20 @@ class Toolbox(Tools):
         return holders[0] if holders else None
 
     def call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, depth: int) -> ExecutionResult:
-        """Hands the call to the tool's kind; whatever it answers passes `answered`."""
+        """Hands the call to the tool's kind; whatever it answers passes `answered`. A call a
+        plan's node makes (`depth` above 0) is a call of its own in the call log (`via` plan)."""
+        if depth == 0:
+            return self._call_entry(tenant, entry, arguments, context, depth)
+        started, clock = time.time(), time.perf_counter()
+        try:
+            result = self._call_entry(tenant, entry, arguments, context, depth)
+        except Exception as error:
+            self.call_log.called(tenant, entry.name, entry, context, arguments, None, error, started, time.perf_counter() - clock)
+            raise
+        self.call_log.called(tenant, entry.name, entry, context, arguments, result, None, started, time.perf_counter() - clock)
+        return result
+
+    def _call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, depth: int) -> ExecutionResult:
         if not entry.enabled:
             raise ToolNotCallable(entry.name, "the tool is disabled")
         return answered(self.kind_of(entry).call(tenant, entry, arguments, context, self, depth))

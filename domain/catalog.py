@@ -42,6 +42,9 @@ class ToolEntry:
     # The tool this entry is one capability of (a File Search tool's name): naming the group on a
     # server or in a usage profile names all its capabilities.
     group: str | None = None
+    # The version a call of it runs, for a kind whose tools have versions (a code module's
+    # published version); what the call log records (docs/calls.md).
+    version: int | None = None
 
     @property
     def offered_in_chat(self) -> bool:

@@ -30,6 +30,7 @@ from domain.ports import GraphLock, Outbound, Sandbox, SecretValues, SecretVault
 from api.kinds import KindPlugin, Wiring
 from application.kinds.base import KindDeps, ToolKinds
 from entrypoints.kinds import DEFAULT_KINDS
+from entrypoints.call_log import open_call_log
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.postgres_store import created_despite_others
@@ -313,6 +314,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
                             vault=open_vault(settings, store), outbound=api_outbound(settings),
                             resources=kind_resources(settings, store, kinds), own_tenant=settings.tenant,
                             tenant_sessions=settings.tenant_session_cap())
+    # Every call, from every way in, recorded where the toolbox and a module's Test run it (docs/calls.md).
+    app.toolbox.call_log = app.execution.call_log = open_call_log(settings, store)
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)
     channels = store_channels(settings, store, identity)

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import mcp, problems
 from api.direct import HotRoute, serve_directly
 from api.edge import RequestHead, Uploads, body_is_checked, body_refusal, refusal_before_body, upload_refusal
-from api.routes import audit, callers, catalog, changesets, operator, secrets, tokens, tools
+from api.routes import audit, callers, calls, catalog, changesets, operator, secrets, tokens, tools
 from api.schemas import openapi_with_rules
 from console import web as console
 from console.security import secure
@@ -266,6 +266,7 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(tokens.router)
     app.include_router(secrets.router)
     app.include_router(audit.router)
+    app.include_router(calls.router)
     app.include_router(operator.router)
     mcp_endpoint = mcp.mount(app, services)
     # The admin console (docs/console.md), with each kind's own pages.

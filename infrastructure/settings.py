@@ -92,6 +92,12 @@ class Settings(BaseSettings):
             "eventsourcing's POSTGRES_* variables)."))
     aggregate_cache_size: int = Field(10_000, validation_alias=_env("aggregate_cache_size", "TOOLSMITH_AGGREGATE_CACHE_SIZE"),
         description="How many aggregates the event-sourced application keeps in its cache.")
+    # The call log (docs/calls.md): beside the event store (calls.sqlite in the data dir, or its PostgreSQL schema).
+    call_log_days: int = Field(30, ge=1, le=36_500, validation_alias=_env("call_log_days", "TOOLSMITH_CALL_LOG_DAYS"),
+        description="How many days call records are kept; older ones are removed, and each removal is recorded in the log.")
+    call_log_queue: int = Field(50_000, ge=100, le=10_000_000, validation_alias=_env("call_log_queue", "TOOLSMITH_CALL_LOG_QUEUE"),
+        description=("How many call records may wait to be written; past it, records are dropped and counted, never a "
+            "call slowed."))
 
     # The read models (docs/architecture.md): OpenSearch when a URL is set, else in memory, rebuilt at start.
     opensearch_url: SecretStr | None = Field(None, validation_alias=_env("opensearch_url", "OPENSEARCH_URL"),

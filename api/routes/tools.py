@@ -6,7 +6,8 @@ import json
 
 from fastapi import APIRouter, Request, Response
 
-from api.deps import TOOL_CALLER, permissions_of
+from api.admission import Refusal
+from api.deps import TOOL_CALLER, bearer_token, permissions_of
 from api.direct import HotRoute
 from api.edge import body_problem
 from api.problems import documented
@@ -35,8 +36,13 @@ _ARGUMENTS = {"content": {"application/json": {"schema": {
              responses={200: {"model": ExecutionOut, "description": "Successful Response"}, **documented(400, 404, 413, 429, 503)})
 async def call_tool(name: str, request: Request) -> Response:
     """Run a tool (R15 resolves the name) with the given arguments, within the caller's permissions (R14)."""
-    principal = await TOOL_CALLER(request)
     services: Services = request.app.state.services
+    try:
+        principal = await TOOL_CALLER(request)
+    except Refusal as refusal:
+        _record_rate_refusal(services, request, name, refusal)
+        raise
+    context = call_context(principal, REST)
     body = await request.body()
     try:
         arguments = json.loads(body) if body else None
@@ -45,20 +51,32 @@ async def call_tool(name: str, request: Request) -> Response:
     if arguments is not None and not isinstance(arguments, dict):
         # Every tool's inputSchema is an object, as MCP's arguments are; only a plan's later nodes
         # take another node's output, whatever it is, as their input.
-        raise InvalidInput([Violation("input", "V1", "the arguments must be a JSON object of the tool's parameters")])
+        refusal = InvalidInput([Violation("input", "V1", "the arguments must be a JSON object of the tool's parameters")])
+        services.toolbox.refused(principal.tenant, name, context, refusal, arguments)
+        raise refusal
     # When the tool's kind has no capacity left (code, with every session of the JavaScript pool
     # taken) the answer is 429 at once, without a trip to a thread: a burst beyond the cap must not
     # queue behind itself. Tools of other kinds never wait on the pool. The kind has the last word.
-    services.toolbox.admit(principal.tenant, name)
+    services.toolbox.admit(principal.tenant, name, context)
     # Awaited on the loop where nothing in the call blocks (`Toolbox.acall`), in a worker thread otherwise.
     result = await services.toolbox.acall(
         principal.tenant,
         name,
         arguments,
         permissions=permissions_of(services, principal),
-        context=call_context(principal, REST),
+        context=context,
     )
     return Response(execution_json(result), media_type="application/json")
+
+
+def _record_rate_refusal(services: Services, request: Request, name: str, refusal: Refusal) -> None:
+    """A call its caller's rate refused is a call of the log too (docs/calls.md): whose it was, the
+    token says (it was admitted as far as its rate)."""
+    if refusal.status != 429 or refusal.code != "rate-limited":
+        return
+    principal = services.authenticator.authenticate(bearer_token(request.headers.get("authorization")))
+    if principal is not None:
+        services.toolbox.refused(principal.tenant, name, call_context(principal, REST), refusal)
 
 
 async def _call_directly(request: Request) -> Response:

@@ -119,4 +119,5 @@ def code_entry(module: CodeModule) -> ToolEntry:
         expose_in_chat=tool["exposeInChat"],
         enabled=tool["enabled"],
         configured=bool(published["content"].strip()),
+        version=module.published_version,
     )

@@ -1,0 +1,294 @@
+"""The call log (docs/calls.md): one record of every tool call, from every way in, written without slowing the call.
+
+The toolbox (`application/toolbox.py`) and a module's Test (`application/execution.py`) hand each
+call to `CallLog.called` or `CallLog.refused`; that is a dict built and appended to a bounded
+in-memory queue, nothing more: no hashing, no I/O, no lock but the queue's. A background thread
+takes the queue in batches and writes each batch in one transaction of the store
+(`CallRecords`, SQLite in the data dir or PostgreSQL beside the event store: `infrastructure/
+call_log_*.py`), which chains the records per tenant (`domain/calls.py`). The hashes of the
+arguments, the result and the tool's definition are computed there, in the writer, from the values
+the call already had (they are not changed after a call is answered).
+
+Past its capacity the queue takes no more: a record that does not fit is counted (`dropped`, for
+the metrics) and a structured warning says so, at most once a minute. A call never waits for the
+log. A read (`page`, `get`, `last_calls`) first waits, briefly, for what was queued before it to be
+written, so that whoever just called a tool finds its call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Protocol
+from uuid import uuid4
+
+from application.context import CONSOLE, MCP, REST, CallContext
+from domain import calls
+from domain.calls import canonical_sha256, iso
+from domain.catalog import ToolEntry
+from domain.ports import ExecutionResult
+
+log = logging.getLogger("toolsmith.call_log")
+
+DEFAULT_CAPACITY = 50_000
+DEFAULT_BATCH = 1_000
+# How long a record may wait in the queue before the writer takes it, when no batch filled up.
+FLUSH_SECONDS = 0.05
+WARN_EVERY_SECONDS = 60.0
+EXPIRE_EVERY_SECONDS = 3600.0
+MAX_PAGE = 500
+
+_VIA = {REST: calls.REST, MCP: calls.MCP, CONSOLE: calls.PLAYGROUND}
+
+
+@dataclass(frozen=True)
+class CallFilter:
+    """What `GET /api/v1/admin/calls` narrows the log to (None: anything)."""
+
+    tool: str | None = None
+    caller: str | None = None
+    outcome: str | None = None
+    via: str | None = None
+    since: str | None = None  # ISO 8601 instants, UTC, as records hold them
+    until: str | None = None
+
+
+class CallRecords(Protocol):
+    """Where the records are kept (`infrastructure/call_log_sqlite.py`, `call_log_postgres.py`)."""
+
+    def append(self, records: Sequence[dict[str, Any]]) -> None:
+        """Chains (`domain.calls.chained`) and stores `records` in one transaction."""
+
+    def page(self, tenant: str, where: CallFilter, *, before: int | None, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """The tenant's records matching `where`, newest first, stored before position `before`;
+        each with its `position`; and whether more follow."""
+
+    def get(self, tenant: str, record_id: str) -> dict[str, Any] | None: ...
+
+    def last_calls(self, tenant: str, tools: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The newest call record of each of `tools`, in one query."""
+
+    def expire(self, before: str) -> int:
+        """Removes every tenant's records older than `before`, recording each removal; answers how many."""
+
+    def chains(self) -> Iterator[dict[str, Any]]:
+        """Every record, by tenant then `n` (what verify reads)."""
+
+    def restore(self, records: Iterable[dict[str, Any]]) -> int:
+        """Stores records as they were exported (their hashes and places kept); answers how many."""
+
+    def close(self) -> None: ...
+
+
+class CallLog:
+    """The queue, its writer thread and the reads. `store` None: a log that keeps nothing (a test
+    or a command without a data dir), whose `called` costs one check."""
+
+    def __init__(self, store: CallRecords | None, *, capacity: int = DEFAULT_CAPACITY, batch: int = DEFAULT_BATCH,
+                 flush_seconds: float = FLUSH_SECONDS, clock: Any = time.time, days: int | None = None) -> None:
+        """`days`: how long records are kept (None: for ever); the writer removes older ones hourly."""
+        self.store = store
+        self.days = days
+        self._next_expiry = 0.0
+        self.on = store is not None
+        self.capacity = capacity
+        self.batch = batch
+        self.dropped = 0  # records the queue had no room for (a counter the metrics expose)
+        self.written = 0
+        self.failed = 0  # records a failing store could not take
+        self._flush_seconds = flush_seconds
+        self._clock = clock
+        self._queue: deque[dict[str, Any]] = deque()
+        self._queued = 0  # records ever queued (only the call path writes it)
+        self._done = 0  # records ever taken and written or given up (only the writer writes it)
+        self._wake = threading.Event()
+        self._progress = threading.Condition()
+        self._stopping = False
+        self._warned_at = float("-inf")
+        self._thread: threading.Thread | None = None
+
+    # -- the call path ------------------------------------------------------------------------
+
+    def called(self, tenant: str, name: str, entry: ToolEntry | None, context: CallContext, arguments: Any,
+               result: ExecutionResult | None, error: BaseException | str | None, started: float, elapsed: float,
+               via: str | None = None, kind: str | None = None, definition: Any = None) -> None:
+        """Queues the record of one call: `result` when it was answered, `error` when it was
+        refused or failed outside the tool; `started` its wall-clock time, `elapsed` seconds.
+        `via`, `kind` and `definition` for a run of what is no tool of the catalog (a module's Test
+        of its draft): else the context and the entry say."""
+        if not self.on:
+            return
+        if len(self._queue) >= self.capacity:
+            self._drop()
+            return
+        if result is not None:
+            outcome = calls.OK if result.error is None else result.error.type
+        elif isinstance(error, str):
+            outcome = error
+        else:
+            outcome = getattr(error, "code", None) or type(error).__name__
+        principal = context.principal
+        step = context.plan_step
+        self._queue.append({
+            "tenant": tenant, "at": started, "tool": name, "entry": entry, "caller": principal.name,
+            "caller_token": principal.token_id, "plan": step.plan if step is not None else None,
+            "via": via or (calls.PLAN if step is not None else _VIA.get(context.way_in, context.way_in)),
+            "arguments": arguments, "result": result, "outcome": outcome, "duration_ms": elapsed * 1000.0,
+            "trace_id": None, "kind": kind, "definition": definition,
+        })
+        self._queued += 1
+        if len(self._queue) >= self.batch:
+            self._wake.set()
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        now = time.monotonic()
+        if now - self._warned_at >= WARN_EVERY_SECONDS:
+            self._warned_at = now
+            log.warning("call log queue full: records dropped, counted only",
+                        extra={"dropped": self.dropped, "capacity": self.capacity})
+
+    # -- the writer ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.on and self._thread is None:
+            self._stopping = False
+            self._thread = threading.Thread(target=self._run, name="call-log-writer", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Writes what is queued, then stops the writer and closes the store."""
+        thread = self._thread
+        if thread is not None:
+            self._stopping = True
+            self._wake.set()
+            thread.join(timeout=10)
+            self._thread = None
+        if self.store is not None:
+            self._write_all()
+            self.store.close()
+
+    def flush(self, timeout: float = 2.0) -> bool:
+        """Waits until every record queued before this call is written (or given up); False when
+        `timeout` passed first."""
+        if not self.on:
+            return True
+        target = self._queued
+        if self._thread is None:
+            self._write_all()
+            return True
+        deadline = time.monotonic() + timeout
+        with self._progress:
+            while self._done < target:
+                self._wake.set()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._progress.wait(min(left, 0.05))
+        return True
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait(self._flush_seconds)
+            self._wake.clear()
+            self._write_all()
+            if self.days is not None and time.monotonic() >= self._next_expiry:
+                self._next_expiry = time.monotonic() + EXPIRE_EVERY_SECONDS
+                self._expire_now()
+        self._write_all()
+
+    def _expire_now(self) -> None:
+        try:
+            removed = self.expire(self.days)  # type: ignore[arg-type]
+        except Exception as error:  # noqa: BLE001 - tried again within the hour
+            log.error("call log: expiry failed", extra={"error": type(error).__name__})
+            return
+        if removed:
+            log.info("call log: expired records removed", extra={"removed": removed, "days": self.days})
+
+    def _write_all(self) -> None:
+        while self._queue:
+            taken: list[dict[str, Any]] = []
+            queue = self._queue
+            while queue and len(taken) < self.batch:
+                taken.append(queue.popleft())
+            self._write(taken)
+
+    def _write(self, taken: list[dict[str, Any]]) -> None:
+        try:
+            self.store.append([_record(raw) for raw in taken])  # type: ignore[union-attr]
+            self.written += len(taken)
+        except Exception as error:  # noqa: BLE001 - the calls were answered; the log says what it lost
+            self.failed += len(taken)
+            log.error("call log: a batch could not be written", extra={"records": len(taken), "error": type(error).__name__})
+        with self._progress:
+            self._done += len(taken)
+            self._progress.notify_all()
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def page(self, tenant: str, where: CallFilter, *, before: int | None = None, limit: int = 50) -> tuple[list[dict[str, Any]], bool]:
+        if self.store is None:
+            return [], False
+        self.flush()
+        return self.store.page(tenant, where, before=before, limit=min(limit, MAX_PAGE))
+
+    def get(self, tenant: str, record_id: str) -> dict[str, Any] | None:
+        if self.store is None:
+            return None
+        self.flush()
+        return self.store.get(tenant, record_id)
+
+    def last_calls(self, tenant: str, tools: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if self.store is None or not tools:
+            return {}
+        self.flush()
+        return self.store.last_calls(tenant, tools)
+
+    def expire(self, days: int) -> int:
+        """Removes the records older than `days` days (recorded in each tenant's chain)."""
+        if self.store is None:
+            return 0
+        if threading.current_thread() is not self._thread:
+            self.flush()
+        cutoff = datetime.fromtimestamp(self._clock(), timezone.utc) - timedelta(days=days)
+        return self.store.expire(iso(cutoff.timestamp()))
+
+
+def _definition_sha256(entry: ToolEntry | None) -> str | None:
+    if entry is None:
+        return None
+    return canonical_sha256({
+        "name": entry.name, "description": entry.description, "kind": entry.call_type, "inputSchema": entry.input_schema,
+        "tags": list(entry.tags), "exposeInChat": entry.expose_in_chat, "enabled": entry.enabled,
+        "version": getattr(entry, "version", None),
+    })
+
+
+def _record(raw: dict[str, Any]) -> dict[str, Any]:
+    """The stored record of a queued call (in the writer): its id, time and hashes."""
+    entry: ToolEntry | None = raw["entry"]
+    result: ExecutionResult | None = raw["result"]
+    if result is None:
+        result_sha256 = None
+    elif result.error is None:
+        result_sha256 = canonical_sha256(result.output)
+    else:
+        result_sha256 = canonical_sha256({"error": {"type": result.error.type, "message": result.error.message}})
+    kind = raw.get("kind") or (entry.call_type if entry is not None else None)
+    return {
+        "id": uuid4().hex, "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
+        "version": getattr(entry, "version", None),
+        "definition_sha256": canonical_sha256(raw["definition"]) if raw["definition"] is not None else _definition_sha256(entry),
+        "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": None, "caller_client": None,
+        "plan": raw["plan"], "via": raw["via"],
+        "arguments_sha256": canonical_sha256(raw["arguments"]), "result_sha256": result_sha256,
+        "outcome": raw["outcome"], "duration_ms": round(raw["duration_ms"], 3), "trace_id": raw["trace_id"],
+        "expired_through": None, "expired_hash": None,
+    }
+

@@ -1,0 +1,237 @@
+"""The call log's records in SQLite (docs/calls.md): `calls.sqlite` in the data dir, in WAL mode.
+
+Each record is stored whole, as the canonical JSON its hash covers (`record`), beside the columns
+the reads filter and sort on (tenant, tool, caller, outcome, via, time) and its `position`, the
+order it was stored in (the REST API's cursor). Reads show the JSON, never the columns, so a record
+shows what verify checks. `call_heads` keeps each tenant's chain head (its last `n` and hash), read
+and moved in the transaction that appends a batch: the chain continues across restarts.
+
+`SqlCallRecords` is the SQL both engines share (`infrastructure/call_log_postgres.py` is the
+PostgreSQL one); each supplies its connection, its placeholders and its tables' definitions.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from domain.calls import GENESIS, chained, expiry_record
+
+FILE_MODE = 0o600
+_FILTERS = ("tool", "outcome", "via")
+
+
+def dumps(record: dict[str, Any]) -> str:
+    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
+
+
+class SqlCallRecords:
+    """The SQL of a call-record store; `_transaction` yields a cursor, `P` is the placeholder."""
+
+    P = "?"
+    RECORDS = "call_records"
+    HEADS = "call_heads"
+
+    # -- what an engine supplies ------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Any]:  # pragma: no cover - each engine's own
+        raise NotImplementedError
+        yield
+
+    def _head_for_update(self, cursor: Any, tenant: str) -> tuple[int, str]:
+        cursor.execute(f"SELECT n, hash FROM {self.HEADS} WHERE tenant = {self.P}", (tenant,))
+        row = cursor.fetchone()
+        return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def append(self, records: Sequence[dict[str, Any]]) -> None:
+        if not records:
+            return
+        with self._transaction(write=True) as cursor:
+            self._append(cursor, records)
+
+    def _append(self, cursor: Any, records: Sequence[dict[str, Any]], *, as_stored: bool = False) -> None:
+        heads: dict[str, tuple[int, str]] = {}
+        rows = []
+        for record in records:
+            tenant = record["tenant"]
+            if tenant not in heads:
+                heads[tenant] = self._head_for_update(cursor, tenant)
+            n, previous = heads[tenant]
+            if not as_stored:
+                chained(record, n + 1, previous)
+            heads[tenant] = (record["n"], record["hash"])
+            rows.append((record["id"], tenant, record["n"], record["at"], record["tool"], record["caller"],
+                         record["caller_token"], record["outcome"], record["via"], dumps(record)))
+        p = self.P
+        cursor.executemany(
+            f"INSERT INTO {self.RECORDS} (id, tenant, n, at, tool, caller, caller_token, outcome, via, record) "
+            f"VALUES ({', '.join([p] * 10)})", rows)
+        cursor.executemany(
+            f"INSERT INTO {self.HEADS} (tenant, n, hash) VALUES ({p}, {p}, {p}) "
+            f"ON CONFLICT (tenant) DO UPDATE SET n = excluded.n, hash = excluded.hash",
+            [(tenant, n, digest) for tenant, (n, digest) in heads.items()])
+
+    def restore(self, records: Iterable[dict[str, Any]]) -> int:
+        """Records as exported, their places and hashes kept (an audit import into an empty store)."""
+        batch = [dict(record) for record in records]
+        batch.sort(key=lambda r: (r["tenant"], r["n"]))
+        with self._transaction(write=True) as cursor:
+            self._append(cursor, batch, as_stored=True)
+        return len(batch)
+
+    def expire(self, before: str) -> int:
+        """Removes the records older than `before` of every tenant; each tenant's removal is a new
+        record of its chain naming the last record removed and its hash (`domain/calls.py`)."""
+        p = self.P
+        removed = 0
+        with self._transaction(write=True) as cursor:
+            # Up to the newest record older than `before` (a chain is in time order: `n` follows `at`).
+            cursor.execute(f"SELECT tenant, MAX(n) FROM {self.RECORDS} WHERE at < {p} AND via <> {p} GROUP BY tenant",
+                           (before, "expiry"))
+            for tenant, through in cursor.fetchall():
+                self._head_for_update(cursor, tenant)  # the chain's lock first, as a batch takes it
+                cursor.execute(f"SELECT record FROM {self.RECORDS} WHERE tenant = {p} AND n = {p}", (tenant, through))
+                last = orjson.loads(cursor.fetchone()[0])
+                cursor.execute(f"SELECT COUNT(*) FROM {self.RECORDS} WHERE tenant = {p} AND n <= {p}", (tenant, through))
+                count = cursor.fetchone()[0]
+                cursor.execute(f"DELETE FROM {self.RECORDS} WHERE tenant = {p} AND n <= {p}", (tenant, through))
+                self._append(cursor, [expiry_record(tenant, time.time(), int(through), last["hash"], int(count))])
+                removed += int(count)
+        return removed
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def page(self, tenant: str, where: Any, *, before: int | None, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        p = self.P
+        clauses, args = [f"tenant = {p}", f"via <> {p}"], [tenant, "expiry"]
+        for name in _FILTERS:
+            value = getattr(where, name)
+            if value is not None:
+                clauses.append(f"{name} = {p}")
+                args.append(value)
+        if where.caller is not None:
+            clauses.append(f"(caller = {p} OR caller_token = {p})")
+            args += [where.caller, where.caller]
+        if where.since is not None:
+            clauses.append(f"at >= {p}")
+            args.append(where.since)
+        if where.until is not None:
+            clauses.append(f"at < {p}")
+            args.append(where.until)
+        if before is not None:
+            clauses.append(f"position < {p}")
+            args.append(before)
+        sql = (f"SELECT position, record FROM {self.RECORDS} WHERE {' AND '.join(clauses)} "
+               f"ORDER BY position DESC LIMIT {int(limit) + 1}")
+        with self._transaction(write=False) as cursor:
+            cursor.execute(sql, args)
+            rows = cursor.fetchall()
+        found = [{**orjson.loads(record), "position": int(position)} for position, record in rows[:limit]]
+        return found, len(rows) > limit
+
+    def get(self, tenant: str, record_id: str) -> dict[str, Any] | None:
+        p = self.P
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT position, record FROM {self.RECORDS} WHERE tenant = {p} AND id = {p}", (tenant, record_id))
+            row = cursor.fetchone()
+        return {**orjson.loads(row[1]), "position": int(row[0])} if row else None
+
+    def last_calls(self, tenant: str, tools: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The newest call of each tool (a module's Test runs a draft, not the tool: not counted)."""
+        p = self.P
+        names = list(dict.fromkeys(tools))
+        marks = ", ".join([p] * len(names))
+        sql = (f"SELECT record FROM {self.RECORDS} WHERE position IN (SELECT MAX(position) FROM {self.RECORDS} "
+               f"WHERE tenant = {p} AND tool IN ({marks}) AND via <> {p} GROUP BY tool)")
+        with self._transaction(write=False) as cursor:
+            cursor.execute(sql, [tenant, *names, "test"])
+            rows = cursor.fetchall()
+        found = [orjson.loads(row[0]) for row in rows]
+        return {record["tool"]: record for record in found}
+
+    def chains(self) -> Iterator[dict[str, Any]]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT record FROM {self.RECORDS} ORDER BY tenant, n")
+            while True:
+                rows = cursor.fetchmany(1000)
+                if not rows:
+                    return
+                for (record,) in rows:
+                    yield orjson.loads(record)
+
+    def count(self) -> int:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {self.RECORDS}")
+            return int(cursor.fetchone()[0])
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS call_records (
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    tool TEXT,
+    caller TEXT,
+    caller_token TEXT,
+    outcome TEXT NOT NULL,
+    via TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS call_records_chain ON call_records (tenant, n);
+CREATE INDEX IF NOT EXISTS call_records_tool ON call_records (tenant, tool, position);
+CREATE INDEX IF NOT EXISTS call_records_at ON call_records (at);
+CREATE TABLE IF NOT EXISTS call_heads (tenant TEXT PRIMARY KEY, n INTEGER NOT NULL, hash TEXT NOT NULL);
+"""
+
+
+class SqliteCallRecords(SqlCallRecords):
+    """The records in the SQLite file `path` (made 0600): one connection writes (the log's writer
+    thread), another reads; each behind its own lock."""
+
+    def __init__(self, path: Path | str) -> None:
+        path = str(path)
+        if path != ":memory:" and not os.path.exists(path):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+            except FileExistsError:
+                pass
+        self._writer = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+        self._writer.execute("PRAGMA journal_mode=WAL")
+        self._writer.execute("PRAGMA synchronous=NORMAL")
+        self._writer.executescript(_SCHEMA)
+        self._reader = self._writer if path == ":memory:" else sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+        self._write_lock = threading.Lock()
+        self._read_lock = self._write_lock if self._reader is self._writer else threading.Lock()
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Any]:
+        connection, lock = (self._writer, self._write_lock) if write else (self._reader, self._read_lock)
+        with lock:
+            cursor = connection.cursor()
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield cursor
+            except BaseException:
+                connection.rollback()
+                raise
+            else:
+                connection.commit()
+            finally:
+                cursor.close()
+
+    def close(self) -> None:
+        for connection in {id(c): c for c in (self._reader, self._writer)}.values():
+            connection.close()
