@@ -73,6 +73,13 @@ class Admission:
         if principal is None:
             self._failed(client)
             raise Refusal(401, "unauthorized", UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
+        return self.admit_principal(principal, client, key=digest)
+
+    def admit_principal(self, principal: Principal, client: str | None = None, *, key: str | None = None) -> Principal:
+        """A principal found otherwise than by a bearer token (a person's console session,
+        docs/users.md), or by one (`key`: its digest): its tenant's state, then its rates. The
+        rate counts the person wherever there is one (`Principal.rate_key`), whatever token,
+        session or client they come through."""
         if principal.role != OPERATOR:
             state = self.tenants.state(principal.tenant)
             if not state.exists:
@@ -81,7 +88,7 @@ class Admission:
                 raise Refusal(401, "unauthorized", UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
             if state.suspended:
                 raise Refusal(403, "tenant-suspended", "this token's organization is suspended; its operator can resume it")
-        wait = self.limiter.take(principal.token_id or digest)
+        wait = self.limiter.take(principal.rate_key or key or principal.name)
         if wait is not None:
             raise Refusal(429, "rate-limited",
                           f"this token made more than {self.limiter.burst} requests at once or more than "

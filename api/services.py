@@ -16,6 +16,7 @@ from application.store import Store
 from application.tenants import Tenants
 from application.tokens import Tokens
 from application.usage import Usage
+from application.users import Users
 from api.admission import Admission
 from application.toolbox import Toolbox
 from domain.ports import GraphLock, Sandbox
@@ -47,6 +48,8 @@ class Services:
     usage: Usage
     # Every request's token, its tenant's state and its rate (docs/security.md, docs/tenants.md).
     admission: Admission
+    # The people of each tenant (docs/users.md).
+    users: Users | None = None
     # The admin and operator tokens when this start generated them; shown once, then forgotten.
     new_admin_token: str | None = field(default=None, repr=False)
     new_operator_token: str | None = field(default=None, repr=False)

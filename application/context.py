@@ -53,7 +53,7 @@ class CallContext:
         """What `ai.context()` returns to the code, and a native tool is handed: never a token (V2)."""
         step = self.plan_step
         return {
-            "user": {"id": self.principal.name, "roles": [self.principal.role], "locale": "en"},
+            "user": user_for_code(self.principal),
             "tenant": self.principal.tenant,
             "provider": None,
             "usageProfile": self.principal.usage_profile,
@@ -61,6 +61,16 @@ class CallContext:
             "request": None,
             "planRun": None if step is None else {"plan": step.plan, "node": step.node, "toolName": step.tool_name},
         }
+
+
+def user_for_code(principal: Principal) -> dict[str, Any]:
+    """`ai.context().user`: the person when one calls (their id, display name, email, locale and
+    how they came: docs/users.md), else the token's name as the id, in English."""
+    person = principal.user
+    if person is None:
+        return {"id": principal.name, "roles": [principal.role], "locale": "en"}
+    return {"id": person.id, "name": person.name, "email": person.email, "roles": [principal.role],
+            "locale": person.locale, "via": principal.via}
 
 
 def for_code(context: CallContext | None) -> dict[str, Any]:

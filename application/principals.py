@@ -1,5 +1,6 @@
-"""Who is calling (docs/security.md): the principal a bearer token stands for, the roles, and the
-authenticator that finds the principal of a presented token.
+"""Who is calling (docs/security.md, docs/users.md): the principal a bearer token or a person's
+session stands for (and the person, when there is one), the roles, and the authenticator that finds
+the principal of a presented token.
 
 Only digests are compared (`domain.callers.token_digest`). The first admin's and the operator's
 digests come from the data dir or the settings (`infrastructure/auth.py`), handed in by the
@@ -34,13 +35,42 @@ ROLES = (ADMIN, AUDITOR, CALLER)
 
 
 @dataclass(frozen=True)
+class Person:
+    """The person a principal is, when it is one (docs/users.md): a user of its tenant."""
+
+    id: str
+    name: str
+    email: str
+    locale: str
+
+
+@dataclass(frozen=True)
 class Principal:
+    # What events record as `by`: a token's name, or for a person `domain.users.actor` (their
+    # display name, id and how they came), so that every change a person makes names them.
     name: str
     role: str
     tenant: str
     # A caller token's usage profile (R14); the id of an issued token (None for the first admin's).
     usage_profile: str | None = None
     token_id: str | None = None
+    # The person, when there is one (a console session of theirs, one of their tokens, an OAuth
+    # client acting for them), and how they came: `console`, `token` or `oauth`.
+    user: Person | None = None
+    via: str | None = None
+
+    @property
+    def rate_key(self) -> str | None:
+        """What the request rate counts: the person wherever there is one, whatever token, session
+        or client they come through; else the token (None: the caller's digest)."""
+        if self.user is not None:
+            return f"user:{self.tenant}:{self.user.id}"
+        return self.token_id
+
+    @property
+    def display_name(self) -> str:
+        """The person's display name, else the token's name."""
+        return self.user.name if self.user is not None else self.name
 
 
 class Authenticator:

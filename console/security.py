@@ -147,11 +147,20 @@ async def signed_in(request: Request) -> Visitor:
     """Whoever the session's token is now, if the admission lets it in (as it does each API request:
     a suspended organization's 403, a rate's 429); sign-in when the token no longer works."""
     session = session_of(request)
+    services = request.app.state.services
     try:
-        principal = request.app.state.services.admission.admit_digest(session.digest, client_address(request))
+        if session.user_id is not None:  # a person's session (docs/users.md): who they are now
+            person = services.users.principal(session.tenant, session.user_id) if services.users is not None else None
+            if person is None:  # disabled or deleted: their sessions end at once
+                raise SignInRequired()
+            principal = services.admission.admit_principal(person, client_address(request))
+        else:
+            principal = services.admission.admit_digest(session.digest, client_address(request))
     except Refusal as refusal:
         raise _not_admitted(refusal, session) from None
-    if principal.role not in (ADMIN, AUDITOR, OPERATOR):
+    # A person of any role signs in (a caller sees their account, and allows their AI clients);
+    # a caller's token does not.
+    if principal.role not in (ADMIN, AUDITOR, OPERATOR) and principal.user is None:
         raise SignInRequired()
     visitor = Visitor(principal, session)
     request.state.visitor = visitor
@@ -166,6 +175,9 @@ async def current_visitor(visitor: Annotated[Visitor, Depends(signed_in)]) -> Vi
         raise Refused(403, "The operator's token manages the organizations and nothing inside them: "
                            "sign in with an organization's admin or auditor token to see its tools.",
                       title="Not for the operator")
+    if visitor.principal.role not in (ADMIN, AUDITOR):  # a caller person: their account only
+        raise Refused(403, "Your role (caller) uses tools through AI clients and scripts; the console shows you "
+                           "your account.", title="Not for callers")
     return visitor
 
 

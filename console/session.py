@@ -1,7 +1,10 @@
-"""Console sessions: a token is presented once at sign-in; the browser then holds a signed, expiring,
-HttpOnly, SameSite=Strict cookie carrying the token's SHA-256 digest (never the token), a session id
-and the session's CSRF token. Every request asks the authenticator who holds that digest now, so a
-revoked token ends its sessions at once. Sign-out ends the session id on this process (and clears
+"""Console sessions, of two kinds. A token session: a token is presented once at sign-in; the browser
+then holds a signed, expiring, HttpOnly, SameSite=Strict cookie carrying the token's SHA-256 digest
+(never the token), a session id and the session's CSRF token. Every request asks the authenticator
+who holds that digest now, so a revoked token ends its sessions at once. A person session
+(docs/users.md: a password or single sign-on): the cookie names the person (their tenant and user
+id) instead, and every request asks the people's registry who they are now, so a disabled or
+deleted person's sessions end at once. Sign-out ends the session id on this process (and clears
 the cookie); the signature's age bounds every session (`TOOLSMITH_SESSION_HOURS`)."""
 
 from __future__ import annotations
@@ -22,11 +25,22 @@ COOKIE = "toolsmith_session"
 KEY_FILE = "session.key"
 
 
+TOKEN_SESSION = "token"
+PERSON_SESSION = "person"
+
+
 @dataclass(frozen=True)
 class Session:
     session_id: str
-    digest: str
+    digest: str  # a token session's token digest; empty for a person's
     csrf: str
+    # A person session's tenant and user id (docs/users.md); None for a token session.
+    tenant: str | None = None
+    user_id: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return PERSON_SESSION if self.user_id is not None else TOKEN_SESSION
 
 
 def session_key(data_dir: Path, configured: str | None) -> str:
@@ -62,6 +76,12 @@ class Sessions:
         value = self._serializer.dumps({"s": session.session_id, "d": session.digest, "c": session.csrf})
         return session, value
 
+    def start_person(self, tenant: str, user_id: str) -> tuple[Session, str]:
+        """A new session for a person of `tenant`, and its cookie value."""
+        session = Session(secrets.token_urlsafe(16), "", secrets.token_urlsafe(24), tenant, user_id)
+        value = self._serializer.dumps({"s": session.session_id, "d": "", "c": session.csrf, "t": tenant, "u": user_id})
+        return session, value
+
     def read(self, value: str | None) -> Session | None:
         if not value:
             return None
@@ -74,6 +94,8 @@ class Sessions:
         with self._lock:
             if data["s"] in self._ended:
                 return None
+        if isinstance(data.get("u"), str) and isinstance(data.get("t"), str):
+            return Session(data["s"], "", data["c"], data["t"], data["u"])
         return Session(data["s"], data["d"], data["c"])
 
     def end(self, session: Session) -> None:

@@ -22,6 +22,7 @@ from application.secrets import Secrets
 from application.store import Store
 from application.tenants import Tenants
 from application.tokens import Tokens
+from application.users import Users
 from application.usage import Usage
 from application.toolbox import Toolbox
 from domain.catalog import DeclaredTool
@@ -203,6 +204,7 @@ class ApplicationServices:
     secrets: Secrets
     tenants: Tenants
     usage: Usage
+    users: Users
 
 
 def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_lock: GraphLock | None = None,
@@ -210,7 +212,8 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
                       names: ToolKinds | None = None, kinds: Sequence[KindPlugin] = DEFAULT_KINDS,
                       secrets: SecretValues | None = None, outbound: Outbound | None = None,
                       vault: SecretVault | None = None, resources: Mapping[str, Any] | None = None,
-                      own_tenant: str = "default", tenant_sessions: int | None = None) -> ApplicationServices:
+                      own_tenant: str = "default", tenant_sessions: int | None = None,
+                      login_failures: int = 5, invitation_hours: float = 72.0) -> ApplicationServices:
     """Every application service over `store`: `sandbox` answers the sandbox that runs code (or
     refuses, when code execution is off; `code_sandbox` is that sandbox, None when off),
     `graph_lock` serializes each tenant's graph changes, and `kinds` are the kinds of tool
@@ -224,7 +227,8 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     history = History(store)
     names = names if names is not None else ToolKinds()
     # The secrets ask every kind which secrets its tools use, and the kinds read them: one registry.
-    secret_service = Secrets(store, commands, vault or ephemeral_vault(store), names)
+    vault = vault or ephemeral_vault(store)
+    secret_service = Secrets(store, commands, vault, names)
     usage = Usage(store, secret_service, counted=[counted for plugin in kinds for counted in plugin.quotas])
     tenants = Tenants(store, commands, own=own_tenant, holdings=usage.holdings)
     quotas = Quotas(tenants, usage)
@@ -243,6 +247,8 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
         secrets=secret_service,
         tenants=tenants,
         usage=usage,
+        # People's password hashes are credentials in the same vault (docs/users.md).
+        users=Users(store, commands, vault, login_failures=login_failures, invitation_hours=invitation_hours),
     )
 
 
@@ -313,7 +319,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
                             code_sandbox=sandbox, names=names, kinds=kinds,  # type: ignore[arg-type]
                             vault=open_vault(settings, store), outbound=api_outbound(settings),
                             resources=kind_resources(settings, store, kinds), own_tenant=settings.tenant,
-                            tenant_sessions=settings.tenant_session_cap())
+                            tenant_sessions=settings.tenant_session_cap(),
+                            login_failures=settings.login_failures, invitation_hours=settings.invitation_hours)
     # Every call, from every way in, recorded where the toolbox and a module's Test run it (docs/calls.md).
     app.toolbox.call_log = app.execution.call_log = open_call_log(settings, store)
     identity = store_identity(store)
@@ -336,6 +343,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     # Who holds an issued token is kept a second; a token or tenant changed here is seen at once.
     app.tokens.on_change(authenticator.forget)
     app.tenants.on_change(authenticator.forget)
+    app.users.on_change(authenticator.forget)
     token = settings.admin_token.get_secret_value() if settings.admin_token else None
     digest, new_token = admin_token_digest(settings.data_dir, token)
     authenticator.add(digest, Principal(name="admin", role=ADMIN, tenant=settings.tenant))
@@ -363,6 +371,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
         new_operator_token=new_operator_token,
         tenants=app.tenants,
         usage=app.usage,
+        users=app.users,
         admission=admission,
         plugins=tuple(kinds),
     )

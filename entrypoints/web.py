@@ -19,6 +19,7 @@ from api import mcp, problems
 from api.direct import HotRoute, serve_directly
 from api.edge import RequestHead, Uploads, body_is_checked, body_refusal, refusal_before_body, upload_refusal
 from api.routes import audit, callers, calls, catalog, changesets, operator, secrets, tokens, tools
+from api.routes import users as people
 from api.schemas import openapi_with_rules
 from console import web as console
 from console.security import secure
@@ -265,6 +266,7 @@ def create_app(services: Services) -> FastAPI:
         app.include_router(router)
     app.include_router(tokens.router)
     app.include_router(secrets.router)
+    app.include_router(people.router)
     app.include_router(audit.router)
     app.include_router(calls.router)
     app.include_router(operator.router)

@@ -84,6 +84,11 @@ class Settings(BaseSettings):
             "decrypt. Unset: generated into the data dir (0600)."))
     session_hours: float = Field(8.0, gt=0, le=24 * 30, validation_alias=_env("session_hours", "TOOLSMITH_SESSION_HOURS"),
         description="How long a console session lasts after sign-in.")
+    # People (docs/users.md): wrong passwords for one (organization, email) before it is locked for 15 minutes.
+    login_failures: int = Field(5, ge=1, le=100, validation_alias=_env("login_failures", "TOOLSMITH_LOGIN_FAILURES"),
+        description="Wrong passwords for one person (organization and email) before their sign-in is locked for 15 minutes.")
+    invitation_hours: float = Field(72.0, gt=0, le=24 * 30, validation_alias=_env("invitation_hours", "TOOLSMITH_INVITATION_HOURS"),
+        description="How long a person's invitation link (to set their first password) stays valid.")
 
     # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise
     # (`eventsourcing.postgres`, with eventsourcing's POSTGRES_* variables).

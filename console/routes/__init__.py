@@ -4,6 +4,7 @@ of tool's own pages come with it (`api.kinds.KindPlugin.console`, registered in
 organizations) are the only ones its token opens."""
 
 from console.routes import audit, auth, callers, catalog, operator, palette, playground, secrets, servers, tokens
+from console.routes import users
 
 ROUTERS = (auth.router, catalog.router, callers.router, servers.router, tokens.router, secrets.router, audit.router, playground.router,
-           operator.router, palette.router)
+           operator.router, palette.router, users.router)

@@ -1,0 +1,208 @@
+"""People through the REST API (docs/users.md): `/api/v1/admin/users` creates (with a password or by
+invitation), lists by pages, reads, changes (If-Match), disables, enables and deletes; admins only,
+auditors read; another tenant's person is a 404; bad input is a problem naming the field. Every
+change names who made it; a person's own token and session name the person; the request rate
+counts the person whatever they come through; and no answer, event or export holds a password or
+its hash."""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from domain.users import actor_of, users_id
+from infrastructure import audit
+from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN, expect, same_origin
+
+USERS = "/api/v1/admin/users"
+PASSWORD = "correct horse battery staple"
+
+
+def _user(api: TestClient, email: str = "ada@example.com", **fields: Any) -> dict[str, Any]:
+    body = {"email": email, "name": "Ada Lovelace", "role": "admin", "password": PASSWORD, **fields}
+    return expect(api.post(USERS, json=body), 201).json()
+
+
+def _token(api: TestClient, role: str) -> str:
+    return expect(api.post("/api/v1/admin/tokens", json={"name": f"a {role}", "role": role}), 201).json()["token"]
+
+
+def _fields(answer: Any) -> list[str]:
+    return [e["field"] for e in answer.json().get("errors", [])]
+
+
+def test_create_get_change_disable_enable_delete(api: TestClient) -> None:
+    made = _user(api, email="  Ada@Example.COM ", locale="fr-ch")
+    assert made["email"] == "ada@example.com" and made["locale"] == "fr-CH" and made["status"] == "active"
+    assert made["invitation"] is None and made["createdBy"] == "admin"
+    assert not any(k in made for k in ("password", "hash", "passwordHash"))
+    read = expect(api.get(f"{USERS}/{made['id']}"), 200)
+    etag = read.headers["ETag"]
+    changed = expect(api.patch(f"{USERS}/{made['id']}", json={"name": "Ada King", "role": "auditor"},
+                               headers={"If-Match": etag}), 200).json()
+    assert changed["name"] == "Ada King" and changed["role"] == "auditor"
+    # The ETag read before the change is stale now: 412.
+    assert api.patch(f"{USERS}/{made['id']}", json={"name": "Ada"}, headers={"If-Match": etag}).status_code == 412
+    assert expect(api.post(f"{USERS}/{made['id']}/disable"), 200).json()["status"] == "disabled"
+    assert expect(api.post(f"{USERS}/{made['id']}/enable"), 200).json()["status"] == "active"
+    expect(api.delete(f"{USERS}/{made['id']}"), 204)
+    assert api.get(f"{USERS}/{made['id']}").status_code == 404
+    # Its email is free again.
+    _user(api)
+
+
+def test_list_pages_by_cursor(api: TestClient) -> None:
+    for i in range(5):
+        _user(api, email=f"p{i}@example.com", name=f"P {i}", role="auditor")
+    seen, url = [], f"{USERS}?limit=2"
+    while url:
+        answer = expect(api.get(url), 200)
+        seen += [u["email"] for u in answer.json()]
+        link = answer.headers.get("Link")
+        url = re.match(r"<([^>]+)>", link).group(1) if link else ""
+    assert seen == [f"p{i}@example.com" for i in range(5)]
+    assert api.get(f"{USERS}?cursor=!!").status_code == 400
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"email": "not an email"}, "email"),
+    ({"email": "ada@"}, "email"),
+    ({"password": "short"}, "password"),
+    ({"role": "owner"}, "role"),
+    ({"role": "caller", "usageProfile": "nope"}, "usageProfile"),
+    ({"role": "admin", "usageProfile": "nope"}, "usageProfile"),
+    ({"locale": "english please"}, "locale"),
+    ({"locale": "xx-YY"}, "locale"),
+    ({"name": "   "}, "name"),
+    ({"email": 7}, "email"),
+    ({"extra": 1}, "extra"),
+])
+def test_bad_input_names_the_field(api: TestClient, body: dict[str, Any], field: str) -> None:
+    answer = api.post(USERS, json={"email": "bad@example.com", "name": "B", "role": "admin", "password": PASSWORD, **body})
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert field in _fields(answer)
+    assert PASSWORD not in answer.text
+
+
+def test_an_email_is_taken_once(api: TestClient) -> None:
+    _user(api)
+    assert api.post(USERS, json={"email": "ADA@example.com", "name": "X", "role": "admin", "password": PASSWORD}).status_code == 409
+
+
+def test_a_caller_has_a_usage_profile(api: TestClient) -> None:
+    expect(api.post("/api/v1/admin/usage-profiles", json={"id": "support", "allowedTools": [], "allowedTags": []}), 201)
+    made = _user(api, role="caller", usageProfile="support")
+    assert made["usageProfile"] == "support"
+    # Made an admin, the profile goes.
+    assert expect(api.patch(f"{USERS}/{made['id']}", json={"role": "admin"}), 200).json()["usageProfile"] is None
+
+
+def test_auditors_read_and_callers_nothing(api: TestClient, app: FastAPI) -> None:
+    made = _user(api)
+    auditor = TestClient(app, headers={"Authorization": f"Bearer {_token(api, 'auditor')}"})
+    assert auditor.get(USERS).status_code == 200
+    assert auditor.get(f"{USERS}/{made['id']}").status_code == 200
+    assert auditor.post(USERS, json={"email": "x@example.com", "name": "X", "role": "admin", "password": PASSWORD}).status_code == 403
+    assert auditor.post(f"{USERS}/{made['id']}/disable").status_code == 403
+    assert auditor.delete(f"{USERS}/{made['id']}").status_code == 403
+    assert auditor.patch(f"{USERS}/{made['id']}", json={"name": "Y"}).status_code == 403
+    caller = TestClient(app, headers={"Authorization": f"Bearer {_token(api, 'caller')}"})
+    assert caller.get(USERS).status_code == 403
+    operator = TestClient(app, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
+    assert operator.get(USERS).status_code == 403
+    assert TestClient(app).get(USERS).status_code == 401
+
+
+def test_another_tenants_person_is_not_found(api: TestClient, app: FastAPI) -> None:
+    operator = TestClient(app, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
+    other = expect(operator.post("/api/v1/operator/tenants", json={"id": "other", "name": "Other"}), 201).json()
+    theirs = TestClient(app, headers={"Authorization": f"Bearer {other['adminToken']}"})
+    mine = _user(api)
+    ghost = "0123456789abcdef"
+    for method, path, body in (("GET", "", None), ("PATCH", "", {"name": "X"}), ("POST", "/disable", None),
+                               ("POST", "/enable", None), ("POST", "/invitation", None), ("DELETE", "", None)):
+        crossed = theirs.request(method, f"{USERS}/{mine['id']}{path}", json=body)
+        unknown = theirs.request(method, f"{USERS}/{ghost}{path}", json=body)
+        assert crossed.status_code == unknown.status_code == 404, (method, path)
+        assert crossed.json()["detail"].replace(mine["id"], ghost) == unknown.json()["detail"]
+    assert theirs.get(USERS).json() == []
+    # The same email is free in the other tenant.
+    assert theirs.post(USERS, json={"email": "ada@example.com", "name": "A", "role": "admin", "password": PASSWORD}).status_code == 201
+    assert expect(api.get(f"{USERS}/{mine['id']}"), 200).json()["name"] == "Ada Lovelace"
+
+
+def test_an_invitation_sets_the_password_once(api: TestClient, app: FastAPI) -> None:
+    made = expect(api.post(USERS, json={"email": "bob@example.com", "name": "Bob", "role": "auditor"}), 201).json()
+    assert made["status"] == "invited" and made["invitation"]["code"].startswith("tsi_")
+    assert made["invitation"]["url"].startswith("/console/invitation?code=")
+    code = made["invitation"]["code"]
+    # The code is never shown again.
+    assert code not in api.get(f"{USERS}/{made['id']}").text and code not in api.get(USERS).text
+    browser = TestClient(app)
+    page = browser.get(made["invitation"]["url"])
+    assert page.status_code == 200 and "Bob" in page.text
+    short = browser.post("/console/invitation", data={"code": code, "password": "short", "confirm": "short"}, headers=same_origin(browser))
+    assert "at least 12 characters" in short.text
+    done = browser.post("/console/invitation", data={"code": code, "password": PASSWORD, "confirm": PASSWORD},
+                        headers=same_origin(browser), follow_redirects=False)
+    assert done.status_code == 303
+    assert expect(browser.get("/console/"), 200).url.path == "/console/modules"  # signed in
+    assert expect(api.get(f"{USERS}/{made['id']}"), 200).json()["status"] == "active"
+    # Used once.
+    again = TestClient(app).post("/console/invitation", data={"code": code, "password": PASSWORD, "confirm": PASSWORD},
+                                 headers=same_origin(browser))
+    assert again.status_code == 404
+    # A new invitation replaces the one before.
+    first = expect(api.post(f"{USERS}/{made['id']}/invitation"), 201).json()["code"]
+    second = expect(api.post(f"{USERS}/{made['id']}/invitation"), 201).json()["code"]
+    assert TestClient(app).get(f"/console/invitation?code={first}").status_code == 404
+    assert TestClient(app).get(f"/console/invitation?code={second}").status_code == 200
+
+
+def test_events_name_the_person_and_never_hold_a_password(api: TestClient, app: FastAPI) -> None:
+    services = app.state.services
+    made = _user(api)
+    person = TestClient(app)
+    signed = person.post("/console/sign-in/password", headers=same_origin(person), follow_redirects=False,
+                         data={"organization": "default", "email": "ada@example.com", "password": PASSWORD})
+    assert signed.status_code == 303, signed.text
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', person.get("/console/tokens").text).group(1)
+    # A change in the console by the person names them, their id and how they came.
+    expect(person.post("/console/profiles", data={"id": "support", "allowedTags": "", "csrf_token": csrf},
+                       headers=same_origin(person), follow_redirects=False), 303)
+    profile = expect(api.get("/api/v1/admin/usage-profiles/support"), 200).json()
+    assert actor_of(profile["createdBy"]) == {"user": made["id"], "name": "Ada Lovelace", "via": "console"}
+    # The store, the vault's table and a whole export hold neither the password nor its hash.
+    stored = [repr(e.__dict__) for e in services.store.stored_events(users_id("default"))]
+    assert stored and not any(PASSWORD in s or "$argon2" in s for s in stored)
+    out = io.BytesIO()
+    audit.export(services.store, out)
+    exported = out.getvalue().decode()
+    assert "PasswordSet" in exported and PASSWORD not in exported and "$argon2" not in exported
+    credential = services.users._credential("default", made["id"])["hash"]
+    assert credential.startswith("$argon2id$") and credential not in exported
+    # The hash is at rest only encrypted (the vault's table).
+    with services.store.recorder.datastore.transaction(commit=False) as cursor:
+        cursor.execute("SELECT * FROM toolsmith_secrets")
+        rows = repr(cursor.fetchall())
+    assert "argon2" not in rows and PASSWORD not in rows
+
+
+def test_a_disabled_or_deleted_persons_session_ends_at_once(api: TestClient, app: FastAPI) -> None:
+    made = _user(api)
+    person = TestClient(app)
+    expect(person.post("/console/sign-in/password", headers=same_origin(person), follow_redirects=False,
+                       data={"organization": "default", "email": "ada@example.com", "password": PASSWORD}), 303)
+    assert person.get("/console/tokens", follow_redirects=False).status_code == 200
+    expect(api.post(f"{USERS}/{made['id']}/disable"), 200)
+    assert person.get("/console/tokens", follow_redirects=False).status_code in (303, 401)
+    expect(api.post(f"{USERS}/{made['id']}/enable"), 200)
+    assert person.get("/console/tokens", follow_redirects=False).status_code == 200
+    expect(api.delete(f"{USERS}/{made['id']}"), 204)
+    assert person.get("/console/tokens", follow_redirects=False).status_code in (303, 401)
