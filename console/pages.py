@@ -37,6 +37,7 @@ NAVIGATION = (
     ("/console/servers", "MCP servers", 60, "Connect"),
     ("/console/profiles", "Usage profiles", 70, "Connect"),
     ("/console/tokens", "Tokens", 80, "Connect"),
+    ("/console/oauth/grants", "Connected apps", 85, "Connect"),
     ("/console/secrets", "Secrets", 90, "Connect"),
     ("/console/agents", "Agents", 100, "Connect"),
     ("/console/plans", "Plans", 110, "Connect"),
@@ -87,7 +88,7 @@ class Pages:
         self.env.filters["tojson"] = _tojson
         # Dates (console.display.when): `{{ moment|when }}`, or `{{ moment|when(absolute_text=True) }}`.
         self.env.filters["when"] = when
-        self.env.filters.update(plain=language.plain, rules_in=language.rules_in, kind_words=language.kind_words,
+        self.env.filters.update(plain=language.plain, rules_in=language.rules_in, rule_refs=language.rule_refs, kind_words=language.kind_words,
                                 event_words=language.event_words)  # rule codes as words (console.language)
 
     def asset(self, name: str) -> str:

@@ -195,7 +195,8 @@ def test_no_page_shows_a_rule_code_or_a_raw_value(page, console_server, upstream
     starts = [a for a in navigation.locator("a[href^='/console/']").evaluate_all("links => links.map(a => a.getAttribute('href'))")]
     made = [f"/console/modules/{names['mod']}", f"/console/modules/{names['mod']}/history", f"/console/api-tools/{names['weather']}",
             f"/console/search-tools/{names['docs']}", f"/console/plans/{names['plan']}", f"/console/agents/{names['agent']}",
-            f"/console/profiles/{names['profile']}", f"/console/servers/{names['server']}", f"/console/playground?tool={names['mod']}"]
+            f"/console/profiles/{names['profile']}", f"/console/servers/{names['server']}", f"/console/playground?tool={names['mod']}",
+            "/console/rules"]
     # What this test made and the pages every kind has; other tests' records are left to their own tests.
     ours = "|".join(re.escape(n) for n in names.values())
     keep = re.compile(rf"^/console/[a-z-]+/?$|/new$|/edit$|({ours})(/|$|\?)|^/console/playground\?tool=({ours})$|^/console/audit|^/console/tokens")
@@ -236,3 +237,45 @@ def test_no_page_shows_a_rule_code_or_a_raw_value(page, console_server, upstream
 
     assert not problems, "pages show rule codes, raw values or another name for a kind, or fail axe-core:\n" + "\n".join(
         f"{where}: {'; '.join(found)}" for where, found in sorted(problems.items()))
+
+
+def test_a_refusal_explained_by_a_rule_links_to_that_rule_s_explanation(page, console_server) -> None:  # noqa: ANN001
+    """Seed 004's dates/report refusal and the delete refused while report imports dates: each says its
+    rule in words with a Learn more link, which opens the rules page at that rule (docs/rules.md's anchor)."""
+    dates, report = f"dates{uuid4().hex[:6]}", f"report{uuid4().hex[:6]}"
+    with console_server.client() as api:
+        base = "/api/v1/admin/code-modules"
+        for module_id, body in ((dates, {"draftContent": "exports.year = (d) => d.slice(0, 4);"}),
+                                (report, {"draftContent": f"exports.run = (input) => 'Report ' + {dates}.year(input.day);",
+                                          "draftImports": [dates], "tool": {"inputParameters": [{"name": "day", "description": "The day"}]}})):
+            assert api.post(base, json={"id": module_id, "description": f"{module_id} does things", **body}).status_code == 201
+            assert api.post(f"{base}/{module_id}/publish").status_code == 200
+        assert api.put(f"{base}/{dates}", json={"draftContent": "exports.month = (d) => d.slice(5, 7);"}).status_code == 200
+    sign_in(page, then=f"/console/modules/{dates}")
+    page.get_by_role("button", name="Publish", exact=True).click()
+    review = page.get_by_role("dialog", name=f"Publish {dates}")
+    expect(review.get_by_text("Publishing is refused")).to_be_visible()
+    expect(review.get_by_text("The rule: publishing re-checks every module that imports this one.")).to_be_visible()
+    learn = review.get_by_role("link", name="Learn more about the rule that publishing re-checks every module that imports this one")
+    assert_accessible(page, "the refused review with its rule", within="#publish-dialog")
+    learn.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/console/rules#r10")
+    rule = page.locator("#r10")
+    expect(rule.get_by_role("heading")).to_have_text("Publishing re-checks every module that imports this one")
+    expect(rule).to_contain_text("nothing is published and the review names it")
+    assert page.evaluate("() => document.querySelector(':target')?.id") == "r10"
+    box = rule.bounding_box()
+    assert 0 <= box["y"] < 800, "the page opens at the rule"
+    assert not re.search(r"\b[RVB]\d{1,2}\b", page.locator("main").inner_text()), "no rule code on the rules page"
+    assert_accessible(page, "the rules page")
+    shots(page, "rules-page")
+
+    # the delete refused while report imports dates: its rule, linked too
+    page.goto(f"/console/modules/{dates}")
+    page.get_by_text("…", exact=True).click()
+    page.get_by_role("button", name="Delete code module").click()
+    dialog = page.get_by_role("dialog", name=f"Delete {dates}")
+    dialog.get_by_role("link", name="Learn more about the rule that something in use cannot be deleted").click()
+    page.wait_for_url("**/console/rules#r12")
+    expect(page.locator("#r12")).to_contain_text("cannot be deleted while another module imports it")

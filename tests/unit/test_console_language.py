@@ -38,3 +38,19 @@ def test_kind_words() -> None:
 def test_event_words() -> None:
     assert [event_words(t) for t in ("Created", "DocumentAdded", "ConfigChanged", "URLTemplateSet", "")] == [
         "Created", "Document added", "Config changed", "URL template set", ""]
+
+
+def test_rule_refs_link_each_rule_once_to_the_rules_page_at_its_docs_anchor() -> None:
+    from pathlib import Path
+
+    from console.language import EXPLAINED, RULES, rule_refs
+
+    assert rule_refs("publishing would break 'b' (R10); see R10 and R12") == [
+        {"words": "publishing re-checks every module that imports this one", "href": "/console/rules#r10"},
+        {"words": "something in use cannot be deleted", "href": "/console/rules#r12"}]
+    assert rule_refs("a module named 'R2' is kept") == []
+    # every rule has its words and an explanation without a code, at the anchor docs/rules.md gives it
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()
+    for code in RULES:
+        assert f"{{ #{code.lower()} }}" in docs, code
+        assert plain(EXPLAINED[code]) == EXPLAINED[code], f"{code}'s explanation names a rule by its code"
