@@ -6,8 +6,8 @@ kind, tag and a search, all server side and in the URL (the form also asks as th
 the rows alone are swapped in), a page of `PAGE_SIZE` at a time (the next page's cursor in the URL
 too). Where two tools share a name, the one a call reaches and the ones it shadows are shown.
 
-No call of a tool is recorded anywhere (the audit holds changes, not calls), so the catalog shows no
-"last call": it would need a call log of its own."""
+Each tool's last call comes from the call log (docs/calls.md): when, and its outcome in words,
+read for the whole page in one query (`CallLog.last_calls`), never one per row."""
 
 from __future__ import annotations
 
@@ -45,6 +45,43 @@ def page_of(plugins: Any, call_type: str, name: str) -> str | None:
     return template.format(name) if template else None
 
 
+# A call's outcome (`ok`, or its error's type) as the admin reads it in the catalog.
+OUTCOME_WORDS = {
+    "ok": "ok",
+    "runtime": "failed: the code threw an error",
+    "syntax": "failed: the code does not parse",
+    "timeout": "failed: it ran out of time",
+    "memory": "failed: it ran out of memory",
+    "stack": "failed: it recursed too deep",
+    "crash": "failed: the sandbox stopped it",
+    "result": "failed: its result could not be answered",
+    "link": "failed: an import could not be loaded",
+    "config": "failed: the tool is not set up",
+    "auth": "failed: the upstream refused its credentials",
+    "http": "failed: the upstream answered an error",
+    "response": "failed: the upstream's answer could not be read",
+    "egress": "failed: the request was not allowed out",
+    "connect": "failed: the upstream could not be reached",
+    "mcp": "failed: the MCP server answered an error",
+    "plan": "failed: a step of the plan failed",
+    "input": "refused: the input does not fit",
+    "unavailable": "failed: the tool could not run",
+    "invalid-input": "refused: the arguments do not fit its parameters",
+    "tool-not-found": "refused: not callable by that caller",
+    "rate-limited": "refused: the caller was over its rate",
+    "sandbox-busy": "refused: the sandbox was busy",
+    "tenant-busy": "refused: the organization's sandbox share was taken",
+    "sandbox-unavailable": "refused: code execution is off",
+    "sandbox-not-configured": "refused: code execution is off",
+    "quota-exceeded": "refused: over a quota",
+}
+
+
+def outcome_words(outcome: str) -> str:
+    """`OUTCOME_WORDS`, or, for an outcome it does not know, the error's type as words."""
+    return OUTCOME_WORDS.get(outcome) or f"failed: {outcome.replace('-', ' ').replace('_', ' ')}"
+
+
 def servers_by_tool(services: Any, tenant: str) -> dict[str, list[str]]:
     """The MCP servers each name is attached to (a File Search tool's name stands for its capabilities)."""
     on: dict[str, list[str]] = {}
@@ -75,10 +112,12 @@ def tool_catalog(request: Request, visitor: Reader, callType: str = "", tag: str
     entries, more = queries.tools(services, tenant, call_type=filters["callType"] or None, tag=filters["tag"] or None,
                                   search=filters["search"] or None, after=after, limit=PAGE_SIZE)
     on = servers_by_tool(services, tenant)
+    last = services.toolbox.call_log.last_calls(tenant, [e.name for e in entries])
     rows: list[dict[str, Any]] = [
         {**tool_out(e), "schemaText": json.dumps(e.input_schema, indent=2, ensure_ascii=False), "page": page_of(services.plugins, e.call_type, e.group or e.name),
          "kind": kind_words(e.call_type), "servers": sorted(set(on.get(e.name, []) + (on.get(e.group, []) if e.group else []))),
          "shadowedByKind": kind_words(e.shadowed_by) if e.shadowed_by else None,
+         "lastCall": _last_call(last.get(e.name)) if e.shadowed_by is None else None,
          # R15: the kinds a winner shadows.
          "winsOver": [kind_words(h.call_type) for h in services.toolbox.holders(tenant, e.name)[1:]] if e.shadowed_by is None else []}
         for e in entries
@@ -93,3 +132,10 @@ def tool_catalog(request: Request, visitor: Reader, callType: str = "", tag: str
         total=len(everything), filtered=any(filters.values()), paged=bool(after) or more, following=following,
         playground=lambda name: "/console/playground?" + urlencode({"tool": name}),
     )
+
+
+def _last_call(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {"at": record["at"], "outcome": record["outcome"], "ok": record["outcome"] == "ok",
+            "words": outcome_words(record["outcome"]), "via": record["via"]}
