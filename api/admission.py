@@ -10,6 +10,11 @@ not one than `TOOLSMITH_AUTH_FAILURES_PER_MINUTE` is 429 `too-many-failed-authen
 request, a correct token's too, until one is back (as a login throttle is: a guesser who finds a
 token learns nothing from the answer); a correct token's requests never count. The operator's token
 belongs to no tenant and is never suspended.
+
+On an MCP URL (`resource`, its path), a token shaped like a JWT is an OAuth access token, checked
+by the resource server (`oauth`, `api/oauth/resource.py`; its verdict kept by the token's digest
+until it expires), and a 401 names the URL's Protected Resource Metadata (RFC 9728). What follows
+is the same for both: the tenant's state, the rates (an OAuth token counts on its person's).
 """
 
 from __future__ import annotations
@@ -58,12 +63,31 @@ class Admission:
         self.limiter = limiter  # a token's requests
         self.tenant_limiter = tenant_limiter or _off()  # a tenant's, all its tokens together
         self.failures = failures or _off()  # a client address's tokens that are not one
+        self.oauth: Any = None  # the MCP endpoint's OAuth resource server (api/oauth/resource.py), once mounted
 
-    def admit(self, token: str | None, client: str | None = None) -> Principal:
+    def admit(self, token: str | None, client: str | None = None, resource: str | None = None) -> Principal:
+        oauth = self.oauth if resource is not None else None
         if not token:
             self._not_throttled(client)
-            raise Refusal(401, "unauthorized", UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
-        return self.admit_digest(token_digest(token), client)
+            raise oauth.unauthorized(resource, False) if oauth is not None else Refusal(
+                401, "unauthorized", UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
+        if oauth is None:
+            return self.admit_digest(token_digest(token), client)
+        if token.startswith("eyJ") and token.count(".") == 2:  # a JWT: an OAuth access token
+            self._not_throttled(client)
+            try:
+                principal = oauth.admit(token, resource)
+            except Refusal as refusal:
+                if refusal.status == 401:
+                    self._failed(client)
+                raise
+            return self.admit_principal(principal, client)
+        try:
+            return self.admit_digest(token_digest(token), client)
+        except Refusal as refusal:
+            if refusal.status == 401:
+                raise oauth.unauthorized(resource, True) from None
+            raise
 
     def admit_digest(self, digest: str, client: str | None = None) -> Principal:
         """The principal holding the token with this SHA-256, if it may make a request now from the

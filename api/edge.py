@@ -41,6 +41,8 @@ from api.methods import methods_of
 from domain.values import MAX_DEPTH, lone_surrogate_at
 
 CONSOLE_PREFIX = "/console/"
+# OAuth's token and revocation endpoints take forms (RFC 6749 §3.2, RFC 7009 §2.1): api/oauth/routes.py.
+OAUTH_FORMS = frozenset({"/oauth/token", "/oauth/revoke"})
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _OPENING = frozenset(b"[{")
 # What may decode to a surrogate: an escape \uD800-\uDFFF, or its three UTF-8 bytes (which
@@ -265,7 +267,7 @@ def body_refusal(scope: Scope, head: RequestHead, body: bytes) -> Response | Non
     request's refusal is spelled as JSON-RPC. The console's forms post
     `application/x-www-form-urlencoded` (console/: its own checks)."""
     path = scope["path"]
-    if not body or path.startswith(CONSOLE_PREFIX):
+    if not body or path.startswith(CONSOLE_PREFIX) or path in OAUTH_FORMS:
         return None
     refusal = _media_problem(head.content_type) or body_problem(body)
     if refusal is not None and (path == "/mcp" or path.startswith("/mcp/")):

@@ -273,13 +273,15 @@ class McpEndpoint:
         # No Origin: not a browser's cross-origin request.
         if origin and not self.origins.allow(origin):
             return problems.problem(403, "invalid-origin", f"the Origin {origin!r} is not allowed (TOOLSMITH_MCP_ALLOWED_ORIGINS)")
+        server_id = scope.get("path_params", {}).get("server_id")
         try:
-            principal = self.services.admission.admit(_bearer(authorization), client_address(scope))
+            # The URL's path names the OAuth resource (docs/oauth.md): a 401 names its metadata, a JWT's audience is checked.
+            principal = self.services.admission.admit(_bearer(authorization), client_address(scope),
+                                                      DEFAULT_PATH + ("/" + server_id if server_id else ""))
         except Refusal as refusal:
             return problems.problem(refusal.status, refusal.code, refusal.detail, headers=refusal.headers)
         if principal.role not in MCP_ROLES:
             return problems.problem(403, "forbidden", f"MCP needs the role {' or '.join(MCP_ROLES)}")
-        server_id = scope.get("path_params", {}).get("server_id")
         scope["user"] = _session_owner(principal, server_id)
         return principal, server_id
 

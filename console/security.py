@@ -30,6 +30,14 @@ CSP = "; ".join((
     "form-action 'self'",
     "frame-ancestors 'none'",
 ))
+
+
+def consent_policy(redirect_origin: str) -> str:
+    """The CSP of the OAuth consent page (console/routes/consent.py): the console's, but its form may
+    lead to the application's redirect origin (Chromium applies `form-action` to a form post's redirect)."""
+    return CSP.replace("form-action 'self'", f"form-action 'self' {redirect_origin}")
+
+
 HEADERS = {
     b"content-security-policy": CSP.encode(),
     b"x-content-type-options": b"nosniff",

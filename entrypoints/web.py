@@ -15,7 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import mcp, problems
+from api import mcp, oauth, problems
 from api.direct import HotRoute, serve_directly
 from api.edge import RequestHead, Uploads, body_is_checked, body_refusal, refusal_before_body, upload_refusal
 from api.routes import audit, callers, calls, catalog, changesets, operator, secrets, tokens, tools
@@ -271,6 +271,7 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(calls.router)
     app.include_router(operator.router)
     mcp_endpoint = mcp.mount(app, services)
+    oauth.mount(app, services)  # the MCP endpoint's OAuth: metadata, the built-in authorization server (docs/oauth.md)
     # The admin console (docs/console.md), with each kind's own pages.
     console.mount(app, routers=tuple(router for plugin in services.plugins for router in plugin.console),
                   templates=tuple(plugin.templates for plugin in services.plugins if plugin.templates is not None),

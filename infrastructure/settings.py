@@ -254,6 +254,30 @@ class Settings(BaseSettings):
     # next page with the cursor it was given, and no answer grows with the tenant's catalog.
     mcp_page_size: int = Field(100, ge=1, le=1000, validation_alias=_env("mcp_page_size", "TOOLSMITH_MCP_PAGE_SIZE"),
         description="How many tools one MCP tools/list page holds; the client pages on with nextCursor.")
+    # OAuth 2.1 for MCP (docs/oauth.md): the service's public base URL (resources, issuer and metadata
+    # name it; never taken from a Host header), the built-in authorization server's token lifetimes
+    # and key rotation, or an external issuer whose tokens are accepted instead.
+    public_url: str = Field("http://127.0.0.1:8000", pattern=r"^https?://[^/?#]+$", validation_alias=_env("public_url", "TOOLSMITH_PUBLIC_URL"),
+        description=("The service's public base URL (scheme, host and port, no path): the MCP resources, the OAuth "
+            "issuer and their metadata are named by it, never by a request's Host header."))
+    oauth_access_token_seconds: int = Field(300, ge=1, le=3_600, validation_alias=_env(
+        "oauth_access_token_seconds", "TOOLSMITH_OAUTH_ACCESS_TOKEN_SECONDS"),
+        description="How long an access token of the built-in authorization server is valid; clients refresh it.")
+    oauth_key_days: float = Field(90.0, gt=0, validation_alias=_env("oauth_key_days", "TOOLSMITH_OAUTH_KEY_DAYS"),
+        description=("How old the built-in authorization server's signing key may grow before a new one signs "
+            "(oauth-keys.json in the data dir; the old one verifies until its tokens have expired)."))
+    oauth_issuer: str = Field("", validation_alias=_env("oauth_issuer", "TOOLSMITH_OAUTH_ISSUER"),
+        description=("An external authorization server whose access tokens MCP accepts instead of the built-in one's "
+            "(its JWKS discovered from its metadata); empty: the built-in server."))
+    oauth_tenant_claim: str = Field("tenant", validation_alias=_env("oauth_tenant_claim", "TOOLSMITH_OAUTH_TENANT_CLAIM"),
+        description="The external issuer's claim naming the tenant (a dotted path for a nested one); absent: TOOLSMITH_TENANT.")
+    oauth_role_claim: str = Field("realm_access.roles", validation_alias=_env("oauth_role_claim", "TOOLSMITH_OAUTH_ROLE_CLAIM"),
+        description="The external issuer's claim naming the role (admin, auditor or caller; a list: the first known).")
+    oauth_default_role: Literal["admin", "auditor", "caller"] = Field("caller", validation_alias=_env(
+        "oauth_default_role", "TOOLSMITH_OAUTH_DEFAULT_ROLE"),
+        description="The role of an external issuer's token whose role claim names none Toolsmith knows.")
+    oauth_profile_claim: str = Field("usage_profile", validation_alias=_env("oauth_profile_claim", "TOOLSMITH_OAUTH_PROFILE_CLAIM"),
+        description="The external issuer's claim naming a caller's usage profile.")
 
     @field_validator("opensearch_url", mode="before")
     @classmethod

@@ -54,6 +54,8 @@ OWN_ENGINES: dict[tuple[str, str], str] = {
     ("infrastructure.notifications", "psycopg.connect"): "the event store's own database",
     # The sandbox service the API is configured to run code on (CODESANDBOX_URL, shared secret).
     ("sandbox.remote", "httpx.Client"): "the service's own sandbox service",
+    # The external OAuth authorization server of MCP (TOOLSMITH_OAUTH_ISSUER): its metadata and JWKS.
+    ("api.oauth.resource", "httpx.Client"): "the MCP endpoint's external authorization server, named by the operator",
 }
 
 

@@ -1,0 +1,301 @@
+"""The MCP endpoint as an OAuth 2.1 resource server (docs/oauth.md; MCP authorization 2025-11-25,
+RFC 9728, RFC 8707, RFC 6750).
+
+Each MCP URL is a resource of its own: `<TOOLSMITH_PUBLIC_URL>/mcp` and `…/mcp/{server}`. Its
+Protected Resource Metadata is at `/.well-known/oauth-protected-resource` + the URL's path, and a
+`401` names it (`WWW-Authenticate: Bearer resource_metadata="…"`, with `error="invalid_token"`
+when a token was presented). The public URL comes from the setting, never from a Host header.
+
+An access token is a JWT of the trusted issuer (the built-in authorization server, or the one
+`TOOLSMITH_OAUTH_ISSUER` names): its signature (JWKS; a key id not known reads the keys once more,
+at most every `REFETCH_SECONDS`), its issuer, its expiry and its audience, which must be the very
+resource asked (a token for `/mcp/a` opens neither `/mcp` nor `/mcp/b`). A token of another
+audience, an expired one, one whose grant was revoked or whose person may no longer sign in is
+401 `invalid_token`; one without the `mcp:tools` scope is 403 `insufficient_scope` naming it.
+
+What a token is found to be is kept by its SHA-256 until it expires (`Verified`): a request with
+a token already seen costs a hash, a dictionary look-up and the person's check, as a static
+token's does (`application/principals.py`): no signature check, no network round trip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+
+from api.admission import Refusal
+from api.oauth.keys import ALGORITHM, SigningKeys
+from api.oauth.server import MCP_SCOPE, SCOPES
+from api.oauth.store import OAuthStore
+from application.principals import CALLER, ROLES, Principal
+
+log = logging.getLogger("toolsmith.oauth")
+
+REFETCH_SECONDS = 30.0
+KEPT_AT_MOST = 50_000
+MCP_PATH = "/mcp"
+PRM_PATH = "/.well-known/oauth-protected-resource"
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What a verified token is, kept by its digest until `expires` (epoch seconds)."""
+
+    expires: float
+    audience: tuple[str, ...]
+    scopes: frozenset[str]
+    principal: Principal | None  # an external issuer's: mapped from the claims once
+    grant_id: str | None  # the built-in server's: the grant, whose person is asked each time
+    person_ref: str | None
+    tenant: str | None = None
+
+
+class BuiltInIssuer:
+    """Tokens of the built-in authorization server: keys from the data dir, grants from its store."""
+
+    def __init__(self, issuer: str, keys: SigningKeys, store: OAuthStore) -> None:
+        self.issuer = issuer
+        self.keys = keys
+        self.store = store
+        self._refetched = 0.0
+
+    def key_set(self, kid: str | None) -> KeySet:
+        if not self.keys.knows(kid) and time.monotonic() - self._refetched > REFETCH_SECONDS:
+            self._refetched = time.monotonic()
+            self.keys.reload()
+        return self.keys.public()
+
+    def verified(self, claims: dict[str, Any], expires: float, audience: tuple[str, ...], scopes: frozenset[str]) -> Verified:
+        gid = claims.get("gid")
+        grant = self.store.grant(gid) if isinstance(gid, str) else None
+        if grant is None:
+            raise _Invalid("its grant is not known here")
+        return Verified(expires, audience, scopes, None, grant.id, grant.person_ref, grant.tenant)
+
+
+class ExternalIssuer:
+    """Tokens of a company's own authorization server (`TOOLSMITH_OAUTH_ISSUER`): its JWKS found by
+    discovery (RFC 8414, then OpenID Connect Discovery), its claims mapped to a tenant, a role and
+    a usage profile (the claims the settings name; a claim's value may be a list, as Keycloak's
+    roles are: the first role Toolsmith knows wins)."""
+
+    def __init__(self, issuer: str, *, tenant_claim: str, default_tenant: str, role_claim: str, default_role: str,
+                 profile_claim: str, http: httpx.Client | None = None) -> None:
+        self.issuer = issuer.rstrip("/") if issuer.endswith("/") and issuer.count("/") > 3 else issuer
+        self.tenant_claim = tenant_claim
+        self.default_tenant = default_tenant
+        self.role_claim = role_claim
+        self.default_role = default_role
+        self.profile_claim = profile_claim
+        self._http = http or httpx.Client(timeout=10, trust_env=False)
+        self._keys: KeySet | None = None
+        self._jwks_uri: str | None = None
+        self._fetched = 0.0
+        self._lock = threading.Lock()
+
+    def discover(self) -> str:
+        if self._jwks_uri is None:
+            base = self.issuer.rstrip("/")
+            for url in (f"{base}/.well-known/oauth-authorization-server", f"{base}/.well-known/openid-configuration"):
+                try:
+                    answer = self._http.get(url)
+                except httpx.HTTPError:
+                    continue
+                if answer.status_code == 200:
+                    document = answer.json()
+                    if document.get("issuer") == self.issuer and isinstance(document.get("jwks_uri"), str):
+                        self._jwks_uri = document["jwks_uri"]
+                        break
+            if self._jwks_uri is None:
+                raise _Invalid(f"the issuer {self.issuer} publishes no metadata naming its jwks_uri")
+        return self._jwks_uri
+
+    def key_set(self, kid: str | None) -> KeySet:
+        with self._lock:
+            known = self._keys is not None and (kid is None or any(k.kid == kid for k in self._keys.keys))
+            if not known and (self._keys is None or time.monotonic() - self._fetched > REFETCH_SECONDS):
+                self._fetched = time.monotonic()
+                try:
+                    answer = self._http.get(self.discover())
+                    answer.raise_for_status()
+                    self._keys = KeySet.import_key_set(answer.json())
+                except (httpx.HTTPError, ValueError, JoseError) as error:
+                    log.warning("could not read the issuer's JWKS", extra={"issuer": self.issuer, "error": str(error)})
+                    if self._keys is None:
+                        raise _Invalid("the issuer's keys cannot be read just now") from None
+            assert self._keys is not None
+            return self._keys
+
+    def verified(self, claims: dict[str, Any], expires: float, audience: tuple[str, ...], scopes: frozenset[str]) -> Verified:
+        tenant = _claim(claims, self.tenant_claim)
+        tenant_name = tenant if isinstance(tenant, str) and tenant else self.default_tenant
+        role = self.default_role
+        found = _claim(claims, self.role_claim)
+        for value in found if isinstance(found, list) else [found]:
+            if isinstance(value, str) and value in ROLES:
+                role = value
+                break
+        profile = _claim(claims, self.profile_claim)
+        subject = str(claims.get("sub") or "")
+        if not subject:
+            raise _Invalid("it names no subject")
+        name = str(claims.get("preferred_username") or claims.get("email") or subject)
+        principal = Principal(name=name, role=role, tenant=tenant_name,
+                              usage_profile=profile if isinstance(profile, str) and role == CALLER else None,
+                              token_id=f"oauth:{self.issuer}:{subject}")
+        return Verified(expires, audience, scopes, principal, None, None)
+
+
+def _claim(claims: dict[str, Any], path: str) -> Any:
+    """A claim by name, or by a dotted path into nested objects (`realm_access.roles`)."""
+    value: Any = claims
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+class _Invalid(Exception):
+    """Why a token is not one: said in the 401's error_description."""
+
+
+class ResourceServer:
+    def __init__(self, public_url: str, issuer: BuiltInIssuer | ExternalIssuer,
+                 find_person: Callable[[str, str], Principal | None]) -> None:
+        self.public_url = public_url.rstrip("/")
+        self.issuer = issuer
+        self.find_person = find_person
+        self._kept: dict[str, Verified] = {}
+        self._revoked: set[str] = set()
+        self._lock = threading.Lock()
+
+    # Metadata and challenges
+    def resource(self, path: str) -> str:
+        return self.public_url + path
+
+    def metadata(self, path: str) -> dict[str, Any]:
+        """RFC 9728 §2 for the MCP URL at `path` (`/mcp`, `/mcp/{server}`)."""
+        return {
+            "resource": self.resource(path),
+            "authorization_servers": [self.issuer.issuer],
+            "scopes_supported": [MCP_SCOPE] if isinstance(self.issuer, ExternalIssuer) else list(SCOPES),
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Toolsmith MCP" + (f" server {path.removeprefix(MCP_PATH + '/')}" if path != MCP_PATH else ""),
+        }
+
+    def challenge(self, path: str, error: str | None = None, description: str | None = None) -> str:
+        parts = [f'resource_metadata="{self.public_url}{PRM_PATH}{path}"', f'scope="{MCP_SCOPE}"']
+        if error:
+            parts.insert(0, f'error="{error}"')
+        if description:
+            parts.append('error_description="' + description.replace('"', "'").replace("\\", "/") + '"')
+        return "Bearer " + ", ".join(parts)
+
+    def unauthorized(self, path: str, presented: bool, description: str | None = None) -> Refusal:
+        detail = description or "a valid bearer token is required"
+        return Refusal(401, "invalid-token" if presented else "unauthorized", detail,
+                       {"WWW-Authenticate": self.challenge(path, "invalid_token" if presented else None,
+                                                           description if presented else None)})
+
+    # Revocation seen at once by this process
+    def revoked(self, grant_id: str) -> None:
+        with self._lock:
+            self._revoked.add(grant_id)
+            self._kept = {key: kept for key, kept in self._kept.items() if kept.grant_id != grant_id}
+
+    # The check of each request
+    def admit(self, token: str, path: str) -> Principal:
+        """The principal of a JWT access token for the MCP URL at `path`; a `Refusal` otherwise."""
+        key = hashlib.sha256(token.encode()).digest()
+        kept = self._kept.get(key)
+        now = time.time()
+        if kept is None or kept.expires <= now:
+            try:
+                kept = self._verify(token, now)
+            except _Invalid as why:
+                raise self.unauthorized(path, True, f"the access token is not valid: {why}") from None
+            with self._lock:
+                if len(self._kept) >= KEPT_AT_MOST:
+                    self._kept = {k: v for k, v in self._kept.items() if v.expires > now}
+                    if len(self._kept) >= KEPT_AT_MOST:
+                        self._kept = {}
+                self._kept[key] = kept
+        resource = self.public_url + path
+        if resource not in kept.audience:
+            raise self.unauthorized(path, True, f"the access token is for another resource, not {resource}")
+        if kept.grant_id is not None:
+            if kept.grant_id in self._revoked:
+                raise self.unauthorized(path, True, "the access token's grant was revoked")
+            principal = self.find_person(kept.tenant or "", kept.person_ref or "")
+            if principal is None:
+                raise self.unauthorized(path, True, "the access token's person may no longer sign in")
+        else:
+            principal = kept.principal
+        assert principal is not None
+        if MCP_SCOPE not in kept.scopes:
+            raise Refusal(403, "insufficient-scope", f"this MCP URL needs the scope {MCP_SCOPE}",
+                          {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{MCP_SCOPE}", '
+                                               f'resource_metadata="{self.public_url}{PRM_PATH}{path}"'})
+        return principal
+
+    def _verify(self, token: str, now: float) -> Verified:
+        header = _header(token)
+        if header.get("alg") != ALGORITHM and not isinstance(self.issuer, ExternalIssuer):
+            raise _Invalid("it is not signed with RS256")
+        try:
+            decoded = jwt.decode(token, self.issuer.key_set(header.get("kid")),
+                                 algorithms=[ALGORITHM, "RS384", "RS512", "ES256", "ES384", "PS256"])
+        except (JoseError, ValueError) as error:
+            raise _Invalid(f"its signature does not verify ({type(error).__name__})") from None
+        claims = decoded.claims
+        registry = jwt.JWTClaimsRegistry(now=int(now), leeway=0, iss={"essential": True, "value": self.issuer.issuer},
+                                         exp={"essential": True})
+        try:
+            registry.validate(claims)
+        except JoseError as error:
+            raise _Invalid(_said(error)) from None
+        audience = claims.get("aud")
+        audiences = tuple(a for a in (audience if isinstance(audience, list) else [audience]) if isinstance(a, str))
+        if not audiences:
+            raise _Invalid("it names no audience")
+        scopes = frozenset(str(claims.get("scope") or "").split())
+        return self.issuer.verified(claims, float(claims["exp"]), audiences, scopes)
+
+
+def _header(token: str) -> dict[str, Any]:
+    import base64
+    import json
+
+    try:
+        first = token.split(".", 1)[0]
+        value = json.loads(base64.urlsafe_b64decode(first + "=" * (-len(first) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        raise _Invalid("it is not a JWT") from None
+    if not isinstance(value, dict):
+        raise _Invalid("it is not a JWT")
+    return value
+
+
+def _said(error: JoseError) -> str:
+    name = type(error).__name__
+    if name == "ExpiredTokenError":
+        return "it has expired"
+    if "iss" in str(error.description or ""):
+        return "it is of another issuer"
+    return f"its claims do not hold ({error.description or name})"
+
+
+def looks_like_jwt(token: str) -> bool:
+    """A JWS compact serialization: three parts, a JSON header (static tokens are `tsa_…`, `tsk_…`)."""
+    return token.startswith("eyJ") and token.count(".") == 2
