@@ -77,10 +77,14 @@ class Authenticator:
     """The first admin's token (from the settings or the data dir), then the tokens admins issued
     (`find_issued`: the event-sourced token registry, which keeps only hashes)."""
 
-    def __init__(self, find_issued: Callable[[str], dict[str, Any] | None] | None = None, *, ttl: float = 1.0) -> None:
-        # `find_issued` takes a token's digest.
+    def __init__(self, find_issued: Callable[[str], dict[str, Any] | None] | None = None, *, ttl: float = 1.0,
+                 owner: Callable[[dict[str, Any], Principal], Principal | None] | None = None) -> None:
+        # `find_issued` takes a token's digest; `owner` answers who an issued token stands for when a
+        # person owns it (docs/users.md: the person, its role capped by theirs; None once they are
+        # disabled or deleted), or the token's own principal it is handed.
         self._principals: dict[str, Principal] = {}
         self._find_issued = find_issued
+        self._owner = owner
         self._ttl = ttl
         self._issued: dict[str, tuple[float, Principal]] = {}  # a digest: when it was read, its holder
         # Bumped by `forget`: a read of the store that began before a revocation is never kept after it.
@@ -120,6 +124,11 @@ class Authenticator:
             name=issued["name"], role=issued["role"], tenant=issued["tenant"],
             usage_profile=issued["usageProfile"], token_id=issued["id"],
         )
+        if self._owner is not None:
+            owned = self._owner(issued, principal)
+            if owned is None:
+                return None
+            principal = owned
         with self._lock:
             if generation == self._generation:
                 self._issued[digest] = (now, principal)

@@ -45,6 +45,7 @@ from domain.users import (
     CALLER,
     CONSOLE,
     RULE,
+    TOKEN,
     VIA,
     UserRegistry,
     actor,
@@ -179,6 +180,32 @@ class Users:
         person = Person(id=user["id"], name=user["name"], email=user["email"], locale=user["locale"])
         return Principal(name=actor(user["id"], user["name"], via), role=role, tenant=tenant, usage_profile=profile,
                          token_id=token["id"] if token is not None else None, user=person, via=via)
+
+    def token_principal(self, issued: Record, plain: Principal) -> Principal | None:
+        """Who an issued token stands for: `plain` (its own name and role) for a token no person
+        owns; for a person's token, the person coming `via` token, its role capped by theirs; None
+        when that person is disabled or deleted (their tokens stop working with them)."""
+        registry = self.registry(issued["tenant"])
+        owner = registry.token_owners.get(issued["id"])
+        if owner is None:
+            return plain
+        return self.principal(issued["tenant"], owner, TOKEN, token=issued)
+
+    def own_token(self, tenant: str, user_id: str, token_id: str, *, by: str) -> None:
+        """Records that a token a person issued is theirs (before its secret is answered: it is
+        never presented unowned)."""
+
+        def attempt() -> Change[None]:
+            registry = self._registry(tenant, user_id)
+            registry.own_token(user_id, token_id, by)
+            return Change(None, save=(registry,))
+
+        self._commands.run(attempt, name=token_id)
+        self._changed()
+
+    def tokens_of(self, tenant: str, user_id: str) -> list[str]:
+        """The ids of the tokens a person issued (revoked ones among them)."""
+        return sorted(t for t, u in self.registry(tenant).token_owners.items() if u == user_id)
 
     # -- commands -----------------------------------------------------------------------------
 

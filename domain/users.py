@@ -94,6 +94,9 @@ class UserRegistry(Chained):
         self.tenant = tenant
         self.users: dict[str, Record] = {}
         self.by_email: dict[str, str] = {}
+        # Which person each of their tokens belongs to; kept after the person is deleted, so that
+        # their tokens stay refused (a token whose owner is gone is no one's).
+        self.token_owners: dict[str, str] = {}
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -140,6 +143,9 @@ class UserRegistry(Chained):
 
     def link(self, user_id: str, sso: Record, by: str) -> None:
         self._linked(user_id=user_id, sso=sso, by=by)
+
+    def own_token(self, user_id: str, token_id: str, by: str) -> None:
+        self._token_owned(user_id=user_id, token_id=token_id, by=by)
 
     @event("UserAdded")
     def _added(self, user_id: str, email: str, name: str, role: str, usage_profile: str | None, locale: str,
@@ -194,6 +200,11 @@ class UserRegistry(Chained):
     @event("SingleSignOnLinked")
     def _linked(self, user_id: str, sso: Record, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
         _touched(self.users[user_id], by, timestamp)["sso"] = sso
+
+
+    @event("TokenOwned")
+    def _token_owned(self, user_id: str, token_id: str, by: str, previous_hash: str = "", timestamp: datetime | None = None) -> None:
+        self.token_owners[token_id] = user_id
 
 
 def status(user: Record) -> str:

@@ -339,7 +339,8 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
         runner = build_runner(store, read_model, poll_seconds=settings.projection_poll_seconds, channels=channels,
                               followers=projections_of(app, names))
 
-    authenticator = Authenticator(app.tokens.find_digest)
+    # A person's token stands for the person (docs/users.md).
+    authenticator = Authenticator(app.tokens.find_digest, owner=app.users.token_principal)
     # Who holds an issued token is kept a second; a token or tenant changed here is seen at once.
     app.tokens.on_change(authenticator.forget)
     app.tenants.on_change(authenticator.forget)

@@ -25,6 +25,8 @@ def list_tokens(services: ServicesDep, principal: Admin) -> list[dict[str, Any]]
 def issue_token(body: TokenIn, services: ServicesDep, principal: Admin) -> dict[str, Any]:
     """Issue a token; the answer holds the secret, which is never shown again."""
     token, secret = services.tokens.issue_token(principal.tenant, body.name, body.role, body.usageProfile, by=principal.name)
+    if principal.user is not None and services.users is not None:  # a person's token is theirs (docs/users.md)
+        services.users.own_token(principal.tenant, principal.user.id, token["id"], by=principal.name)
     return token_issued(token, secret)
 
 

@@ -64,6 +64,8 @@ async def issue(request: Request, visitor: Writer) -> Response:
                                        "usageProfile": values["usageProfile"] or None})
         issued = token_issued(*services.tokens.issue_token(visitor.principal.tenant, body.name, body.role, body.usageProfile,
                                                            by=visitor.principal.name))
+        if visitor.principal.user is not None and services.users is not None:  # a person's token is theirs (docs/users.md)
+            services.users.own_token(visitor.principal.tenant, visitor.principal.user.id, issued["id"], by=visitor.principal.name)
     except ValidationError as error:
         return _page(request, values=values, problem=problem_of_validation(error))
     except errors.ModuleError as error:

@@ -206,3 +206,119 @@ def test_a_disabled_or_deleted_persons_session_ends_at_once(api: TestClient, app
     assert person.get("/console/tokens", follow_redirects=False).status_code == 200
     expect(api.delete(f"{USERS}/{made['id']}"), 204)
     assert person.get("/console/tokens", follow_redirects=False).status_code in (303, 401)
+
+
+def _signed_in(app: FastAPI, email: str = "ada@example.com", password: str = PASSWORD) -> tuple[TestClient, str]:
+    """A browser-like client signed in as a person, and its pages' CSRF token."""
+    person = TestClient(app)
+    expect(person.post("/console/sign-in/password", headers=same_origin(person), follow_redirects=False,
+                       data={"organization": "default", "email": email, "password": password}), 303)
+    return person, re.search(r'name="csrf-token" content="([^"]+)"', person.get("/console/account").text).group(1)
+
+
+def _persons_token(app: FastAPI, role: str = "admin") -> str:
+    person, csrf = _signed_in(app)
+    page = expect(person.post("/console/tokens", data={"name": f"ada's {role}", "role": role, "usageProfile": "", "csrf_token": csrf},
+                              headers=same_origin(person)), 200).text
+    return re.search(r'id="issued-secret" value="([^"]+)"', page).group(1)
+
+
+def test_a_persons_token_is_theirs_capped_by_their_role_and_ends_with_them(api: TestClient, app: FastAPI) -> None:
+    made = _user(api)
+    token = _persons_token(app)
+    theirs = TestClient(app, headers={"Authorization": f"Bearer {token}"})
+    expect(theirs.post("/api/v1/admin/usage-profiles", json={"id": "ops", "allowedTools": [], "allowedTags": []}), 201)
+    record = expect(api.get("/api/v1/admin/usage-profiles/ops"), 200).json()
+    assert actor_of(record["createdBy"]) == {"user": made["id"], "name": "Ada Lovelace", "via": "token"}
+    assert len(app.state.services.users.tokens_of("default", made["id"])) == 1
+    # Made an auditor, their admin token reads and changes nothing.
+    expect(api.patch(f"{USERS}/{made['id']}", json={"role": "auditor"}), 200)
+    assert theirs.get(USERS).status_code == 200
+    assert theirs.post("/api/v1/admin/usage-profiles", json={"id": "ops2", "allowedTools": [], "allowedTags": []}).status_code == 403
+    # Disabled, their token is no token; enabled, it works again; deleted, never again.
+    expect(api.post(f"{USERS}/{made['id']}/disable"), 200)
+    assert theirs.get(USERS).status_code == 401
+    expect(api.post(f"{USERS}/{made['id']}/enable"), 200)
+    assert theirs.get(USERS).status_code == 200
+    expect(api.delete(f"{USERS}/{made['id']}"), 204)
+    assert theirs.get(USERS).status_code == 401
+
+
+def test_ai_context_user_is_the_person_with_their_locale(api: TestClient, app: FastAPI) -> None:
+    made = _user(api, locale="de-CH")
+    source = "exports.run = function () { return ai.context(); };"
+    expect(api.post("/api/v1/admin/code-modules", json={"id": "whoami", "description": "who calls", "draftContent": source,
+                                                          "tool": {"inputParameters": []}}), 201)
+    expect(api.post("/api/v1/admin/code-modules/whoami/publish"), 200)
+    token = _persons_token(app)
+    context = expect(TestClient(app, headers={"Authorization": f"Bearer {token}"}).post("/api/v1/tools/whoami/call", json={}), 200).json()["output"]
+    assert context["user"] == {"id": made["id"], "name": "Ada Lovelace", "email": "ada@example.com", "roles": ["admin"],
+                               "locale": "de-CH", "via": "token"}
+    assert token not in repr(context)
+    # A token of no one's is named as before.
+    assert expect(api.post("/api/v1/tools/whoami/call", json={}), 200).json()["output"]["user"] == {
+        "id": "admin", "roles": ["admin"], "locale": "en"}
+
+
+def test_the_rate_counts_the_person_whatever_they_come_through(tmp_path: Any, shared_sandbox: Any) -> None:
+    from entrypoints.web import create_app
+    from infrastructure.settings import Settings
+    from tests.conftest import wire
+
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN,
+                        rate_per_second=0.01, rate_burst=8)
+    with TestClient(create_app(wire(settings, shared_sandbox))) as app_client:
+        app = app_client.app
+        admin = TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        _user(admin)
+        # The person's eight: a session (its sign-in and a page), then two more sessions that each
+        # issue a token (a sign-in, a page, the issue).
+        person, _ = _signed_in(app)
+        first = TestClient(app, headers={"Authorization": f"Bearer {_persons_token(app)}"})
+        second = TestClient(app, headers={"Authorization": f"Bearer {_persons_token(app)}"})
+        # The person's requests through two tokens and two sessions share one bucket: it is empty now.
+        assert first.get(USERS).status_code == 429
+        assert second.get(USERS).status_code == 429
+        assert person.get("/console/account").status_code == 429
+        # Another token's bucket is its own.
+        assert admin.get(USERS).status_code == 200
+
+
+def _refusal_seconds(client: TestClient, email: str, password: str) -> tuple[int, str, float]:
+    import time
+
+    started = time.perf_counter()
+    answer = client.post("/console/sign-in/password", headers=same_origin(client),
+                         data={"organization": "default", "email": email, "password": password})
+    return answer.status_code, re.search(r'id="password-error"[^>]*>([^<]+)<', answer.text).group(1), time.perf_counter() - started
+
+
+def test_an_unknown_email_and_a_wrong_password_get_the_same_answer_in_the_same_time(api: TestClient, app: FastAPI) -> None:
+    _user(api)
+    browser = TestClient(app)
+    unknown = [_refusal_seconds(browser, f"nobody{i}@example.com", PASSWORD) for i in range(3)]
+    wrong = [_refusal_seconds(browser, "ada@example.com", f"wrong password {i}") for i in range(3)]
+    assert {(s, m) for s, m, _ in unknown} == {(s, m) for s, m, _ in wrong} == {
+        (200, "That email and password do not match an account of this organization. Check them and try again.")}
+    # Each refusal verifies one argon2id hash (a dummy one for an unknown email): tenths of a second, both.
+    unknown_time, wrong_time = sorted(t for *_, t in unknown)[1], sorted(t for *_, t in wrong)[1]
+    assert 0.5 < unknown_time / wrong_time < 2, (unknown_time, wrong_time)
+
+
+def test_a_lockout_after_the_failures_for_15_minutes_per_email(api: TestClient, app: FastAPI) -> None:
+    _user(api)
+    browser = TestClient(app)
+    for _ in range(5):
+        assert _refusal_seconds(browser, "ada@example.com", "not the password")[0] == 200
+    # Locked: even the right password is refused, with when to try again.
+    locked = browser.post("/console/sign-in/password", headers=same_origin(browser),
+                          data={"organization": "default", "email": "ADA@example.com", "password": PASSWORD})
+    assert locked.status_code == 429 and "locked for 15 minutes" in locked.text and int(locked.headers["Retry-After"]) > 800
+    # An unknown email locks the same way (a lockout says nothing of who exists).
+    for _ in range(5):
+        _refusal_seconds(browser, "ghost@example.com", "guess")
+    assert browser.post("/console/sign-in/password", headers=same_origin(browser),
+                        data={"organization": "default", "email": "ghost@example.com", "password": "guess"}).status_code == 429
+    # Another person is not locked.
+    _user(api, email="grace@example.com", name="Grace")
+    _signed_in(app, "grace@example.com")
