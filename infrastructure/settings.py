@@ -89,6 +89,28 @@ class Settings(BaseSettings):
         description="Wrong passwords for one person (organization and email) before their sign-in is locked for 15 minutes.")
     invitation_hours: float = Field(72.0, gt=0, le=24 * 30, validation_alias=_env("invitation_hours", "TOOLSMITH_INVITATION_HOURS"),
         description="How long a person's invitation link (to set their first password) stays valid.")
+    # Single sign-on for the console (docs/sso.md): an OpenID Connect provider; off while the issuer is empty.
+    sso_issuer: str = Field("", validation_alias=_env("sso_issuer", "TOOLSMITH_SSO_ISSUER"),
+        description=("The OpenID provider people sign in to the console with (its issuer URL, exactly as its discovery "
+            "document says). Empty: no single sign-on."))
+    sso_name: str = Field("single sign-on", min_length=1, max_length=60, validation_alias=_env("sso_name", "TOOLSMITH_SSO_NAME"),
+        description="The provider's name on the sign-in page's button: Sign in with <name>.")
+    sso_client_id: str = Field("", validation_alias=_env("sso_client_id", "TOOLSMITH_SSO_CLIENT_ID"),
+        description="The console's client id at the provider (a confidential client, redirect URI <public URL>/console/sso/callback).")
+    sso_client_secret: SecretStr | None = Field(None, validation_alias=_env("sso_client_secret", "TOOLSMITH_SSO_CLIENT_SECRET"),
+        description="The console's client secret at the provider; never logged or shown.")
+    sso_client_secret_file: Path | None = Field(None, validation_alias=_env("sso_client_secret_file", "TOOLSMITH_SSO_CLIENT_SECRET_FILE"),
+        description="A file holding the client secret instead (a container secret, for example); read at start.")
+    sso_scopes: str = Field("openid email profile", validation_alias=_env("sso_scopes", "TOOLSMITH_SSO_SCOPES"),
+        description="The scopes the console asks the provider for, space-separated; openid is always among them.")
+    sso_tenant_claim: str = Field("tenant", validation_alias=_env("sso_tenant_claim", "TOOLSMITH_SSO_TENANT_CLAIM"),
+        description=("The ID token claim naming the person's organization (a dotted path for a nested one). Empty: "
+            "everyone who signs in belongs to TOOLSMITH_TENANT."))
+    sso_roles_claim: str = Field("roles", min_length=1, validation_alias=_env("sso_roles_claim", "TOOLSMITH_SSO_ROLES_CLAIM"),
+        description="The ID token claim holding the person's roles at the provider (a string or a list; a dotted path for a nested one).")
+    sso_role_map: str = Field("", validation_alias=_env("sso_role_map", "TOOLSMITH_SSO_ROLE_MAP"),
+        description=("Which provider role gives which Toolsmith role: value=admin, value=auditor or value=caller (or "
+            "value=caller:<usage profile>), comma-separated. Several matches: the strongest role wins; none: sign-in refused."))
 
     # The event store: SQLite in the data dir unless PERSISTENCE_MODULE says otherwise
     # (`eventsourcing.postgres`, with eventsourcing's POSTGRES_* variables).
@@ -341,6 +363,29 @@ class Settings(BaseSettings):
     def listed(value: str) -> list[str]:
         """The items of a comma-separated setting, blanks dropped."""
         return [item.strip() for item in value.split(",") if item.strip()]
+    @field_validator("sso_issuer")
+    @classmethod
+    def _sso_issuer(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("https://", "http://")):
+            raise ValueError("TOOLSMITH_SSO_ISSUER is the provider's issuer URL (https://…), or empty (no single sign-on)")
+        return value
+
+    @field_validator("sso_role_map")
+    @classmethod
+    def _sso_role_map(cls, value: str) -> str:
+        from infrastructure.oidc import parse_role_map
+
+        parse_role_map(value)  # ValueError naming the bad entry
+        return value.strip()
+
+    @field_validator("sso_client_secret_file", mode="before")
+    @classmethod
+    def _sso_client_secret_file(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() == "":
+            return None
+        return value
+
 
     @property
     def sqlite_path(self) -> Path:

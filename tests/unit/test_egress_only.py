@@ -56,6 +56,9 @@ OWN_ENGINES: dict[tuple[str, str], str] = {
     ("sandbox.remote", "httpx.Client"): "the service's own sandbox service",
     # The external OAuth authorization server of MCP (TOOLSMITH_OAUTH_ISSUER): its metadata and JWKS.
     ("api.oauth.resource", "httpx.Client"): "the MCP endpoint's external authorization server, named by the operator",
+    # The console's OpenID provider (TOOLSMITH_SSO_ISSUER): its discovery document and keys (the code
+    # exchange is Authlib's AsyncOAuth2Client, an httpx client of its own, to the same provider).
+    ("infrastructure.oidc", "httpx.AsyncClient"): "the console's single sign-on provider, named by the operator",
 }
 
 
