@@ -17,7 +17,9 @@ written, so that whoever just called a tool finds its call.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -25,7 +27,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
-from uuid import uuid4
 
 from application.context import CONSOLE, MCP, REST, CallContext
 from domain import calls
@@ -163,6 +164,12 @@ class CallLog:
 
     def close(self) -> None:
         """Writes what is queued, then stops the writer and closes the store."""
+        self.stop()
+        if self.store is not None:
+            self.store.close()
+
+    def stop(self) -> None:
+        """Writes what is queued, then stops the writer (the store stays open)."""
         thread = self._thread
         if thread is not None:
             self._stopping = True
@@ -171,7 +178,6 @@ class CallLog:
             self._thread = None
         if self.store is not None:
             self._write_all()
-            self.store.close()
 
     def flush(self, timeout: float = 2.0) -> bool:
         """Waits until every record queued before this call is written (or given up); False when
@@ -260,9 +266,30 @@ class CallLog:
         return self.store.expire(iso(cutoff.timestamp()))
 
 
+# Each entry's definition hash, by the entry (the catalog hands the same entry object to every call
+# of a tool until it changes; entries hold dicts, so they are kept by identity, the entry with its
+# hash so that the identity is never another's): computed once per version of a tool, not per call.
+_DEFINITIONS: dict[int, tuple[ToolEntry, str]] = {}
+_DEFINITIONS_KEPT = 10_000
+# A record's id: this process's random prefix and a counter (unique across replicas, cheap to make).
+_ID_PREFIX = os.urandom(8).hex()
+_ids = itertools.count(1)
+
+
 def _definition_sha256(entry: ToolEntry | None) -> str | None:
     if entry is None:
         return None
+    cached = _DEFINITIONS.get(id(entry))
+    if cached is not None and cached[0] is entry:
+        return cached[1]
+    digest = _definition_hash(entry)
+    if len(_DEFINITIONS) >= _DEFINITIONS_KEPT:
+        _DEFINITIONS.clear()
+    _DEFINITIONS[id(entry)] = (entry, digest)
+    return digest
+
+
+def _definition_hash(entry: ToolEntry) -> str:
     return canonical_sha256({
         "name": entry.name, "description": entry.description, "kind": entry.call_type, "inputSchema": entry.input_schema,
         "tags": list(entry.tags), "exposeInChat": entry.expose_in_chat, "enabled": entry.enabled,
@@ -282,7 +309,7 @@ def _record(raw: dict[str, Any]) -> dict[str, Any]:
         result_sha256 = canonical_sha256({"error": {"type": result.error.type, "message": result.error.message}})
     kind = raw.get("kind") or (entry.call_type if entry is not None else None)
     return {
-        "id": uuid4().hex, "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
+        "id": f"{_ID_PREFIX}{next(_ids):016x}", "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
         "version": getattr(entry, "version", None),
         "definition_sha256": canonical_sha256(raw["definition"]) if raw["definition"] is not None else _definition_sha256(entry),
         "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": None, "caller_client": None,

@@ -250,3 +250,20 @@ def test_a_bad_filter_is_a_problem_naming_it(client: TestClient, query: dict[str
     assert answer.status_code == 400, answer.text
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert field in answer.json()["detail"]
+
+
+def test_on_a_postgresql_event_store_the_log_is_kept_beside_it(tmp_path: Any, shared_sandbox: object, postgres_store: dict[str, str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from infrastructure.call_log_postgres import PostgresCallRecords
+
+    for key, value in postgres_store.items():
+        monkeypatch.setenv(key, value)
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN,
+                        persistence_module=postgres_store["PERSISTENCE_MODULE"])
+    with TestClient(create_app(wire(settings, shared_sandbox)), base_url=URL, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
+        assert isinstance(client.app.state.services.toolbox.call_log.store, PostgresCallRecords)  # type: ignore[attr-defined]
+        name = publish(client)
+        expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "pg"}), 200)
+        record = only_call(client, name)
+        assert record["via"] == "rest" and record["argumentsSha256"] == sha({"text": "pg"})
+    assert not (tmp_path / "data" / "calls.sqlite").exists()
