@@ -293,11 +293,15 @@ class Settings(BaseSettings):
             "(its JWKS discovered from its metadata); empty: the built-in server."))
     oauth_tenant_claim: str = Field("tenant", validation_alias=_env("oauth_tenant_claim", "TOOLSMITH_OAUTH_TENANT_CLAIM"),
         description="The external issuer's claim naming the tenant (a dotted path for a nested one); absent: TOOLSMITH_TENANT.")
-    oauth_role_claim: str = Field("realm_access.roles", validation_alias=_env("oauth_role_claim", "TOOLSMITH_OAUTH_ROLE_CLAIM"),
-        description="The external issuer's claim naming the role (admin, auditor or caller; a list: the first known).")
-    oauth_default_role: Literal["admin", "auditor", "caller"] = Field("caller", validation_alias=_env(
-        "oauth_default_role", "TOOLSMITH_OAUTH_DEFAULT_ROLE"),
-        description="The role of an external issuer's token whose role claim names none Toolsmith knows.")
+    oauth_role_claim: str = Field("roles", validation_alias=_env("oauth_role_claim", "TOOLSMITH_OAUTH_ROLE_CLAIM"),
+        description="The external issuer's claim holding the person's roles (a string or a list; a dotted path for a nested one).")
+    oauth_role_map: str = Field("", validation_alias=_env("oauth_role_map", "TOOLSMITH_OAUTH_ROLE_MAP"),
+        description=("Which of the external issuer's roles gives which Toolsmith role: value=admin, value=auditor or "
+            "value=caller:<usage profile>, comma-separated; a role named admin, auditor or caller is itself. A token "
+            "whose roles map to none is refused."))
+    oauth_required_scope: str = Field("mcp:tools", validation_alias=_env("oauth_required_scope", "TOOLSMITH_OAUTH_REQUIRED_SCOPE"),
+        description=("The scope an access token needs for MCP (403 insufficient_scope without it); empty for an external "
+            "issuer whose tokens carry no such scope (the audience is still checked)."))
     oauth_profile_claim: str = Field("usage_profile", validation_alias=_env("oauth_profile_claim", "TOOLSMITH_OAUTH_PROFILE_CLAIM"),
         description="The external issuer's claim naming a caller's usage profile.")
 

@@ -61,9 +61,9 @@ def mount(app: FastAPI, services: Any) -> OAuth:
     if settings.oauth_issuer:
         issuer: BuiltInIssuer | ExternalIssuer = ExternalIssuer(
             settings.oauth_issuer, tenant_claim=settings.oauth_tenant_claim, default_tenant=settings.tenant,
-            role_claim=settings.oauth_role_claim, default_role=settings.oauth_default_role,
+            role_claim=settings.oauth_role_claim, role_map=settings.oauth_role_map,
             profile_claim=settings.oauth_profile_claim)
-        oauth = OAuth(ResourceServer(public, issuer, find), None, None, None)
+        oauth = OAuth(ResourceServer(public, issuer, find, required_scope=settings.oauth_required_scope), None, None, None)
     else:
         store = OAuthStore(settings.data_dir)
         keys = SigningKeys(settings.data_dir, rotate_after_seconds=settings.oauth_key_days * 86_400,
@@ -89,7 +89,8 @@ def mount(app: FastAPI, services: Any) -> OAuth:
         server = ToolsmithAuthorizationServer(issuer=public, store=store, keys=keys,
                                               access_seconds=settings.oauth_access_token_seconds,
                                               fetch_document=fetch, find_person=find, on_revoke=revoked)
-        resource_server = ResourceServer(public, BuiltInIssuer(public, keys, store), find)
+        resource_server = ResourceServer(public, BuiltInIssuer(public, keys, store), find,
+                                         required_scope=settings.oauth_required_scope)
         for grant_id in store.revoked_since(0):
             resource_server.revoked(grant_id)
         oauth = OAuth(resource_server, server, store, validated_metadata(server))

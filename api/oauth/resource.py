@@ -86,16 +86,16 @@ class BuiltInIssuer:
 class ExternalIssuer:
     """Tokens of a company's own authorization server (`TOOLSMITH_OAUTH_ISSUER`): its JWKS found by
     discovery (RFC 8414, then OpenID Connect Discovery), its claims mapped to a tenant, a role and
-    a usage profile (the claims the settings name; a claim's value may be a list, as Keycloak's
-    roles are: the first role Toolsmith knows wins)."""
+    a usage profile as the settings say (`TOOLSMITH_OAUTH_ROLE_MAP`: the strongest role a person's
+    roles map to wins; a token whose roles map to none is refused)."""
 
-    def __init__(self, issuer: str, *, tenant_claim: str, default_tenant: str, role_claim: str, default_role: str,
+    def __init__(self, issuer: str, *, tenant_claim: str, default_tenant: str, role_claim: str, role_map: str,
                  profile_claim: str, http: httpx.Client | None = None) -> None:
-        self.issuer = issuer.rstrip("/") if issuer.endswith("/") and issuer.count("/") > 3 else issuer
+        self.issuer = issuer
         self.tenant_claim = tenant_claim
         self.default_tenant = default_tenant
         self.role_claim = role_claim
-        self.default_role = default_role
+        self.role_map = parse_role_map(role_map)
         self.profile_claim = profile_claim
         self._http = http or httpx.Client(timeout=10, trust_env=False)
         self._keys: KeySet | None = None
@@ -137,23 +137,40 @@ class ExternalIssuer:
             return self._keys
 
     def verified(self, claims: dict[str, Any], expires: float, audience: tuple[str, ...], scopes: frozenset[str]) -> Verified:
-        tenant = _claim(claims, self.tenant_claim)
+        tenant = _claim(claims, self.tenant_claim) if self.tenant_claim else None
         tenant_name = tenant if isinstance(tenant, str) and tenant else self.default_tenant
-        role = self.default_role
         found = _claim(claims, self.role_claim)
-        for value in found if isinstance(found, list) else [found]:
-            if isinstance(value, str) and value in ROLES:
-                role = value
-                break
-        profile = _claim(claims, self.profile_claim)
+        values = [found] if isinstance(found, str) else [v for v in found if isinstance(v, str)] if isinstance(found, list) else []
+        grants = [self.role_map[v] if v in self.role_map else (v, None) for v in values if v in self.role_map or v in ROLES]
+        if not grants:
+            raise _Invalid("its roles map to no role here (TOOLSMITH_OAUTH_ROLE_MAP)")
+        role, profile = max(grants, key=lambda grant: STRENGTH[grant[0]])
+        named = _claim(claims, self.profile_claim) if self.profile_claim else None
+        if role == CALLER and isinstance(named, str) and named:
+            profile = named
         subject = str(claims.get("sub") or "")
         if not subject:
             raise _Invalid("it names no subject")
         name = str(claims.get("preferred_username") or claims.get("email") or subject)
-        principal = Principal(name=name, role=role, tenant=tenant_name,
-                              usage_profile=profile if isinstance(profile, str) and role == CALLER else None,
-                              token_id=f"oauth:{self.issuer}:{subject}")
+        principal = Principal(name=f"{name} (via {self.issuer})", role=role, tenant=tenant_name,
+                              usage_profile=profile if role == CALLER else None, token_id=f"oauth:{self.issuer}:{subject}",
+                              via="oauth")
         return Verified(expires, audience, scopes, principal, None, None)
+
+
+STRENGTH = {"caller": 1, "auditor": 2, "admin": 3}
+
+
+def parse_role_map(text: str) -> dict[str, tuple[str, str | None]]:
+    """`value=admin,value=auditor,value=caller[:<usage profile>]`; ValueError naming a bad entry (the start stops)."""
+    table: dict[str, tuple[str, str | None]] = {}
+    for entry in (item.strip() for item in text.split(",") if item.strip()):
+        value, sep, grant = entry.rpartition("=")
+        role, _, profile = grant.strip().partition(":")
+        if not sep or not value.strip() or role.strip() not in STRENGTH or (profile.strip() and role.strip() != CALLER):
+            raise ValueError(f"TOOLSMITH_OAUTH_ROLE_MAP: {entry!r} is not value=admin, value=auditor or value=caller[:<usage profile>]")
+        table[value.strip()] = (role.strip(), profile.strip() or None)
+    return table
 
 
 def _claim(claims: dict[str, Any], path: str) -> Any:
@@ -172,8 +189,9 @@ class _Invalid(Exception):
 
 class ResourceServer:
     def __init__(self, public_url: str, issuer: BuiltInIssuer | ExternalIssuer,
-                 find_person: Callable[[str, str], Principal | None]) -> None:
+                 find_person: Callable[[str, str], Principal | None], *, required_scope: str = MCP_SCOPE) -> None:
         self.public_url = public_url.rstrip("/")
+        self.required_scope = required_scope
         self.issuer = issuer
         self.find_person = find_person
         self._kept: dict[str, Verified] = {}
@@ -189,13 +207,16 @@ class ResourceServer:
         return {
             "resource": self.resource(path),
             "authorization_servers": [self.issuer.issuer],
-            "scopes_supported": [MCP_SCOPE] if isinstance(self.issuer, ExternalIssuer) else list(SCOPES),
+            "scopes_supported": ([self.required_scope] if self.required_scope else []) if isinstance(self.issuer, ExternalIssuer)
+            else list(SCOPES),
             "bearer_methods_supported": ["header"],
             "resource_name": "Toolsmith MCP" + (f" server {path.removeprefix(MCP_PATH + '/')}" if path != MCP_PATH else ""),
         }
 
     def challenge(self, path: str, error: str | None = None, description: str | None = None) -> str:
-        parts = [f'resource_metadata="{self.public_url}{PRM_PATH}{path}"', f'scope="{MCP_SCOPE}"']
+        parts = [f'resource_metadata="{self.public_url}{PRM_PATH}{path}"']
+        if self.required_scope:
+            parts.append(f'scope="{self.required_scope}"')
         if error:
             parts.insert(0, f'error="{error}"')
         if description:
@@ -243,9 +264,9 @@ class ResourceServer:
         else:
             principal = kept.principal
         assert principal is not None
-        if MCP_SCOPE not in kept.scopes:
-            raise Refusal(403, "insufficient-scope", f"this MCP URL needs the scope {MCP_SCOPE}",
-                          {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{MCP_SCOPE}", '
+        if self.required_scope and self.required_scope not in kept.scopes:
+            raise Refusal(403, "insufficient-scope", f"this MCP URL needs the scope {self.required_scope}",
+                          {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{self.required_scope}", '
                                                f'resource_metadata="{self.public_url}{PRM_PATH}{path}"'})
         return principal
 
