@@ -374,3 +374,27 @@ def test_the_grants_page_lists_and_revokes(app: FastAPI) -> None:
     assert revoked.status_code == 303
     assert mcp(app, issued["access_token"]).status_code == 401
     assert "Test client" not in browser.get("/console/oauth/grants").text
+
+
+def test_a_person_signed_in_by_password_allows_a_client_and_a_disabled_persons_token_is_refused(app: FastAPI) -> None:
+    """The person is a user of the organization (docs/users.md): their grant, their tokens; once
+    they are disabled, the access token and the refresh token both stop."""
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    http = anonymous(app)
+    made = expect(http.post("/api/v1/admin/users", json={"email": "ada@example.com", "name": "Ada", "role": "caller",
+                                                         "password": "correct horse battery"}, headers=admin), 201).json()
+    browser = TestClient(app, base_url=BASE, follow_redirects=False)
+    expect(browser.post("/console/sign-in/password", data={"organization": "default", "email": "ada@example.com",
+                                                          "password": "correct horse battery", "next": "/console/oauth/grants"}), 303)
+    client_id, issued = tokens_for(app, browser)
+    said = claims(issued["access_token"])
+    assert said["sub"] == made["id"] and said["role"] == "caller" and said["name"] == "Ada"
+    assert mcp(app, issued["access_token"]).status_code == 200
+    page = browser.get("/console/oauth/grants")
+    assert page.status_code == 200 and "Test client" in page.text
+    expect(http.post(f"/api/v1/admin/users/{made['id']}/disable", headers=admin), 200)
+    refused = mcp(app, issued["access_token"])
+    assert refused.status_code == 401 and "may no longer sign in" in refused.headers["www-authenticate"]
+    refreshed = http.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": client_id,
+                                                "refresh_token": issued["refresh_token"]})
+    assert error_of(refreshed) == "invalid_grant"
