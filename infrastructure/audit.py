@@ -66,6 +66,7 @@ from domain.chain import GENESIS, OWN_HASH, state_hash
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
 from domain.topics import stored_topics
 from domain.secrets import Secret, secret_aggregate_id
+from domain.users import users_id
 from projections.store_identity import renew_store_identity
 
 FORMAT = "toolsmith-audit-export"
@@ -429,7 +430,7 @@ class _TenantScope:
         self.tenant = tenant
         self.recorder = recorder
         self.kinds = tuple(kinds)
-        self.own = {graph_aggregate_id(tenant), registry_id(tenant)}
+        self.own = {graph_aggregate_id(tenant), registry_id(tenant), users_id(tenant)}  # its people's: no credential
         self.decided: dict[UUID, bool] = {}
 
     def holds(self, stored: Any) -> bool:
@@ -458,7 +459,7 @@ class _TenantScope:
         tenant = state.get("tenant") if type(state) is dict else None
         if not isinstance(tenant, str):
             return None
-        if stored.originator_id in (graph_aggregate_id(tenant), registry_id(tenant)):
+        if stored.originator_id in (graph_aggregate_id(tenant), registry_id(tenant), users_id(tenant)):
             return tenant
         secret_id = state.get("secret_id")
         if isinstance(secret_id, str) and stored.originator_id == secret_aggregate_id(tenant, secret_id):

@@ -187,6 +187,10 @@ def test_events_name_the_person_and_never_hold_a_password(api: TestClient, app: 
     assert "PasswordSet" in exported and PASSWORD not in exported and "$argon2" not in exported
     credential = services.users._credential("default", made["id"])["hash"]
     assert credential.startswith("$argon2id$") and credential not in exported
+    # The tenant's own export (the admin's download) holds its people's events, and no credential.
+    tenants = expect(api.get("/api/v1/admin/audit/export"), 200).text
+    assert "UserAdded" in tenants and "PasswordSet" in tenants and "ada@example.com" in tenants
+    assert PASSWORD not in tenants and "$argon2" not in tenants
     # The hash is at rest only encrypted (the vault's table).
     with services.store.recorder.datastore.transaction(commit=False) as cursor:
         cursor.execute("SELECT * FROM toolsmith_secrets")
