@@ -62,8 +62,8 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.inbound import (
-    ERROR_CODE_HTTP_STATUS, MCP_PARAM_HEADER_PREFIX, MCP_PROTOCOL_VERSION_HEADER, InboundModernRoute, classify_inbound_request,
-    find_duplicated_routing_header, validate_mcp_param_headers,
+    ERROR_CODE_HTTP_STATUS, MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PARAM_HEADER_PREFIX, MCP_PROTOCOL_VERSION_HEADER, InboundModernRoute,
+    classify_inbound_request, validate_mcp_param_headers,
 )
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
@@ -154,13 +154,12 @@ class DirectCalls:
             return None
         return getattr(session.connection, "protocol_version", None)
 
-    def serves(self, manager: StreamableHTTPSessionManager, scope: Scope, http: Request | None = None) -> tuple[_Session, Any] | None:
+    def serves(self, manager: StreamableHTTPSessionManager, scope: Scope) -> tuple[_Session, Any] | None:
         """The session and transport a POST names, if its calls can be answered here."""
         if scope["method"] != "POST":
             return None
-        http = http or Request(scope)
-        headers = http.headers
-        session_id = headers.get(MCP_SESSION_ID_HEADER)
+        headers = session_headers(scope)
+        session_id = headers.get(_SESSION_ID)
         session = self._sessions.get(session_id) if session_id is not None else None
         transport = mcp_sdk.transport_of(manager, session_id) if session is not None else None
         if transport is None or transport.is_terminated or not mcp_sdk.keeps_idle_clock(transport):
@@ -171,10 +170,10 @@ class DirectCalls:
         # (The gate hands every request of one caller the same owner: `is` answers at once.)
         if not isinstance(user, AuthenticatedUser) or (user.access_token is not session.owner and user.access_token != session.owner):
             return None
-        version = headers.get("mcp-protocol-version")
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             return None
-        has_json = accepts_json(http.headers.get("accept", ""))
+        has_json = accepts_json(headers.get("accept", ""))
         if not has_json or headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return None
         return session, transport
@@ -212,6 +211,32 @@ class DirectCalls:
                 data = ErrorData(code=INTERNAL_ERROR, message="Internal error")
             return JSONRPCError(jsonrpc="2.0", id=request.id, error=data)
         return JSONRPCResponse(jsonrpc="2.0", id=request.id, result=result)
+
+
+_VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.encode()
+
+
+def first_header(scope: Scope, name: bytes) -> str | None:
+    """A header's first value (as Starlette's `Headers.get`), `name` in lowercase."""
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+_SESSION_ID = MCP_SESSION_ID_HEADER.lower()
+# What `serves` reads of a request's headers, each by its first value (as Starlette's `Headers.get`).
+_SESSION_HEADERS = {name.encode(): name for name in (_SESSION_ID, MCP_PROTOCOL_VERSION_HEADER, "accept", "content-type")}
+
+
+def session_headers(scope: Scope) -> dict[str, str]:
+    """The first value of each header `serves` reads, by lowercase name, in one pass."""
+    found: dict[str, str] = {}
+    for key, value in scope.get("headers") or ():
+        name = _SESSION_HEADERS.get(key.lower())
+        if name is not None and name not in found:
+            found[name] = value.decode("latin-1")
+    return found
 
 
 def _tools_call(body: bytes) -> JSONRPCRequest | None:
@@ -329,12 +354,11 @@ class FastCalls:
         if request is None or len(body) > manager.max_request_body_size or not self._plain_server():
             return False
         decoded, request_id, params = request
-        http = Request(scope)
-        headers = http.headers
-        header_version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        header_version = first_header(scope, _VERSION_HEADER)
         transport = None
+        headers = None
         if header_version is None or header_version in HANDSHAKE_PROTOCOL_VERSIONS:
-            found = self._direct.serves(manager, scope, http)
+            found = self._direct.serves(manager, scope)
             if found is None:
                 return False
             session, transport = found
@@ -342,6 +366,8 @@ class FastCalls:
                 return False  # the kernel refuses a call before the handshake's end
             version = getattr(session.connection, "protocol_version", None)
         else:
+            http = Request(scope)
+            headers = http.headers
             version = await self._modern_version(http, decoded)
         if version not in KNOWN_VERSIONS or not _valid_params(version, params):
             return False
@@ -376,11 +402,15 @@ class FastCalls:
         (`mcp.server._streamable_http_modern.handle_modern_request`, in its order), else None."""
         if await self._security.validate_request(http, is_post=True) is not None:
             return None
-        has_json = accepts_json(http.headers.get("accept", ""))
-        if not has_json or find_duplicated_routing_header(http.headers.items()) is not None:
-            return None
-        verdict = classify_inbound_request(decoded, headers=dict(http.headers))
-        return verdict.protocol_version if isinstance(verdict, InboundModernRoute) else None
+        routing = routing_headers(http.scope)
+        if routing is None or not accepts_json(routing.pop("accept", "")):
+            return None  # (None: a routing header sent twice, which the SDK refuses)
+        params = decoded["params"]
+        try:
+            meta = orjson.dumps(params.get("_meta"))
+        except orjson.JSONEncodeError:  # (a number orjson cannot write, say): the SDK's ladder unkept
+            return _modern_verdict_of(decoded, routing)
+        return _modern_verdict(meta, params["name"], tuple(sorted(routing.items())))
 
     async def _call(self, principal: Principal, server_id: str | None, request_id: RequestId, params: dict[str, Any],
                     headers: Any) -> dict[str, Any] | _Failed:
@@ -436,8 +466,11 @@ class FastCalls:
     @staticmethod
     def _check_param_headers(entry: Any, arguments: dict[str, Any] | None, headers: Any) -> None:
         """The SDK checks a 2026 call's Mcp-Param-* headers against the schema the caller is offered;
-        one it refuses is the SDK's to answer (`_Declined`), before anything runs."""
-        if headers is not None and entry is not None and (arguments or any(h.startswith(_PARAM_HEADER) for h in headers)):
+        one it refuses is the SDK's to answer (`_Declined`), before anything runs. A schema that
+        declares no header passes whatever the headers say (`declares_headers`)."""
+        if headers is None or entry is None or not declares_headers(entry):
+            return
+        if arguments or any(h.startswith(_PARAM_HEADER) for h in headers):
             if validate_mcp_param_headers(entry.input_schema, arguments or {}, headers) is not None:
                 raise _Declined
 
@@ -448,6 +481,60 @@ class FastCalls:
         if len(offers) >= MAX_OFFERS_KEPT:
             offers.pop(next(iter(offers)), None)
         offers[key] = offer
+
+
+# What the SDK's checks before dispatch read of a 2026 request's headers: `Accept` (its first
+# value, as Starlette's `Headers.get` answers) and the routing headers (each at most once:
+# `find_duplicated_routing_header` refuses one sent twice).
+_ACCEPT = b"accept"
+_ROUTING = {_ACCEPT: "accept", **{name.encode(): name for name in (MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEADER)}}
+
+
+def routing_headers(scope: Scope) -> dict[str, str] | None:
+    """`Accept` and the routing headers a request sent, by lowercase name, in one pass over its
+    header lines; None when a routing header is sent twice."""
+    found: dict[str, str] = {}
+    for key, value in scope.get("headers") or ():
+        name = _ROUTING.get(key.lower())
+        if name is None:
+            continue
+        if name in found:
+            if key.lower() != _ACCEPT:
+                return None
+            continue
+        found[name] = value.decode("latin-1")
+    return found
+
+
+@lru_cache(maxsize=256)
+def _modern_verdict(meta: bytes, name: str, routing: tuple[tuple[str, str], ...]) -> str | None:
+    """The SDK's ladder over what it reads of a plain `tools/call` (the envelope in `_meta`, the
+    tool's name, the routing headers), kept: a client sends the same envelope and headers with every
+    call of a tool."""
+    return _modern_verdict_of({"method": METHOD, "params": {"name": name, "_meta": orjson.loads(meta)}}, dict(routing))
+
+
+def _modern_verdict_of(decoded: dict[str, Any], routing: dict[str, str]) -> str | None:
+    verdict = classify_inbound_request(decoded, headers=routing)
+    return verdict.protocol_version if isinstance(verdict, InboundModernRoute) else None
+
+
+# Whether a tool's input schema declares an `x-mcp-header` (the SDK's own walk), per entry; an
+# entry is immutable, and a tool's new version is a new entry (kept by id, with the entry itself so
+# that a reused id is noticed; bounded).
+_DECLARES: dict[int, tuple[Any, bool]] = {}
+MAX_SCHEMAS_KEPT = 4_096
+
+
+def declares_headers(entry: Any) -> bool:
+    kept = _DECLARES.get(id(entry))
+    if kept is not None and kept[0] is entry:
+        return kept[1]
+    declares = next(iter(mcp_sdk.header_positions(entry.input_schema)), None) is not None
+    if len(_DECLARES) >= MAX_SCHEMAS_KEPT:
+        _DECLARES.pop(next(iter(_DECLARES)), None)
+    _DECLARES[id(entry)] = (entry, declares)
+    return declares
 
 
 def _call_failed(name: str, error: Exception) -> dict[str, Any]:

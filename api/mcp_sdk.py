@@ -1,6 +1,6 @@
 """The MCP SDK's private names this service relies on, in one place (docs/mcp.md).
 
-SDK 2.3 (pinned in pyproject.toml) has no public way to do four things the MCP endpoint needs:
+SDK 2.3 (pinned in pyproject.toml) has no public way to do five things the MCP endpoint needs:
 
 - list the sessions the manager serves, with who opened each, and end one (a suspended tenant's
   sessions end: `api/mcp.py`): `StreamableHTTPSessionManager._session_owners`,
@@ -9,7 +9,10 @@ SDK 2.3 (pinned in pyproject.toml) has no public way to do four things the MCP e
   its idle clock as the transport does (`api/mcp_direct.py`): `StreamableHTTPServerTransport.
   _requests_in_flight` and `._idle_timeout`;
 - reach a request's `Connection` from its handler context, to keep a session's state and tell it of
-  changes (`api/mcp_direct.py`, `api/mcp_watch.py`): `ServerSession._connection`.
+  changes (`api/mcp_direct.py`, `api/mcp_watch.py`): `ServerSession._connection`;
+- tell whether a tool's input schema declares any `x-mcp-header`, the one thing that decides whether
+  a 2026-era call's `Mcp-Param-*` headers need checking (`api/mcp_direct.py`):
+  `mcp.shared.inbound._annotated_positions`, the walk the SDK's own check makes.
 
 Every use goes through a function here, and each answers "none" rather than fail when the SDK moved
 what it reads: `tests/unit/test_mcp_sdk.py` fails then, naming what moved, so an upgrade of the SDK
@@ -24,6 +27,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+from mcp.shared import inbound
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -88,3 +92,11 @@ def call_ended(transport: StreamableHTTPServerTransport) -> None:
     transport._requests_in_flight -= 1  # noqa: SLF001
     if not transport._requests_in_flight:  # noqa: SLF001
         transport.idle_scope.deadline = anyio.current_time() + transport._idle_timeout  # type: ignore[union-attr,operator]  # noqa: SLF001
+
+
+def header_positions(input_schema: Any) -> Any:
+    """The `x-mcp-header` declarations of a tool's input schema as the SDK's check walks them (any
+    iterable; empty: the check has nothing to compare). Where the SDK moved its walk, one
+    declaration is assumed, so every call's headers are checked by the SDK's public function."""
+    walk = getattr(inbound, "_annotated_positions", None)
+    return walk(input_schema) if walk is not None else (("unknown",),)

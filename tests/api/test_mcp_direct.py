@@ -4,6 +4,8 @@ callers only, without the session loop's hop."""
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterator
 from typing import Any
 
@@ -284,6 +286,8 @@ def test_a_param_header_the_sdk_refuses_is_refused_before_the_tool_runs(client: 
     monkeypatch.setattr(Toolbox, "acall", acounted)
     monkeypatch.setattr(mcp_direct, "validate_mcp_param_headers", refuse)
     monkeypatch.setattr(modern, "validate_mcp_param_headers", refuse)
+    # (A tool's schema as if it declared an `x-mcp-header`: only then is there anything to check.)
+    monkeypatch.setattr(mcp_direct, "declares_headers", lambda entry: True)
 
     for _ in range(2):  # the offer taken afresh, then kept
         refused = modern_call(client, "echo", {"text": "a"}, extra={"Mcp-Param-Text": "b"})
@@ -291,6 +295,58 @@ def test_a_param_header_the_sdk_refuses_is_refused_before_the_tool_runs(client: 
     assert ran == []
     assert modern_call(client, "echo", {"text": "a"}).status_code == 200 and ran == ["echo"]
     assert modern_call(client, "echo", {"text": "a"}).status_code == 200 and ran == ["echo", "echo"]
+
+
+def test_a_param_header_of_a_tool_that_declares_none_is_answered_as_the_sdk_answers_it(client: TestClient,
+                                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from api import mcp_direct
+
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    fast = modern_call(client, "echo", {"text": "a"}, extra={"Mcp-Param-Text": "b"})
+    monkeypatch.setattr(mcp_direct.FastCalls, "answer", not_answered)
+    through_sdk = modern_call(client, "echo", {"text": "a"}, extra={"Mcp-Param-Text": "b"})
+    assert fast.status_code == through_sdk.status_code == 200, (fast.text, through_sdk.text)
+    assert without_duration(fast) == without_duration(through_sdk)
+    assert fast.json()["result"]["content"] == [{"type": "text", "text": "a"}]
+
+
+@pytest.mark.parametrize("lines", [
+    [("Mcp-Name", "other")],  # the name header disagrees with the body's
+    [("Mcp-Method", "tools/list")],  # the method header disagrees
+    [("Mcp-Protocol-Version", "2025-06-18")],  # the version header disagrees with the envelope's
+    [("Mcp-Method", "tools/call"), ("Mcp-Method", "tools/call")],  # a routing header twice
+    [("Mcp-Name", "echo"), ("Mcp-Name", "echo")],
+    [("Accept", "text/html")],  # no JSON accepted
+    [("Accept", "application/json"), ("Accept", "text/html")],  # the first Accept counts
+], ids=["name", "method", "version", "method-twice", "name-twice", "no-json", "accept-twice"])
+def test_a_2026_call_whose_headers_the_sdk_checks_is_answered_as_the_sdk_answers_it(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch, lines: list[tuple[str, str]]) -> None:
+    from api import mcp_direct
+
+    publish(client, "echo", "exports.run = function (input) { return input.text; };")
+    body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "a"}, "_meta": MODERN_META}}
+    sent = {"Accept": ACCEPT["Accept"], "Content-Type": "application/json", "Mcp-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call", "Mcp-Name": "echo", "Authorization": f"Bearer {ADMIN_TOKEN}"}
+    replaced = {name.lower() for name, _ in lines}
+    headers = [(name, value) for name, value in sent.items() if name.lower() not in replaced] + lines
+
+    def post() -> Any:
+        return client.post("/mcp", content=json.dumps(body), headers=headers)
+
+    for _ in range(2):  # the verdict made, then kept
+        fast = post()
+    monkeypatch.setattr(mcp_direct.FastCalls, "answer", not_answered)
+    through_sdk = post()
+    assert fast.status_code == through_sdk.status_code, (fast.text, through_sdk.text)
+    if lines == [("Accept", "application/json"), ("Accept", "text/html")]:
+        assert fast.status_code == 200 and without_duration(fast) == without_duration(through_sdk)
+    else:  # refused, in the SDK's words
+        assert fast.status_code != 200 or "error" in fast.json(), fast.text
+        assert fast.text == through_sdk.text
+
+
+async def not_answered(*args: Any, **kwargs: Any) -> bool:
+    return False
 
 
 def test_with_a_tracer_configured_every_call_goes_through_the_sdks_span(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:

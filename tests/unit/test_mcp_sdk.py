@@ -49,3 +49,13 @@ def test_a_server_session_keeps_the_connection_it_was_made_with() -> None:
     source = inspect.getsource(ServerSession.__init__)
     assert f"self.{mcp_sdk.CONNECTION} = connection" in source, "ServerSession moved its connection: change api/mcp_sdk.py"
     assert "connection" in inspect.signature(ServerSession.__init__).parameters
+
+
+def test_the_sdks_walk_finds_a_declared_header_and_none_in_a_plain_schema() -> None:
+    from mcp.shared import inbound
+
+    assert hasattr(inbound, "_annotated_positions"), "the SDK moved its x-mcp-header walk: change api/mcp_sdk.py"
+    declared = {"type": "object", "properties": {"region": {"type": "string", inbound.X_MCP_HEADER_KEY: "Region"}}}
+    plain = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert [token for _, token, _ in mcp_sdk.header_positions(declared)] == ["Region"]
+    assert list(mcp_sdk.header_positions(plain)) == []
