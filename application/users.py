@@ -378,10 +378,11 @@ class Users:
 
     def find_or_create(self, tenant: str, email: str, *, name: str, role: str, locale: str = "en",
                        usage_profile: str | None = None, issuer: str | None = None, subject: str | None = None,
-                       by: str = "single sign-on") -> Record:
+                       by: str = "single sign-on", sync: bool = False) -> Record:
         """The person single sign-on signed in (just in time): by (issuer, subject) first, then by
         email (their subject is linked), else a new person with this role and locale and no password.
-        `UserDisabled` for a disabled person. The sign-in is recorded."""
+        With `sync`, a person found takes the role and usage profile given (the provider's mapping
+        decides, at every sign-in). `UserDisabled` for a disabled person. The sign-in is recorded."""
         sso = {"issuer": issuer, "subject": subject} if issuer and subject else None
         registry = self.registry(tenant)
         user = (registry.with_subject(issuer, subject) if sso else None) or registry.with_email(email)  # type: ignore[arg-type]
@@ -404,6 +405,9 @@ class Users:
             self._commands.run(attempt, name=user["id"])
         if self.registry(tenant).users[user["id"]]["disabled"]:
             raise UserDisabled()
+        current = self.registry(tenant).users[user["id"]]
+        if sync and (current["role"], current["usageProfile"]) != (role, usage_profile if role == CALLER else None):
+            self.update(tenant, user["id"], {"role": role, "usageProfile": usage_profile}, by=by)
         self.record_sign_in(tenant, user["id"], CONSOLE)
         return public_user(self.registry(tenant).users[user["id"]])
 

@@ -8,7 +8,7 @@ import pytest
 
 from application.commands import CommandRunner
 from application.store import Store
-from application.users import InvitationInvalid, SignInLocked, SignInRefused, Users, capped
+from application.users import InvitationInvalid, SignInLocked, SignInRefused, UserDisabled, Users, capped
 from domain.users import actor, actor_of, canonical_locale, email_violations, locale_violations, users_id
 from infrastructure.secret_vault import ephemeral_vault
 
@@ -138,3 +138,21 @@ def test_no_event_holds_a_password_its_hash_or_an_invitation_code() -> None:
     for needle in (PASSWORD, "another long password", "bobs own password!", "$argon2", secret):
         assert needle not in stored
     assert "PasswordSet" in " ".join(type(e).__name__ for e in store.stored_events(users_id("acme")))
+
+
+def test_single_sign_on_finds_or_creates_the_person_just_in_time() -> None:
+    users, _ = _users()
+    first = users.find_or_create("acme", "Ada@Example.com", name="Ada", role="auditor", locale="fr",
+                                 issuer="https://idp.example", subject="s-1")
+    assert first["role"] == "auditor" and first["singleSignOn"] and first["status"] == "active" and first["lastSignInAt"]
+    # The same subject under a new email is the same person; the role follows the provider with `sync`.
+    again = users.find_or_create("acme", "ada.new@example.com", name="Ada", role="admin",
+                                 issuer="https://idp.example", subject="s-1", sync=True)
+    assert again["id"] == first["id"] and again["role"] == "admin"
+    # A person an admin added is linked by email.
+    bob = users.create("acme", "bob@example.com", "Bob", "caller", password=PASSWORD, by="admin")
+    linked = users.find_or_create("acme", "bob@example.com", name="Bob", role="caller", issuer="https://idp.example", subject="s-2")
+    assert linked["id"] == bob["id"] and linked["singleSignOn"] and linked["hasPassword"]
+    users.disable("acme", bob["id"], by="admin")
+    with pytest.raises(UserDisabled):
+        users.find_or_create("acme", "bob@example.com", name="Bob", role="caller", issuer="https://idp.example", subject="s-2")
