@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -363,10 +363,6 @@ class Settings(BaseSettings):
             raise ValueError("CODESANDBOX_URL is 'embedded', an http(s):// URL, or empty (feature off)")
         return value
 
-    @staticmethod
-    def listed(value: str) -> list[str]:
-        """The items of a comma-separated setting, blanks dropped."""
-        return [item.strip() for item in value.split(",") if item.strip()]
     @field_validator("sso_issuer")
     @classmethod
     def _sso_issuer(cls, value: str) -> str:
@@ -383,6 +379,15 @@ class Settings(BaseSettings):
         parse_role_map(value)  # ValueError naming the bad entry
         return value.strip()
 
+    @model_validator(mode="after")
+    def _sso_complete(self) -> Settings:
+        """Single sign-on needs its client and its role map: a start without them says which is missing."""
+        if self.sso_issuer:
+            from infrastructure.oidc import Config
+
+            Config.of(self)  # ValueError naming the missing setting
+        return self
+
     @field_validator("sso_client_secret_file", mode="before")
     @classmethod
     def _sso_client_secret_file(cls, value: object) -> object:
@@ -390,6 +395,10 @@ class Settings(BaseSettings):
             return None
         return value
 
+    @staticmethod
+    def listed(value: str) -> list[str]:
+        """The items of a comma-separated setting, blanks dropped."""
+        return [item.strip() for item in value.split(",") if item.strip()]
 
     @property
     def sqlite_path(self) -> Path:
