@@ -101,6 +101,9 @@ def audit_download(services: Services, tenant: str) -> StreamingResponse:
     # A tenant sees only its own (docs/security.md): what its kinds of tool say is its (modules, …), its
     # import graph and caller registry. The chunks come from a plain generator, which Starlette
     # iterates in its thread pool: reading the store never blocks the event loop.
-    chunks = export_chunks(services.store, tenant=tenant, kinds=services.toolbox.kinds)
+    calls = services.toolbox.call_log  # and its call records (docs/calls.md), those queued a moment ago too
+    calls.flush()
+    chunks = export_chunks(services.store, tenant=tenant, kinds=services.toolbox.kinds,
+                           calls=calls.store.chains(tenant) if calls.store is not None else None)
     return StreamingResponse(chunks, media_type="application/x-ndjson",
                              headers={"Content-Disposition": 'attachment; filename="toolsmith-audit.ndjson"'})

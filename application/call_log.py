@@ -77,8 +77,8 @@ class CallRecords(Protocol):
     def expire(self, before: str) -> int:
         """Removes every tenant's records older than `before`, recording each removal; answers how many."""
 
-    def chains(self) -> Iterator[dict[str, Any]]:
-        """Every record, by tenant then `n` (what verify reads)."""
+    def chains(self, tenant: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every record (of `tenant`), by tenant then `n` (what verify and the export read)."""
 
     def restore(self, records: Iterable[dict[str, Any]]) -> int:
         """Stores records as they were exported (their hashes and places kept); answers how many."""

@@ -51,20 +51,28 @@ def audit_command(args: argparse.Namespace) -> int:
         app = open_event_store(settings)
     except (PersistenceError, ValueError, OSError) as e:
         return _refuse(f"cannot open the event store ({settings.persistence_module}): {_scrubbed(e)}", prog)
+    from entrypoints.call_log import open_call_records
+
+    calls = None
     try:
+        # The call log beside the store (docs/calls.md): verified, exported and imported with it.
+        calls = open_call_records(settings, app, create=args.action == "import")
         with collection_paused():
             if args.action == "verify":
-                return _verify(app)
+                return _verify(app, calls)
             if args.action == "export":
-                return _export(app, args.output, args.tenant, prog)
-            return _import(app, args.file, prog)
+                return _export(app, args.output, args.tenant, prog, calls)
+            return _import(app, args.file, prog, calls)
     except PersistenceError as e:
         return _refuse(f"the event store failed: {_scrubbed(e)}", prog)
     finally:
+        if calls is not None:
+            calls.close()
         app.close()
 
 
-def _verify(app: Any) -> int:
+def _verify(app: Any, calls: Any = None) -> int:
+    from domain.calls import verify_calls
     from infrastructure import audit
 
     with _progress("verifying") as progress:
@@ -79,10 +87,24 @@ def _verify(app: Any) -> int:
         print(f"  {len(report.broken):,} broken link(s) in all; {counted}")
     # The newest event of each aggregate has no successor to vouch for it: keep this and compare.
     print(f"heads digest: {report.heads_digest}", flush=True)
-    return 0 if report.intact else BROKEN
+    if calls is None:
+        print("calls: no call log in this data dir")
+        return 0 if report.intact else BROKEN
+    checked = verify_calls(calls.chains())
+    counted = f"{checked.records:,} call records of {checked.tenants:,} tenant(s) checked"
+    if checked.intact:
+        print(f"calls intact: {counted}")
+    else:
+        print(f"calls broken: {checked.broken[0]}")
+        for more in checked.broken[1:10]:
+            print(f"  also: {more}")
+        print(f"  {len(checked.broken):,} broken call record(s) in all; {counted}")
+    # As with the events: the newest record of each chain has no successor; keep this and compare.
+    print(f"calls digest: {checked.digest}", flush=True)
+    return 0 if report.intact and checked.intact else BROKEN
 
 
-def _export(app: Any, output: Path | None, tenant: str | None, prog: str) -> int:
+def _export(app: Any, output: Path | None, tenant: str | None, prog: str, calls: Any = None) -> int:
     from entrypoints.compose import build_kinds
     from infrastructure import audit
 
@@ -93,7 +115,8 @@ def _export(app: Any, output: Path | None, tenant: str | None, prog: str) -> int
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(output.open("wb")) if output else sys.stdout.buffer
             with _progress("exporting") as progress:
-                events = audit.export(app, out, tenant=tenant, kinds=kinds, progress=progress)
+                events = audit.export(app, out, tenant=tenant, kinds=kinds, progress=progress,
+                                      calls=calls.chains() if calls is not None else None)
             out.flush()
     except BrokenPipeError:
         # The reader went away (`| head`): what it read was whole lines, the rest is not written.
@@ -106,7 +129,7 @@ def _export(app: Any, output: Path | None, tenant: str | None, prog: str) -> int
     return 0
 
 
-def _import(app: Any, file: Path, prog: str) -> int:
+def _import(app: Any, file: Path, prog: str, calls: Any = None) -> int:
     from eventsourcing.persistence import PersistenceError
 
     from infrastructure import audit
@@ -115,7 +138,7 @@ def _import(app: Any, file: Path, prog: str) -> int:
         with contextlib.ExitStack() as stack:
             lines = sys.stdin.buffer if str(file) == "-" else stack.enter_context(file.open("rb"))
             with _progress("importing") as progress:
-                events = audit.import_events(app, lines, progress=progress)
+                events = audit.import_events(app, lines, progress=progress, call_store=calls)
     except audit.ImportRefused as e:
         return _refused(f"refused: {e}", prog)
     except OSError as e:

@@ -472,9 +472,12 @@ class _TenantScope:
 
 
 def export_chunks(app: Application, *, tenant: str | None = None, kinds: Iterable[EventOwner] | None = None,
-                  progress: Progress | None = None) -> Iterator[bytes]:
+                  progress: Progress | None = None, calls: Iterable[dict[str, Any]] | None = None) -> Iterator[bytes]:
     """The export, as chunks of whole lines (one chunk per read batch): for a file, or a stream.
-    A tenant's export needs the service's `kinds` of tool: each says which of its events are whose."""
+    A tenant's export needs the service's `kinds` of tool: each says which of its events are whose.
+    `calls`: the call log's records (docs/calls.md), by tenant and place in its chain, one
+    `{"call": …}` line each after the events (a tenant's export, only that tenant's); the end
+    line then counts them too."""
     if tenant is not None and kinds is None:
         raise ValueError("a tenant's export needs the kinds of tool, which say whose events are whose")
     through = head_position(app)
@@ -493,16 +496,31 @@ def export_chunks(app: Application, *, tenant: str | None = None, kinds: Iterabl
             batch = [stored for stored in batch if scope.holds(stored)]
         events += len(batch)
         yield b"".join([line(stored) for stored in batch])
-    yield orjson.dumps({"end": True, "events": events}) + b"\n"
+    if calls is None:
+        yield orjson.dumps({"end": True, "events": events}) + b"\n"
+        return
+    counted = 0
+    chunk: list[bytes] = []
+    for record in calls:
+        if tenant is not None and record.get("tenant") != tenant:
+            continue
+        chunk.append(orjson.dumps({"call": record}, option=orjson.OPT_SORT_KEYS) + b"\n")
+        counted += 1
+        if len(chunk) >= 1000:
+            yield b"".join(chunk)
+            chunk = []
+    # No call record, no count: the end line of a store without calls is what it always was.
+    end = {"end": True, "events": events, **({"calls": counted} if counted else {})}
+    yield b"".join(chunk) + orjson.dumps(end) + b"\n"
 
 
 def export(app: Application, out: BinaryIO, *, tenant: str | None = None, kinds: Iterable[EventOwner] | None = None,
-           progress: Progress | None = None) -> int:
+           progress: Progress | None = None, calls: Iterable[dict[str, Any]] | None = None) -> int:
     """Writes the export to `out`; answers how many events it holds."""
     chunk = b""
-    for chunk in export_chunks(app, tenant=tenant, kinds=kinds, progress=progress):
+    for chunk in export_chunks(app, tenant=tenant, kinds=kinds, progress=progress, calls=calls):
         out.write(chunk)
-    return orjson.loads(chunk)["events"]  # the last chunk is the end line, which counts them
+    return orjson.loads(chunk.rsplit(b"\n", 2)[-2])["events"]  # the last line is the end line, which counts them
 
 
 def _prefix(position: int, originator_id: str, version: int, topic: str) -> bytes:
@@ -550,9 +568,11 @@ _EVENT_KEYS = ({"position", "originatorId", "originatorVersion", "topic", "state
                {"position", "originatorId", "originatorVersion", "topic", "stateBase64"})
 
 
-def read_export(lines: Iterable[bytes]) -> list[StoredEvent]:
-    """Every stored event of an export, checked line by line (nothing is written here)."""
+def read_export(lines: Iterable[bytes], calls: list[dict[str, Any]] | None = None) -> list[StoredEvent]:
+    """Every stored event of an export, checked line by line (nothing is written here); its call
+    records (`{"call": …}` lines) are added to `calls`."""
     events: list[StoredEvent] = []
+    records: list[dict[str, Any]] = [] if calls is None else calls
     versions: dict[UUID, int] = {}
     position = 0
     header = end = None
@@ -575,7 +595,16 @@ def read_export(lines: Iterable[bytes]) -> list[StoredEvent]:
         if "end" in parsed:
             if parsed.get("events") != len(events):
                 raise ImportRefused(f"the end line counts {parsed.get('events')} events, the file holds {len(events)}", number)
+            if parsed.get("calls", 0) != len(records):
+                raise ImportRefused(f"the end line counts {parsed.get('calls')} call records, the file holds {len(records)}", number)
             end = parsed
+            continue
+        if set(parsed) == {"call"}:
+            record = parsed["call"]
+            if type(record) is not dict or not all(isinstance(record.get(k), str) for k in ("id", "tenant", "hash")) \
+                    or type(record.get("n")) is not int:
+                raise ImportRefused("a call line holds one call record: its id, tenant, n and hash at least", number)
+            records.append(record)
             continue
         stored = _stored_event(line, parsed, number)
         if parsed["position"] <= position:
@@ -625,8 +654,11 @@ def _stored_event(line: bytes, parsed: dict[str, Any], number: int) -> StoredEve
     return StoredEvent(originator_id=aggregate_id, originator_version=version, topic=topic, state=state)
 
 
-def import_events(app: Application, lines: Iterable[bytes], *, progress: Progress | None = None) -> int:
-    """Restores an export into an empty store; answers how many events it wrote.
+def import_events(app: Application, lines: Iterable[bytes], *, progress: Progress | None = None,
+                  call_store: Any = None) -> int:
+    """Restores an export into an empty store; answers how many events it wrote. Its call records
+    go to `call_store` (the call log's, empty too: `infrastructure/call_log_sqlite.py`), their
+    places and hashes kept, so that the log verifies with the same digest.
 
     The whole file is read and checked first (the parsed events are held in memory, about the
     file's size), so that a malformed line refuses the import before anything is written.
@@ -635,7 +667,12 @@ def import_events(app: Application, lines: Iterable[bytes], *, progress: Progres
     if held:
         raise ImportRefused(f"the event store is not empty (it holds events up to position {held}); "
                             "import only into an empty store")
-    events = read_export(lines)
+    if call_store is not None and call_store.count():
+        raise ImportRefused("the call log is not empty: import only into an empty data dir")
+    calls: list[dict[str, Any]] = []
+    events = read_export(lines, calls)
+    if calls and call_store is None:
+        raise ImportRefused("the export holds call records, and there is no call log to restore them to")
     stale = _snapshotted(app, events)
     if stale is not None:
         # A snapshot of an earlier store would stand in for the first events of the imported log.
@@ -648,6 +685,8 @@ def import_events(app: Application, lines: Iterable[bytes], *, progress: Progres
     # A restored store is a new store: a read model built from the original (or from this store
     # before the import) must not be taken for its own (issue 12, 10).
     renew_store_identity(app)
+    if calls:
+        call_store.restore(calls)
     return len(events)
 
 

@@ -160,15 +160,24 @@ class SqlCallRecords:
         found = [orjson.loads(row[0]) for row in rows]
         return {record["tool"]: record for record in found}
 
-    def chains(self) -> Iterator[dict[str, Any]]:
-        with self._transaction(write=False) as cursor:
-            cursor.execute(f"SELECT record FROM {self.RECORDS} ORDER BY tenant, n")
-            while True:
-                rows = cursor.fetchmany(1000)
-                if not rows:
-                    return
-                for (record,) in rows:
-                    yield orjson.loads(record)
+    def chains(self, tenant: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every record (of `tenant`), by tenant then `n`: read a thousand at a time, each in a
+        transaction of its own, so that a slow reader (a download) holds no lock between them."""
+        p = self.P
+        last_tenant, last_n = "", 0
+        while True:
+            if tenant is None:
+                where, args = f"(tenant > {p} OR (tenant = {p} AND n > {p}))", [last_tenant, last_tenant, last_n]
+            else:
+                where, args = f"tenant = {p} AND n > {p}", [tenant, last_n]
+            with self._transaction(write=False) as cursor:
+                cursor.execute(f"SELECT tenant, n, record FROM {self.RECORDS} WHERE {where} ORDER BY tenant, n LIMIT 1000", args)
+                rows = cursor.fetchall()
+            if not rows:
+                return
+            for _, _, record in rows:
+                yield orjson.loads(record)
+            last_tenant, last_n = rows[-1][0], int(rows[-1][1])
 
     def count(self) -> int:
         with self._transaction(write=False) as cursor:

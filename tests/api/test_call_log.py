@@ -267,3 +267,23 @@ def test_on_a_postgresql_event_store_the_log_is_kept_beside_it(tmp_path: Any, sh
         record = only_call(client, name)
         assert record["via"] == "rest" and record["argumentsSha256"] == sha({"text": "pg"})
     assert not (tmp_path / "data" / "calls.sqlite").exists()
+
+
+def test_the_tenants_audit_export_carries_its_call_records_only(client: TestClient) -> None:
+    import orjson
+
+    name = publish(client)
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": SECRET_ARGUMENT}), 200)
+    gamma = unique_id("gamma").lower().replace("_", "-")
+    made = expect(client.post("/api/v1/operator/tenants", json={"id": gamma, "name": "Gamma"},
+                              headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}), 201).json()
+    theirs = {"Authorization": f"Bearer {made['adminToken']}"}
+    expect(client.post(f"/api/v1/tools/{unique_id('ghost')}/call", json={}, headers=theirs), 404)
+
+    mine = [orjson.loads(line) for line in expect(client.get("/api/v1/admin/audit/export"), 200).content.splitlines()]
+    calls_exported = [line["call"] for line in mine if "call" in line]
+    assert [c["tool"] for c in calls_exported] == [name] and mine[-1]["calls"] == 1
+    assert calls_exported[0]["tenant"] == "default" and SECRET_ARGUMENT not in str(mine)
+    other = [orjson.loads(line) for line in expect(client.get("/api/v1/admin/audit/export", headers=theirs), 200).content.splitlines()]
+    assert [line["call"]["tenant"] for line in other if "call" in line] == [gamma]
+    assert name not in str(other)
