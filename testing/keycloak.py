@@ -132,6 +132,33 @@ class Keycloak:
             http.put(f"{admin}/clients/{clients[0]['id']}/optional-client-scopes/{found['id']}").raise_for_status()
         return name
 
+    def add_person(self, username: str, password: str, *, tenant: str, roles: tuple[str, ...], name: str = "Test Person") -> Person:
+        """A person of the realm of a test's own (give each a unique username): the committed
+        people are shared by every test, so a test that changes one makes its own."""
+        first, _, last = name.partition(" ")
+        email = f"{username}@example.com"
+        admin = f"{self.url}/admin/realms/{self.realm}"
+        with httpx.Client(headers=self.admin_headers(), timeout=30, trust_env=False) as http:
+            http.post(f"{admin}/users", json={
+                "username": username, "email": email, "firstName": first, "lastName": last or "Person",
+                "enabled": True, "emailVerified": True, "attributes": {"tenant": [tenant]},
+                "credentials": [{"type": "password", "value": password, "temporary": False}]}).raise_for_status()
+        self.set_roles(username, roles)
+        return Person(username=username, password=password, email=email, name=name, tenant=tenant, roles=roles)
+
+    def set_roles(self, username: str, roles: tuple[str, ...]) -> None:
+        """Gives a person exactly these of the realm's `toolsmith-*` roles."""
+        admin = f"{self.url}/admin/realms/{self.realm}"
+        with httpx.Client(headers=self.admin_headers(), timeout=30, trust_env=False) as http:
+            user = http.get(f"{admin}/users", params={"username": username, "exact": "true"}).raise_for_status().json()[0]
+            mapped = f"{admin}/users/{user['id']}/role-mappings/realm"
+            held = [r for r in http.get(mapped).raise_for_status().json() if r["name"].startswith("toolsmith-")]
+            if held:
+                http.request("DELETE", mapped, json=held).raise_for_status()
+            wanted = [http.get(f"{admin}/roles/{name}").raise_for_status().json() for name in roles]
+            if wanted:
+                http.post(mapped, json=wanted).raise_for_status()
+
 
 def describe(url: str) -> Keycloak:
     """The Keycloak at `url`, with the clients and people of the committed realm file."""

@@ -107,7 +107,8 @@ async def callback(request: Request) -> Response:
     try:
         user = services.users.find_or_create(
             identity.tenant, identity.email, name=identity.name, role=identity.grant.role, locale=identity.locale,
-            usage_profile=identity.grant.usage_profile, issuer=identity.issuer, subject=identity.subject)
+            usage_profile=identity.grant.usage_profile, issuer=identity.issuer, subject=identity.subject,
+            sync=True)  # the provider decides the role: it follows the role map at each sign-in
     except UserDisabled:
         return _refused(request, "Your account on this service is disabled. Ask one of your organization's admins.",
                         403, reason="person disabled")

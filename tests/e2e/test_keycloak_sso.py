@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
@@ -128,6 +129,21 @@ def test_an_auditor_of_the_provider_is_an_auditor_here(sso_server: Server) -> No
         assert sign_in(http, sso_server, "grace", "grace-password-1").status_code == 200
     grace = [p for p in people(sso_server) if p["email"] == "grace@example.com"]
     assert [p["role"] for p in grace] == ["auditor"]
+
+
+def test_the_role_follows_the_provider_at_each_sign_in(sso_server: Server, keycloak) -> None:
+    person = keycloak.add_person(f"mover-{uuid.uuid4().hex[:12]}", "mover-password-1", tenant="acme", roles=("toolsmith-admin",),
+                                 name="Mo Ver")
+    with browser() as http:
+        assert sign_in(http, sso_server, person.username, person.password).status_code == 200
+    assert [p["role"] for p in people(sso_server) if p["email"] == person.email] == ["admin"]
+    keycloak.set_roles(person.username, ("toolsmith-auditor",))
+    with browser() as http:
+        assert sign_in(http, sso_server, person.username, person.password).status_code == 200
+    assert [p["role"] for p in people(sso_server) if p["email"] == person.email] == ["auditor"]
+    keycloak.set_roles(person.username, ())
+    with browser() as http:
+        refused(sign_in(http, sso_server, person.username, person.password), 403, "has no role in this service")
 
 
 def refused(answer: httpx.Response, status: int, words: str) -> None:
