@@ -142,3 +142,22 @@ def test_verify_names_the_record_whose_byte_changed_and_the_link_a_rewrite_break
     rewritten[3]["outcome"] = "changed"
     rewritten[3]["hash"] = record_hash(rewritten[3])
     assert verify_calls(rewritten).intact and verify_calls(rewritten).digest != digest
+
+
+def test_the_writer_removes_records_past_the_retention_and_records_the_removal(tmp_path: Path) -> None:
+    store = SqliteCallRecords(tmp_path / "calls.sqlite")
+    log = CallLog(store, days=30)
+    now = time.time()
+    for age_days in (45, 31, 1, 0):
+        log.called("alpha", "echo", ENTRY, CONTEXT, {}, ExecutionResult(output=1), None, now - age_days * 86_400, 0.0)
+    log.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(r["via"] == "expiry" for r in store.chains()):
+        time.sleep(0.05)
+    left = list(store.chains())
+    assert [r["via"] for r in left] == ["rest", "rest", "expiry"]
+    assert left[-1]["expired_through"] == 2 and left[-1]["outcome"] == "expired 2"
+    assert verify_calls(left).intact
+    # the REST list shows calls, not the removals
+    assert [r["via"] for r in log.page("alpha", CallFilter())[0]] == ["rest", "rest"]
+    log.close()
