@@ -5,6 +5,7 @@ are the console's (`console/routes/consent.py`)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,9 @@ def person_finder(services: Any) -> Any:
 
 def mount(app: FastAPI, services: Any) -> OAuth:
     from api.oauth import routes  # the routes need `OAuth` from here
+
+    # Authlib logs issued tokens at DEBUG ("Issue token …"): never, whatever TOOLSMITH_LOG_LEVEL says.
+    logging.getLogger("authlib").setLevel(max(logging.INFO, logging.getLogger("authlib").level))
 
     settings = services.settings
     public = settings.public_url.rstrip("/")

@@ -28,6 +28,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,6 +60,8 @@ REFRESH_SECONDS = 30 * 24 * 3600
 CIMD_SECONDS = 300
 CIMD_MAX_BYTES = 16 * 1024
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# Set while the consent page validates a request: only then may a client metadata document be fetched anew.
+INTERACTIVE: ContextVar[bool] = ContextVar("oauth_interactive", default=False)
 
 
 def digest(secret: str) -> str:
@@ -338,11 +341,28 @@ class ToolsmithAuthorizationServer(AuthorizationServer):
 
     def query_client(self, client_id: str) -> Client | None:
         if client_id.startswith("https://"):
+            # A document is fetched for a signed-in person's consent; the token and revocation
+            # endpoints, which anyone may call, fetch only the documents of clients a person allowed
+            # (so that they are no way to make this service fetch any URL).
+            if not INTERACTIVE.get() and not self._kept_document(client_id) and not self.store.knows_client(client_id):
+                return None
             return self.document_client(client_id)
         found = self.store.client(client_id)
         return None if found is None else Client(client_id, found[1], found[0])
 
     # Client ID Metadata Documents
+    def _kept_document(self, url: str) -> bool:
+        with self._documents_lock:
+            return url in self._documents
+
+    def consent_grant(self, asked: Asked, person: Person) -> Any:
+        """Authlib's consent grant for the console's consent page: a client's metadata document may be fetched."""
+        token = INTERACTIVE.set(True)
+        try:
+            return self.get_consent_grant(asked, person)
+        finally:
+            INTERACTIVE.reset(token)
+
     def document_client(self, url: str) -> Client:
         """The client a metadata document describes, fetched through the egress; kept for
         `CIMD_SECONDS`. A document that cannot be fetched or is not one is `invalid_client` naming why."""

@@ -136,6 +136,10 @@ class OAuthStore:
                              tenant, subject)
         return [Grant(**dict(row)) for row in rows]
 
+    def knows_client(self, client_id: str) -> bool:
+        """Whether a grant was ever given to this client (a metadata document fetched at consent)."""
+        return self._one("SELECT 1 FROM grants WHERE client_id = ? LIMIT 1", client_id) is not None
+
     def revoke_grant(self, grant_id: str, why: str) -> bool:
         return self._run("UPDATE grants SET revoked = ?, revoked_why = ? WHERE id = ? AND revoked IS NULL",
                          time.time(), why, grant_id) > 0

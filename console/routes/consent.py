@@ -107,7 +107,7 @@ async def _validated(request: Request, visitor: Visitor, pairs: list[tuple[str, 
     asked = Asked(method="GET", url=str(request.url), headers=dict(request.headers), query=pairs)
     person = person_of(visitor)
     try:
-        grant = await run_in_threadpool(server.get_consent_grant, asked, person)
+        grant = await run_in_threadpool(server.consent_grant, asked, person)
     except OAuth2Error as error:
         return _redirect_error(error, server.issuer) or _not_answerable(request, error)
     data = dict(pairs)

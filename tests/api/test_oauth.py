@@ -358,6 +358,10 @@ def test_a_client_metadata_document_on_a_forbidden_address_is_refused_before_any
         for client_id in (query["client_id"], "https://169.254.169.254/latest/client.json"):
             page = person(app).get("/console/oauth/consent", params={**query, "client_id": client_id})
             assert page.status_code == 400 and "could not be fetched" in page.text
+        # The token endpoint, which anyone may call, fetches no document of a client nobody allowed.
+        unknown = anonymous(app).post("/oauth/token", data={"grant_type": "authorization_code", "code": "x",
+                                                            "client_id": query["client_id"], "code_verifier": "v" * 43})
+        assert unknown.status_code in (400, 401) and error_of(unknown) == "invalid_client"
         with pytest.raises(BlockingIOError):
             listener.accept()  # nobody ever connected
     finally:
@@ -398,3 +402,17 @@ def test_a_person_signed_in_by_password_allows_a_client_and_a_disabled_persons_t
     refreshed = http.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": client_id,
                                                 "refresh_token": issued["refresh_token"]})
     assert error_of(refreshed) == "invalid_grant"
+
+
+def test_no_token_code_or_verifier_is_ever_logged(app: FastAPI, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    client_id = register(app)
+    verifier, challenge = pkce()
+    answer = consent(person(app), client_id, challenge)
+    issued = expect(exchange(app, client_id, answer["code"], verifier), 200).json()
+    assert mcp(app, issued["access_token"]).status_code == 200
+    logged = caplog.text
+    for secret in (issued["access_token"], issued["refresh_token"], answer["code"], verifier, ADMIN_TOKEN):
+        assert secret not in logged
