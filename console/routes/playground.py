@@ -29,7 +29,7 @@ from api.admission import Refusal, client_address
 from api.deps import permissions_of
 from api.mcp_tools import DURATION_META, LOGS_META, call_as, not_offered_text
 from api.mcp_watch import take_offer
-from application.context import CONSOLE
+from application.context import CONSOLE, CallContext
 from application.principals import ADMIN, AUDITOR, CALLER, Principal
 from console.display import shown
 from console.routes.catalog import kind_words, page_of
@@ -260,6 +260,7 @@ async def run(request: Request, visitor: Writer) -> Response:
             offer = await anyio.to_thread.run_sync(lambda: take_offer(services, who.principal, None))
             if offer.tool(tool) is None:
                 refusal = why_refused(who, entry, offer, page_of(services.plugins, entry.call_type, entry.group or entry.name) if entry else None)
+                services.toolbox.refused(who.principal.tenant, tool, CallContext(who.principal, CONSOLE), "tool-not-found")  # the call log
                 result = CallToolResult(content=[TextContent(text=not_offered_text(None, tool))], is_error=True)
             else:
                 result = await call_as(services, who.principal, offer.permissions, tool, arguments, way_in=CONSOLE)

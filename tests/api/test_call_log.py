@@ -287,3 +287,17 @@ def test_the_tenants_audit_export_carries_its_call_records_only(client: TestClie
     other = [orjson.loads(line) for line in expect(client.get("/api/v1/admin/audit/export", headers=theirs), 200).content.splitlines()]
     assert [line["call"]["tenant"] for line in other if "call" in line] == [gamma]
     assert name not in str(other)
+
+
+def test_a_playground_call_as_a_caller_not_offered_the_tool_is_recorded_refused(client: TestClient) -> None:
+    from tests.console.test_console_others import console, post
+
+    name = publish(client)
+    profile = unique_id("nothing")
+    expect(client.post("/api/v1/admin/usage-profiles", json={"id": profile, "description": "allows nothing", "allowedTools": [],
+                                                              "allowedTags": []}), 201)
+    admin = console(client, ADMIN_TOKEN)
+    ran = post(admin, "/console/playground/run", {"tool": name, "mode": "json", "raw": '{"text": "p"}', "runAs": f"profile:{profile}"})
+    assert ran.status_code == 200, ran.text
+    record = only_call(client, name)
+    assert record["via"] == "playground" and record["outcome"] == "tool-not-found"
