@@ -11,12 +11,14 @@ import hashlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from cryptography.fernet import Fernet
 from fastapi.testclient import TestClient
 
 from api.kinds import KindPlugin
+from console.toast import COOKIE, read_cookie
 from application.kinds.base import Tools
 from domain.callers import token_digest
 from domain.catalog import ToolEntry
@@ -275,7 +277,9 @@ def test_the_console_creates_rotates_and_deletes_without_showing_a_value(client:
     assert made.status_code == 303
     listed = admin.get(made.headers["location"]).text
     fingerprint = expect(client.get(f"{SECRETS}/weather"), 200).json()["fingerprint"]
-    assert "Created the secret weather." in listed and fingerprint in listed and VALUE not in listed
+    assert fingerprint in listed and VALUE not in listed
+    said = read_cookie(made.cookies[COOKIE])  # a toast on the list says it, and never the value
+    assert said is not None and said["text"] == "Created the secret weather." and VALUE not in unquote(made.headers["set-cookie"])
     # rotate from the dialog
     assert post(admin, f"{page}/weather/rotate", {"value": NEW_VALUE, "description": "for the weather"}, page=page).status_code == 303
     rotated = expect(client.get(f"{SECRETS}/weather"), 200).json()
