@@ -1,5 +1,7 @@
 """Mounts the console on the API's application: its static files, its routers, `/` to the
-console, and `/docs` served from the local bundle (the app's edge adds `console.security.secure`'s headers)."""
+console, and `/docs` served from the local bundle (the app's edge adds `console.security.secure`'s headers).
+The console's routes are the app's first, behind one test of the path (`Under`): a console request is not
+tried against every API route first, and an API request passes them over at the cost of that test."""
 
 from __future__ import annotations
 
