@@ -113,3 +113,34 @@ def test_an_api_tool_is_made_listed_and_run_from_the_playground(page, console_se
     history = page.get_by_role("table")
     expect(history.get_by_role("row", name=re.compile("^Created"))).to_contain_text("admin")
 
+
+
+def test_an_api_url_tool_s_create_disable_save_and_delete_are_each_said_by_a_toast_with_undo_where_cheap(page, console_server, upstream_api) -> None:  # noqa: ANN001
+    name = f"toasty{uuid4().hex[:6]}"
+    sign_in(page, then="/console/api-tools/new")
+    toasts = page.locator("#toasts")
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Description").fill("Current weather")
+    page.get_by_label("URL template").fill(upstream_api.url + "/v1/weather/basel")
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_url(f"**/console/api-tools/{name}")
+    expect(toasts.locator(".toast", has_text=f"Created {name}:")).to_contain_text("live on every server it is attached to")
+    # disable: a toast whose Undo enables it again
+    page.get_by_role("button", name="Disable").click()
+    disabled = toasts.locator(".toast", has_text=f"Disabled {name}:")
+    expect(disabled).to_be_visible()
+    assert_accessible(page, "an API URL tool just disabled, with its toast")
+    shots(page, "api-tool-disabled-toast")
+    disabled.get_by_role("button", name="Undo").click()
+    expect(toasts).to_contain_text(f"Enabled {name}: the tool is offered again.")
+    expect(page.get_by_role("button", name="Disable")).to_be_visible()
+    with console_server.client() as rest:
+        assert rest.get(f"/api/v1/admin/api-tools/{name}").json()["enabled"] is True
+    # a save: a toast; a delete: a toast on the list
+    page.get_by_label("Description").fill("Current weather in Basel")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(toasts).to_contain_text(f"Saved {name}: the change is live at once.")
+    page.get_by_role("button", name="Delete", exact=True).click()
+    page.get_by_role("dialog").get_by_role("button", name=f"Delete {name}").click()
+    page.wait_for_url("**/console/api-tools")
+    expect(toasts).to_contain_text(f"Deleted the API URL tool {name}.")

@@ -258,3 +258,37 @@ def test_one_tool_on_two_servers_detached_from_one(page, console_server) -> None
     assert attached_table(page).get_by_role("row", name=re.compile(rf"^{tool}\b")).is_visible()
     assert tool not in listed_by_mcp(console_server, first)
     assert tool in listed_by_mcp(console_server, second)
+
+
+def test_an_mcp_server_s_create_save_and_delete_are_each_said_by_a_toast_and_a_create_is_undone_by_its_own(page, console_server) -> None:  # noqa: ANN001
+    from playwright.sync_api import expect
+
+    name = f"toasted{uuid4().hex[:6]}"
+    sign_in(page, then="/console/servers")
+    toasts = page.locator("#toasts")
+    create_server(page, name)
+    made = toasts.locator(".toast", has_text=f"Created the MCP server {name}.")
+    expect(made).to_be_visible()
+    assert_accessible(page, "an MCP server just created, with its toast")
+    shots(page, "server-created-toast")
+    # its Undo deletes it again: the list, without it, and a toast that says so
+    made.get_by_role("button", name="Undo").click()
+    page.wait_for_url("**/console/servers")
+    expect(toasts).to_contain_text(f"Deleted the MCP server {name}.")
+    expect(page.get_by_role("link", name=name, exact=True)).to_have_count(0)
+    with console_server.client() as rest:
+        assert rest.get(f"/api/v1/admin/mcp-servers/{name}").status_code == 404
+
+    # made again, edited by keyboard and saved: a toast; deleted: a toast on the list
+    create_server(page, name)
+    page.get_by_role("link", name="Edit", exact=True).click()
+    page.get_by_label("Description").fill("the team's tools")
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(f"**/console/servers/{name}")
+    expect(toasts).to_contain_text(f"Saved the MCP server {name}: live at once.")
+    expect(page.get_by_text("the team's tools")).to_be_visible()
+    page.get_by_role("button", name="Delete").click()
+    page.get_by_role("dialog", name=f"Delete the MCP server {name}?").get_by_role("button", name=f"Delete {name}").click()
+    page.wait_for_url("**/console/servers")
+    expect(toasts).to_contain_text(f"Deleted the MCP server {name}.")
+    assert_accessible(page, "the MCP servers list after a delete, with its toast")
