@@ -198,3 +198,42 @@ def test_the_list_at_390_px_has_no_sideways_scroll_and_its_controls_work(page, p
     assert filter_button["x"] + filter_button["width"] <= 390
     assert_accessible(page, "the module list at 390 px")
     shot(page, "modules-list-390px")
+
+
+def test_the_role_column_its_badge_filter_and_facets_show_the_published_role_with_a_draft_s_beside_it(page, console_server) -> None:  # noqa: ANN001
+    from playwright.sync_api import expect
+
+    name = f"r{uuid4().hex[:8]}"
+    with console_server.client() as http:  # a published library (the set-up; what is tested is done on the pages)
+        assert http.post(BASE, json={"id": name, "description": "Rounds amounts", "draftContent": SOURCE}).status_code == 201
+        assert http.post(f"{BASE}/{name}/publish").status_code == 200
+    sign_in(page, then=f"/console/modules/{name}")
+    # a draft that makes it a tool, saved by keyboard: the badge says what callers see, the draft's beside it
+    page.get_by_role("switch", name="Call it as a tool").check()
+    page.keyboard.press("Control+S")
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    expect(page.locator("#module-badges")).to_have_text("Draft library (draft: tool)")
+
+    page.goto(f"/console/modules?search={name}")
+    row = page.locator("tbody tr", has=page.get_by_role("link", name=name, exact=True))
+    expect(row.locator("td[data-label='Role']")).to_have_text("library (draft: tool)")
+    # the facets and the filter count and filter by the published role
+    expect(page.get_by_role("link", name="Libraries 1")).to_be_visible()
+    expect(page.get_by_role("link", name="Tools 0")).to_be_visible()
+    page.get_by_label("Role").select_option("tool")
+    _status(page).filter(has_text="No module").or_(_status(page).filter(has_text="0 modules")).wait_for()
+    assert _rows(page) == []
+    page.get_by_label("Role").select_option("library")
+    _status(page).filter(has_text="1 module").wait_for()
+    assert _rows(page) == [name]
+    assert_accessible(page, "the module list with a draft's role beside the published one")
+    shot(page, "modules-list-draft-role")
+
+    # published through the review: now a tool everywhere
+    page.goto(f"/console/modules/{name}")
+    page.get_by_role("button", name="Publish", exact=True).click()
+    page.get_by_role("dialog", name=f"Publish {name}").get_by_role("button", name="Publish version 2").click()
+    expect(page.locator("#module-badges")).to_have_text("Published tool")
+    page.goto(f"/console/modules?search={name}&role=tool")
+    assert _rows(page) == [name]
+    expect(page.locator("tbody tr", has=page.get_by_role("link", name=name, exact=True)).locator("td[data-label='Role']")).to_have_text("tool")
