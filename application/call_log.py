@@ -17,7 +17,6 @@ written, so that whoever just called a tool finds its call.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import threading
@@ -271,9 +270,6 @@ class CallLog:
 # hash so that the identity is never another's): computed once per version of a tool, not per call.
 _DEFINITIONS: dict[int, tuple[ToolEntry, str]] = {}
 _DEFINITIONS_KEPT = 10_000
-# A record's id: this process's random prefix and a counter (unique across replicas, cheap to make).
-_ID_PREFIX = os.urandom(8).hex()
-_ids = itertools.count(1)
 
 
 def _definition_sha256(entry: ToolEntry | None) -> str | None:
@@ -309,7 +305,7 @@ def _record(raw: dict[str, Any]) -> dict[str, Any]:
         result_sha256 = canonical_sha256({"error": {"type": result.error.type, "message": result.error.message}})
     kind = raw.get("kind") or (entry.call_type if entry is not None else None)
     return {
-        "id": f"{_ID_PREFIX}{next(_ids):016x}", "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
+        "id": os.urandom(16).hex(), "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
         "version": getattr(entry, "version", None),
         "definition_sha256": canonical_sha256(raw["definition"]) if raw["definition"] is not None else _definition_sha256(entry),
         "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": None, "caller_client": None,

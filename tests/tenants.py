@@ -59,6 +59,8 @@ class Tenant:
     token_ids: dict[str, str] = field(default_factory=dict)  # role → token id
     documents: dict[str, str] = field(default_factory=dict)  # File Search tool → its document's id
     changeset: str = ""
+    user: str = ""  # the id of one of its people (docs/users.md)
+    call: str = ""  # the id of one of its call records (docs/calls.md)
 
     def headers(self, role: str = "admin") -> dict[str, str]:
         return {"Authorization": f"Bearer {self.tokens[role]}"}
@@ -67,7 +69,7 @@ class Tenant:
         """What no other tenant may ever read: the marks, the secret value, and the ids nobody
         can guess (documents, changeset, tokens' ids, the tokens themselves)."""
         return [self.mark, self.mark.lower(), SECRET_VALUES[self.id], *self.documents.values(), self.changeset,
-                *self.token_ids.values(), *self.tokens.values()]
+                *self.token_ids.values(), *self.tokens.values(), *([self.call] if self.call else [])]
 
 
 def create_tenant(http: Any, operator_token: str, tenant_id: str) -> Tenant:

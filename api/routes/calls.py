@@ -97,10 +97,10 @@ def list_calls(
     return [call_out(record) for record in records]
 
 
-@router.get("/{call_id}", response_model=dict[str, Any], responses=documented(404))
-def get_call(call_id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
+@router.get("/{id}", response_model=dict[str, Any], responses=documented(404))
+def get_call(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:  # noqa: A002 - the path's name, as every record's
     """One call record; another tenant's is not found."""
-    record = services.toolbox.call_log.get(principal.tenant, call_id)
+    record = services.toolbox.call_log.get(principal.tenant, id)
     if record is None:
-        raise UnknownRecord("call", call_id)
+        raise UnknownRecord("call", id)
     return call_out(record)

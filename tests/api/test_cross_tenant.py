@@ -41,7 +41,9 @@ from tests.tenants import (
 
 OPERATOR_TOKEN = "tso_cross-tenant-operator"
 ROLES = ("admin", "auditor", "caller")
+GHOST_USER = "0123456789abcdef"  # a person id nobody has (docs/users.md)
 GHOST_TENANT, GHOST_TOKEN_ID, GHOST_DOCUMENT, GHOST_CHANGESET = "ghost-tenant", "feedfacefeedface", "f" * 20, "cs_" + "0" * 20
+GHOST_CALL = "0" * 32
 # The tool names alpha calls: a module, an API URL tool, a File Search capability, a plan, a library.
 BETA_TOOLS = [BETA_ONLY["module"], BETA_ONLY["api-tool"], f"{BETA_ONLY['search-tool']}_search", BETA_ONLY["plan"], BETA_ONLY["library"]]
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -80,6 +82,12 @@ def world(tmp_path_factory: pytest.TempPathFactory, shared_sandbox: Any) -> Iter
         alpha, beta = create_tenant(http, OPERATOR_TOKEN, ALPHA), create_tenant(http, OPERATOR_TOKEN, BETA)
         populate(http, alpha, extras=False)
         populate(http, beta, extras=True)
+        for tenant in (alpha, beta):  # one person each (the same email: another tenant's is another person)
+            tenant.user = expect(http.post("/api/v1/admin/users", headers=tenant.headers(), json={
+                "email": "ada@example.com", "name": f"Ada {tenant.mark}", "role": "auditor"}), 201).json()["id"]
+        for tenant in (alpha, beta):  # one call each, for the call log's routes (docs/calls.md)
+            expect(http.post(f"/api/v1/tools/{TOOL}/call", json={}, headers=tenant.headers()), 200)
+            tenant.call = expect(http.get("/api/v1/admin/calls", params={"tool": TOOL}, headers=tenant.headers()), 200).json()[0]["id"]
         yield World(http, url, alpha, beta, logs, expect(http.get("/openapi.json"), 200).json(), console_routes)
 
 
@@ -96,12 +104,13 @@ class Side:
         beta = world.beta
         if name == BETA:
             self.ids = {**BETA_ONLY, "changeset": beta.changeset, "tenant": BETA, "document": beta.documents[BETA_ONLY["search-tool"]],
-                        "shared-document": beta.documents[SEARCH_TOOL]}
+                        "shared-document": beta.documents[SEARCH_TOOL], "call": beta.call}
             self.tokens = list(beta.token_ids.values())
         else:
             self.ids = {**GHOSTS, "changeset": GHOST_CHANGESET, "tenant": GHOST_TENANT, "document": GHOST_DOCUMENT,
-                        "shared-document": GHOST_DOCUMENT}
+                        "shared-document": GHOST_DOCUMENT, "call": GHOST_CALL}
             self.tokens = [GHOST_TOKEN_ID] * len(beta.token_ids)
+        self.ids["user"] = beta.user if name == BETA else GHOST_USER
         self.made: list[str] = []
 
     def __getitem__(self, sort: str) -> str:
@@ -181,6 +190,8 @@ SORT_OF_SEGMENT = {
     "code-modules": "module", "plans": "plan", "agents": "agent", "mcp-servers": "server", "usage-profiles": "profile",
     "secrets": "secret", "api-tools": "api-tool", "search-tools": "search-tool", "changesets": "changeset",
     "tokens": "token", "tenants": "tenant", "modules": "module", "servers": "server", "profiles": "profile",
+    "users": "user",
+    "calls": "call",
 }
 
 
@@ -224,6 +235,12 @@ def body_of(method: str, route: str) -> Body | None:
         "/api/v1/tools/{name}/call": lambda s: {},
         "/api/v1/operator/tenants": lambda s: {"id": s.fresh(), "name": "intruder"},
         "/api/v1/operator/tenants/{id}": lambda s: {"name": "renamed"},
+        "/api/v1/admin/users": lambda s: {"email": f"{s.fresh()}@example.com", "name": "intruder", "role": "caller",
+                                          "usageProfile": s["profile"]},
+        "/api/v1/admin/users/{id}": lambda s: {"role": "caller", "usageProfile": s["profile"]},
+        "/api/v1/admin/users/{id}/disable": lambda s: None,
+        "/api/v1/admin/users/{id}/enable": lambda s: None,
+        "/api/v1/admin/users/{id}/invitation": lambda s: None,
     }
     if route.endswith("/documents"):
         return None  # a multipart upload
@@ -305,7 +322,7 @@ def every_api_case(world: World) -> list[Case]:
 # -- every console route that takes an id ----------------------------------------------------------
 
 CONSOLE_PARAMS = {"record_id": None, "module_id": "module", "token_id": "token", "secret_id": "secret", "tenant_id": "tenant",
-                  "doc_id": "document"}
+                  "doc_id": "document", "user_id": "user"}
 
 
 def console_cases(world: World) -> list[Case]:
@@ -331,8 +348,9 @@ def console_cases(world: World) -> list[Case]:
 
 # -- sending, comparing, walking -------------------------------------------------------------------
 
-# Answers that change from one request to the next, whoever asks: looked at for leaks only.
-VOLATILE = {"/api/v1/admin/audit/export", "/healthz"}
+# Answers that change from one request to the next, whoever asks: looked at for leaks only. (Alpha's
+# call log, as its export, holds every name alpha called, those of beta's it tried among them.)
+VOLATILE = {"/api/v1/admin/audit/export", "/api/v1/admin/calls", "/healthz"}
 DURATION = re.compile(r'"(toolsmith/)?durationMillis":\s*[0-9.]+|Time: [0-9.]+ ms')
 
 
@@ -453,12 +471,12 @@ def console(world: World) -> Iterator[Callable[[str], Send]]:
 def own_ids(world: World) -> dict[str, str]:
     alpha = world.alpha
     return {"module": LIBRARY, "plan": PLAN, "agent": AGENT, "server": SERVER, "profile": PROFILE, "secret": SECRET,
-            "api-tool": API_TOOL, "search-tool": SEARCH_TOOL, "changeset": alpha.changeset, "tenant": ALPHA}
+            "api-tool": API_TOOL, "search-tool": SEARCH_TOOL, "changeset": alpha.changeset, "tenant": ALPHA, "call": alpha.call}
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_alphas_reads_of_the_names_both_own_answer_alphas_own(world: World, role: str) -> None:
-    own, findings = own_ids(world), []
+    own, findings = {**own_ids(world), "user": world.alpha.user}, []
     for route, operations in world.openapi["paths"].items():
         if "get" not in operations:
             continue
