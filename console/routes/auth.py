@@ -183,10 +183,10 @@ async def sign_in(request: Request, token: Annotated[str, Form()] = "", next: An
     except Refusal as refusal:
         status, error, headers = _refused(refusal)
         # The form again with the message tied to its field (a form answered, as GOV.UK's are).
-        return pages.render(request, "sign_in.html", status=status, headers=headers, next=_safe_next(next), error=error)
+        return _sign_in_form(request, status=status, headers=headers, next=next, error=error)
     if principal.role not in (ADMIN, AUDITOR, OPERATOR):
         error = "This token cannot sign in to the console: it is a caller token (for tools and MCP only)."
-        return pages.render(request, "sign_in.html", next=_safe_next(next), error=error)
+        return _sign_in_form(request, next=next, error=error)
     sessions = sessions_of(request)
     _, value = sessions.start(token_digest(token))
     answer = RedirectResponse(_landing(principal, next), status_code=303)
