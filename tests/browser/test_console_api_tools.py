@@ -144,3 +144,24 @@ def test_an_api_url_tool_s_create_disable_save_and_delete_are_each_said_by_a_toa
     page.get_by_role("dialog").get_by_role("button", name=f"Delete {name}").click()
     page.wait_for_url("**/console/api-tools")
     expect(toasts).to_contain_text(f"Deleted the API URL tool {name}.")
+
+
+def test_a_module_named_as_an_api_url_tool_is_refused_in_words_with_the_right_article(page, console_server, upstream_api) -> None:  # noqa: ANN001
+    """Issue 31, 12: "Already used by a API URL tool" read wrong; the live name check and the refusal of
+    the New page say "an API URL tool", without a raw kind or a rule code."""
+    name = f"taken{uuid4().hex[:6]}"
+    with console_server.client() as rest:  # the tool that holds the name (set-up)
+        made = rest.post("/api/v1/admin/api-tools", json={"id": name, "description": "holds the name",
+                                                           "urlTemplate": upstream_api.url + "/v1/weather/basel"})
+        assert made.status_code == 201, made.text
+    sign_in(page, then="/console/modules/new")
+    page.get_by_label("Name").fill(name)
+    expect(page.get_by_text(re.compile(r"already used by an API URL tool", re.IGNORECASE)).first).to_be_visible()
+    page.get_by_label("What it does").fill("a module that wants the name")
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.get_by_text("Already used by an API URL tool: a name is taken once, across every kind of tool.").first).to_be_visible()
+    with console_server.client() as rest:
+        assert rest.get(f"/api/v1/admin/code-modules/{name}").status_code == 404  # not created
+    text = page.locator("main").inner_text()
+    assert " a API" not in text and "API_URL" not in text and not re.search(r"\bR\d{1,2}\b", text)
+    assert_accessible(page, "the New page refusing a taken name")
