@@ -311,16 +311,16 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
     except ValueError as error:
         return render(request, "modules/_test_result.html", refused=f"The input is not JSON: {error}", violations=[])
     tenant, context = visitor.principal.tenant, queries.call_context(visitor.principal, CONSOLE)
+    def run() -> tuple[Any, list[ExampleRun]]:
+        # One trip to the thread pool for both (a trip costs as much as a small test's own work).
+        ran = services.execution.test(tenant, content=mine["content"], imports=mine["imports"], tool=mine["tool"],
+                                      input=given, module_id=module_id, context=context)
+        # B4: each example of the tool section (and of its importers), run against the code as it stands
+        return ran, services.execution.test_examples(tenant, content=mine["content"], imports=mine["imports"],
+                                                     tool=mine["tool"], module_id=module_id, context=context)
+
     try:
-        result = await run_in_threadpool(
-            services.execution.test, tenant, content=mine["content"], imports=mine["imports"],
-            tool=mine["tool"], input=given, module_id=module_id, context=context,
-        )
-        # B4: each example of the tool section, run against the code as it stands
-        examples = await run_in_threadpool(
-            services.execution.test_examples, tenant, content=mine["content"], imports=mine["imports"],
-            tool=mine["tool"], module_id=module_id, context=context,
-        )
+        result, examples = await run_in_threadpool(run)
     except (InvalidDefinition, InvalidInput, ImportRefused) as refusal:
         violations = [f"{v.field}: {plain(v.message)}" for v in refusal.violations]
         return render(request, "modules/_test_result.html", refused="Not run: the definition or the input breaks a rule.", violations=violations)
