@@ -163,6 +163,12 @@ class Users:
         user = self.registry(tenant).with_email(email) if isinstance(email, str) else None
         return public_user(user) if user is not None else None
 
+    def holdings(self, tenant: str) -> list[str]:
+        """What a tenant holds of people, as the operator reads it ("2 people"): a tenant with
+        people is not deleted (their admins delete them first, as they do the tenant's tools)."""
+        count = len(self.registry(tenant).users)
+        return [f"{count} {'person' if count == 1 else 'people'}"] if count else []
+
     def history(self, tenant: str, user_id: str) -> list[Any]:
         """The registry's events about one person."""
         return [e for e in self._store.stored_events(users_id(tenant)) if getattr(e, "user_id", None) == user_id]

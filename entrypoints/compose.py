@@ -230,7 +230,10 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
     vault = vault or ephemeral_vault(store)
     secret_service = Secrets(store, commands, vault, names)
     usage = Usage(store, secret_service, counted=[counted for plugin in kinds for counted in plugin.quotas])
-    tenants = Tenants(store, commands, own=own_tenant, holdings=usage.holdings)
+    # People's password hashes are credentials in the same vault (docs/users.md); a tenant with
+    # people is not empty.
+    users = Users(store, commands, vault, login_failures=login_failures, invitation_hours=invitation_hours)
+    tenants = Tenants(store, commands, own=own_tenant, holdings=lambda tenant: [*usage.holdings(tenant), *users.holdings(tenant)])
     quotas = Quotas(tenants, usage)
     toolbox = Toolbox(store, build_kinds(store, execution, names, commands=commands, declared=declared,
                                          sandbox=code_sandbox, kinds=kinds, secrets=secrets or secret_service,
@@ -247,8 +250,7 @@ def build_application(store: Store, *, sandbox: Callable[[], Sandbox], graph_loc
         secrets=secret_service,
         tenants=tenants,
         usage=usage,
-        # People's password hashes are credentials in the same vault (docs/users.md).
-        users=Users(store, commands, vault, login_failures=login_failures, invitation_hours=invitation_hours),
+        users=users,
     )
 
 

@@ -326,3 +326,14 @@ def test_a_lockout_after_the_failures_for_15_minutes_per_email(api: TestClient, 
     # Another person is not locked.
     _user(api, email="grace@example.com", name="Grace")
     _signed_in(app, "grace@example.com")
+
+
+def test_a_tenant_with_people_is_not_deleted(api: TestClient, app: FastAPI) -> None:
+    operator = TestClient(app, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
+    other = expect(operator.post("/api/v1/operator/tenants", json={"id": "other", "name": "Other"}), 201).json()
+    theirs = TestClient(app, headers={"Authorization": f"Bearer {other['adminToken']}"})
+    person = expect(theirs.post(USERS, json={"email": "ada@example.com", "name": "A", "role": "admin", "password": PASSWORD}), 201).json()
+    refused = operator.delete("/api/v1/operator/tenants/other")
+    assert refused.status_code == 409 and "1 person" in refused.text
+    expect(theirs.delete(f"{USERS}/{person['id']}"), 204)
+    expect(operator.delete("/api/v1/operator/tenants/other"), 204)
