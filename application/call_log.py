@@ -17,6 +17,7 @@ written, so that whoever just called a tool finds its call.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -104,7 +105,9 @@ class CallLog:
         self._flush_seconds = flush_seconds
         self._clock = clock
         self._queue: deque[dict[str, Any]] = deque()
-        self._queued = 0  # records ever queued (only the call path writes it)
+        # Records ever queued: `next` of a count is atomic, so calls of many threads count every record.
+        self._count = itertools.count(1)
+        self._queued = 0
         self._done = 0  # records ever taken and written or given up (only the writer writes it)
         self._wake = threading.Event()
         self._progress = threading.Condition()
@@ -141,7 +144,7 @@ class CallLog:
             "arguments": arguments, "result": result, "outcome": outcome, "duration_ms": elapsed * 1000.0,
             "trace_id": None, "kind": kind, "definition": definition,
         })
-        self._queued += 1
+        self._queued = next(self._count)
         if len(self._queue) >= self.batch:
             self._wake.set()
 
