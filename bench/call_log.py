@@ -104,7 +104,9 @@ def throughput(calls: int, rounds: int, progress: Progress) -> tuple[list[float]
     from entrypoints.web import create_app
 
     with tempfile.TemporaryDirectory() as data:
-        services = bootstrap(bench_settings(Path(data) / "data"))
+        # No request rate: what is measured is the calls, not the limiter's refusals.
+        settings = bench_settings(Path(data) / "data").model_copy(update={"rate_per_second": 0, "tenant_rate_per_second": 0})
+        services = bootstrap(settings)
         app = create_app(services)
         on_log = services.toolbox.call_log
         off_log = CallLog(None)
@@ -157,12 +159,23 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
 
         from infrastructure.call_log_postgres import PostgresCallRecords
 
+        import psycopg
+        from psycopg import sql
+
+        # A schema of the run's own, dropped afterwards: the server's other data is left alone.
         env = {k: v for k, v in os.environ.items() if k.startswith("POSTGRES_")}
-        datastore = PostgresFactory({"PERSISTENCE_MODULE": "eventsourcing.postgres", **env}).datastore
-        pg = PostgresCallRecords(datastore)
-        rate = write_rate(pg, n_write, progress, "PostgreSQL")
-        rows.append(Row("write rate at the ceiling, PostgreSQL", f"{rate:,.0f} records/s", ""))
-        datastore.close()
+        schema = f"bench_calls_{os.urandom(6).hex()}"
+        admin = psycopg.connect(host=env.get("POSTGRES_HOST"), port=env.get("POSTGRES_PORT", "5432"), user=env.get("POSTGRES_USER"),
+                                password=env.get("POSTGRES_PASSWORD"), dbname=env.get("POSTGRES_DBNAME"), autocommit=True)
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        try:
+            datastore = PostgresFactory({"PERSISTENCE_MODULE": "eventsourcing.postgres", **env, "POSTGRES_SCHEMA": schema}).datastore
+            rate = write_rate(PostgresCallRecords(datastore), n_write, progress, "PostgreSQL")
+            rows.append(Row("write rate at the ceiling, PostgreSQL", f"{rate:,.0f} records/s", ""))
+            datastore.close()
+        finally:
+            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+            admin.close()
 
     with_log, without = throughput(calls, rounds, progress)
     ratio = median(with_log) / median(without)
