@@ -137,9 +137,11 @@ class CallLog:
             outcome = getattr(error, "code", None) or type(error).__name__
         principal = context.principal
         step = context.plan_step
+        person = principal.user
         self._queue.append({
             "tenant": tenant, "at": started, "tool": name, "entry": entry, "caller": principal.name,
-            "caller_token": principal.token_id, "plan": step.plan if step is not None else None,
+            "caller_token": principal.token_id, "caller_person": person.id if person is not None else None,
+            "plan": step.plan if step is not None else None,
             "via": via or (calls.PLAN if step is not None else _VIA.get(context.way_in, context.way_in)),
             "arguments": arguments, "result": result, "outcome": outcome, "duration_ms": elapsed * 1000.0,
             "trace_id": None, "kind": kind, "definition": definition,
@@ -311,7 +313,8 @@ def _record(raw: dict[str, Any]) -> dict[str, Any]:
         "id": os.urandom(16).hex(), "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
         "version": getattr(entry, "version", None),
         "definition_sha256": canonical_sha256(raw["definition"]) if raw["definition"] is not None else _definition_sha256(entry),
-        "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": None, "caller_client": None,
+        # The OAuth client a call came through has its field, filled once principals name one.
+        "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": raw["caller_person"], "caller_client": None,
         "plan": raw["plan"], "via": raw["via"],
         "arguments_sha256": canonical_sha256(raw["arguments"]), "result_sha256": result_sha256,
         "outcome": raw["outcome"], "duration_ms": round(raw["duration_ms"], 3), "trace_id": raw["trace_id"],

@@ -301,3 +301,16 @@ def test_a_playground_call_as_a_caller_not_offered_the_tool_is_recorded_refused(
     assert ran.status_code == 200, ran.text
     record = only_call(client, name)
     assert record["via"] == "playground" and record["outcome"] == "tool-not-found"
+
+
+def test_a_persons_call_names_the_person(client: TestClient) -> None:
+    from tests.api.test_users import _persons_token
+
+    name = publish(client)
+    person = expect(client.post("/api/v1/admin/users", json={"email": "ada@example.com", "name": "Ada Lovelace", "role": "admin",
+                                                             "password": "correct horse battery staple"}), 201).json()
+    token = _persons_token(client.app)
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "x"}, headers={"Authorization": f"Bearer {token}"}), 200)
+    record = only_call(client, name)
+    assert record["caller"]["person"] == person["id"] and record["caller"]["tokenId"]
+    assert only_call(client, name, caller=record["caller"]["tokenId"])["id"] == record["id"]
