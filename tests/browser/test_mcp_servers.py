@@ -132,7 +132,7 @@ def test_several_tools_are_attached_at_once_and_a_detach_is_undone(page, console
     assert page.evaluate("() => window.stillThisPage === true")
     assert second not in listed_by_mcp(console_server, server)
     assert_accessible(page, "the detach toast")
-    page.get_by_role("button", name="Undo").click()
+    page.locator("#toasts .toast", has_text=f"Detached {second}.").get_by_role("button", name="Undo").click()
     page.get_by_role("status").get_by_text(f"Attached {second}.").wait_for()
     assert attached_table(page).get_by_role("row", name=re.compile(rf"^{second}\b")).is_visible()
     assert second in listed_by_mcp(console_server, server)
