@@ -31,8 +31,11 @@ class OAuth:
     server: ToolsmithAuthorizationServer | None
     store: OAuthStore | None
     metadata: dict[str, Any] | None
+    stop_watching: Any = None  # the revocations' poll, when replicas share the store
 
     def close(self) -> None:
+        if self.stop_watching is not None:
+            self.stop_watching()
         if self.store is not None:
             self.store.close()
 
@@ -69,8 +72,8 @@ def mount(app: FastAPI, services: Any) -> OAuth:
             profile_claim=settings.oauth_profile_claim)
         oauth = OAuth(ResourceServer(public, issuer, find, required_scope=settings.oauth_required_scope), None, None, None)
     else:
-        store = OAuthStore(settings.data_dir)
-        keys = SigningKeys(settings.data_dir, rotate_after_seconds=settings.oauth_key_days * 86_400,
+        store = open_store(services)
+        keys = SigningKeys(store, rotate_after_seconds=settings.oauth_key_days * 86_400,
                            keep_seconds=max(3_600, 2 * settings.oauth_access_token_seconds))
         outbound = services_outbound(settings)
 
@@ -97,11 +100,22 @@ def mount(app: FastAPI, services: Any) -> OAuth:
                                          required_scope=settings.oauth_required_scope)
         for grant_id in store.revoked_since(0):
             resource_server.revoked(grant_id)
-        oauth = OAuth(resource_server, server, store, validated_metadata(server))
+        oauth = OAuth(resource_server, server, store, validated_metadata(server),
+                      resource_server.watch_revocations() if store.shared else None)
     services.admission.oauth = oauth.resource
     app.state.oauth = oauth
     app.include_router(routes.router)
     return oauth
+
+
+def open_store(services: Any) -> OAuthStore:
+    """Beside the event store: the data dir's SQLite file, or the PostgreSQL store's schema."""
+    datastore = getattr(getattr(services.store, "recorder", None), "datastore", None)
+    if datastore is not None and type(datastore).__module__.startswith("eventsourcing.postgres"):
+        from api.oauth.store_postgres import PostgresOAuthStore  # psycopg: only where PostgreSQL is
+
+        return PostgresOAuthStore(datastore)
+    return OAuthStore(services.settings.data_dir)
 
 
 def services_outbound(settings: Any) -> Any:

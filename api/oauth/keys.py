@@ -1,30 +1,35 @@
 """The built-in authorization server's signing keys (docs/oauth.md): RSA keys (RS256, what every
-OAuth client and resource server verifies), made on the first start and kept in the data dir
-(`oauth-keys.json`, mode 0600), the newest signing. A key older than `TOOLSMITH_OAUTH_KEY_DAYS`
+OAuth client and resource server verifies), made on the first start and kept with the grants
+(`api/oauth/store.py`: the data dir's `oauth.sqlite`, mode 0600, or the PostgreSQL event store's
+schema, which every replica shares), the newest signing. A key older than `TOOLSMITH_OAUTH_KEY_DAYS`
 is rotated at the next start or signature: a new key signs from then on, the older ones stay in
-the JWKS for as long as a token they signed may live, then are dropped. The file is the one copy:
-replicas sharing a data dir share it; a resource server that meets a key id it does not know
-reads it again (`reload`)."""
+the JWKS for as long as a token they signed may live, then are dropped. A write names the document
+it replaces, so two replicas rotating at once keep one of the new keys, never lose one; a resource
+server that meets a key id it does not know reads the keys again (`reload`)."""
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import threading
 import time
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from joserfc.jwk import KeySet, RSAKey
 
-KEY_FILE = "oauth-keys.json"
 ALGORITHM = "RS256"
 
 
+class KeyStore(Protocol):
+    def keys_document(self) -> str | None: ...
+
+    def save_keys_document(self, document: str, expected: str | None) -> bool: ...
+
+
 class SigningKeys:
-    def __init__(self, data_dir: Path, *, rotate_after_seconds: float, keep_seconds: float) -> None:
-        self.path = data_dir / KEY_FILE
+    def __init__(self, store: KeyStore, *, rotate_after_seconds: float, keep_seconds: float) -> None:
+        self.store = store
+        self._document: str | None = None
         self.rotate_after = rotate_after_seconds
         self.keep = keep_seconds  # how long a retired key still verifies (the longest token's life)
         self._lock = threading.Lock()
@@ -35,11 +40,15 @@ class SigningKeys:
         self.current()
 
     def reload(self) -> None:
-        """Reads the file again (another replica may have rotated)."""
+        """Reads the keys again (another replica may have rotated)."""
         with self._lock:
-            if self.path.exists():
-                self._entries = json.loads(self.path.read_text())["keys"]
-            self._derive()
+            self._read()
+
+    def _read(self) -> None:
+        self._document = self.store.keys_document()
+        if self._document is not None:
+            self._entries = json.loads(self._document)["keys"]
+        self._derive()
 
     def _derive(self) -> None:
         if self._entries:
@@ -62,26 +71,25 @@ class SigningKeys:
     def rotate(self) -> str:
         """A new signing key now (an operator's rotation); its key id."""
         with self._lock:
-            self._rotate(time.time())
+            self._rotate(time.time(), forced=True)
             return self._entries[0]["jwk"]["kid"]
 
-    def _rotate(self, now: float) -> None:
-        kid = f"{time.strftime('%Y%m%d', time.gmtime(now))}-{secrets.token_hex(4)}"
-        key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": ALGORITHM}, private=True)
-        for entry in self._entries:
-            entry["retired"] = entry.get("retired") or now
-        kept = [entry for entry in self._entries if now - entry["retired"] <= self.keep]
-        self._entries = [{"created": now, "retired": None, "jwk": key.as_dict(private=True)}, *kept]
-        self._write()
-        self._derive()
-
-    def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".tmp")
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w") as file:
-            json.dump({"keys": self._entries}, file)
-        os.replace(partial, self.path)
+    def _rotate(self, now: float, *, forced: bool = False) -> None:
+        for _ in range(5):
+            kid = f"{time.strftime('%Y%m%d', time.gmtime(now))}-{secrets.token_hex(4)}"
+            key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": ALGORITHM}, private=True)
+            older = [{**entry, "retired": entry.get("retired") or now} for entry in self._entries]
+            kept = [entry for entry in older if now - entry["retired"] <= self.keep]
+            entries = [{"created": now, "retired": None, "jwk": key.as_dict(private=True)}, *kept]
+            document = json.dumps({"keys": entries})
+            if self.store.save_keys_document(document, self._document):
+                self._document, self._entries = document, entries
+                self._derive()
+                return
+            self._read()  # another process wrote first: its keys, unless they too are old
+            if not forced and self._entries and now - self._entries[0]["created"] <= self.rotate_after:
+                return
+        raise RuntimeError("the OAuth signing keys could not be written (other processes kept changing them)")
 
     def public(self) -> KeySet:
         """Every key that may have signed a token still alive: what verifies."""

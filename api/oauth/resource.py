@@ -42,6 +42,8 @@ from application.principals import CALLER, ROLES, Principal
 log = logging.getLogger("toolsmith.oauth")
 
 REFETCH_SECONDS = 30.0
+# How often a process reads the grants revoked elsewhere (another replica, the console of another).
+REVOKED_POLL_SECONDS = 2.0
 KEPT_AT_MOST = 50_000
 MCP_PATH = "/mcp"
 PRM_PATH = "/.well-known/oauth-protected-resource"
@@ -194,9 +196,10 @@ class ResourceServer:
         self.required_scope = required_scope
         self.issuer = issuer
         self.find_person = find_person
-        self._kept: dict[str, Verified] = {}
+        self._kept: dict[bytes, Verified] = {}
         self._revoked: set[str] = set()
         self._lock = threading.Lock()
+        self._polled = time.time()
 
     # Metadata and challenges
     def resource(self, path: str) -> str:
@@ -234,6 +237,30 @@ class ResourceServer:
         with self._lock:
             self._revoked.add(grant_id)
             self._kept = {key: kept for key, kept in self._kept.items() if kept.grant_id != grant_id}
+
+    def watch_revocations(self) -> Callable[[], None]:
+        """Reads the grants revoked by other processes every `REVOKED_POLL_SECONDS`, in a thread of
+        its own (never in a request's path); what it answers stops it."""
+        stopped = threading.Event()
+
+        def poll() -> None:
+            while not stopped.wait(REVOKED_POLL_SECONDS):
+                if self.issuer.store.closed:  # type: ignore[union-attr] - the service stopped
+                    return
+                try:
+                    self.poll_revoked(time.time())
+                except Exception:  # noqa: BLE001 - the store is away a moment: the next poll reads it again
+                    log.warning("could not read the revoked OAuth grants; trying again", exc_info=True)
+
+        threading.Thread(target=poll, name="oauth-revocations", daemon=True).start()
+        return stopped.set
+
+    def poll_revoked(self, now: float) -> None:
+        since, self._polled = self._polled, now
+        assert isinstance(self.issuer, BuiltInIssuer)
+        for grant_id in self.issuer.store.revoked_since(since - 10 * REVOKED_POLL_SECONDS):
+            if grant_id not in self._revoked:
+                self.revoked(grant_id)
 
     # The check of each request
     def admit(self, token: str, path: str) -> Principal:

@@ -416,3 +416,45 @@ def test_no_token_code_or_verifier_is_ever_logged(app: FastAPI, caplog: pytest.L
     logged = caplog.text
     for secret in (issued["access_token"], issued["refresh_token"], answer["code"], verifier, ADMIN_TOKEN):
         assert secret not in logged
+
+
+def test_on_a_postgresql_event_store_every_replica_shares_keys_grants_and_revocations(
+        tmp_path: Any, shared_sandbox: object, postgres_store: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from api.oauth import resource
+    from api.oauth.store_postgres import PostgresOAuthStore
+
+    for key, value in postgres_store.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(resource, "REVOKED_POLL_SECONDS", 0.2)  # the revocations made elsewhere, read often
+
+    def replica(name: str) -> FastAPI:
+        return create_app(wire(Settings(data_dir=tmp_path / name, admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN,
+                                        persistence_module=postgres_store["PERSISTENCE_MODULE"]), shared_sandbox))
+
+    one, two = replica("one"), replica("two")
+
+    def admitted_by(app: FastAPI, token: str) -> int:
+        """What `app`'s MCP gate answers the token: its admission, as each MCP request asks it."""
+        from api.admission import Refusal
+
+        try:
+            app.state.services.admission.admit(token, None, "/mcp")
+        except Refusal as refusal:
+            return refusal.status
+        return 200
+
+    with TestClient(one, base_url=BASE), TestClient(two, base_url=BASE):
+        assert isinstance(one.state.oauth.store, PostgresOAuthStore)
+        assert anonymous(one).get("/oauth/jwks").json() == anonymous(two).get("/oauth/jwks").json()
+        client_id, issued = tokens_for(one)  # registered, allowed and exchanged on one
+        assert mcp(one, issued["access_token"]).status_code == 200
+        assert admitted_by(two, issued["access_token"]) == 200  # and admitted by the other
+        refreshed = expect(anonymous(two).post("/oauth/token", data={
+            "grant_type": "refresh_token", "client_id": client_id, "refresh_token": issued["refresh_token"]}), 200).json()
+        assert admitted_by(two, refreshed["access_token"]) == 200
+        reused = anonymous(one).post("/oauth/token", data={
+            "grant_type": "refresh_token", "client_id": client_id, "refresh_token": issued["refresh_token"]})
+        assert error_of(reused) == "invalid_grant"  # used on two: its family ends on one too
+        time.sleep(0.6)
+        assert admitted_by(two, refreshed["access_token"]) == 401  # and two sees it
+    assert not (tmp_path / "one" / "oauth.sqlite").exists()
