@@ -287,7 +287,7 @@ class Settings(BaseSettings):
         description="How long an access token of the built-in authorization server is valid; clients refresh it.")
     oauth_key_days: float = Field(90.0, gt=0, validation_alias=_env("oauth_key_days", "TOOLSMITH_OAUTH_KEY_DAYS"),
         description=("How old the built-in authorization server's signing key may grow before a new one signs "
-            "(oauth-keys.json in the data dir; the old one verifies until its tokens have expired)."))
+            "(kept with the grants: oauth.sqlite in the data dir, or the PostgreSQL store; the old one verifies until its tokens have expired)."))
     oauth_issuer: str = Field("", validation_alias=_env("oauth_issuer", "TOOLSMITH_OAUTH_ISSUER"),
         description=("An external authorization server whose access tokens MCP accepts instead of the built-in one's "
             "(its JWKS discovered from its metadata); empty: the built-in server."))
