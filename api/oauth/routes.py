@@ -19,6 +19,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from api.oauth.resource import MCP_PATH, PRM_PATH
+from authlib.oauth2.rfc6749.errors import OAuth2Error
+
 from api.oauth.server import Answer, Asked
 
 router = APIRouter(include_in_schema=False)
@@ -81,9 +83,24 @@ def authorize(request: Request) -> Response:
     return RedirectResponse(CONSENT_PATH + (f"?{query}" if query else ""), status_code=303)
 
 
+def public_url(request: Request) -> str:
+    """The request's URL under TOOLSMITH_PUBLIC_URL (never its Host header: behind a proxy the two differ)."""
+    query = request.url.query
+    return request.app.state.services.settings.public_url.rstrip("/") + request.url.path + (f"?{query}" if query else "")
+
+
 def asked(request: Request, *, form: list[tuple[str, str]] | None = None, body: Any = None) -> Asked:
-    return Asked(method=request.method, url=str(request.url), headers=dict(request.headers),
+    return Asked(method=request.method, url=public_url(request), headers=dict(request.headers),
                  query=list(request.query_params.multi_items()), form=form or [], json=body)
+
+
+def _answer(server: Any, make: Any, *args: Any) -> Answer:
+    """What Authlib answers; an error it raises before its own handling (a public URL that is plain
+    http on a host that is not loopback: OAuth needs TLS) as the OAuth error it is."""
+    try:
+        return make(*args)
+    except OAuth2Error as error:
+        return server.handle_error_response(None, error)
 
 
 def answered(answer: Answer) -> Response:
@@ -112,7 +129,7 @@ async def token(request: Request) -> Response:
     form = await _form(request)
     if isinstance(form, Response):
         return form
-    return answered(await run_in_threadpool(server.create_token_response, asked(request, form=form)))
+    return answered(await run_in_threadpool(_answer, server, server.create_token_response, asked(request, form=form)))
 
 
 @router.post("/oauth/revoke")
@@ -123,7 +140,8 @@ async def revoke(request: Request) -> Response:
     form = await _form(request)
     if isinstance(form, Response):
         return form
-    return answered(await run_in_threadpool(server.create_endpoint_response, "revocation", asked(request, form=form)))
+    return answered(await run_in_threadpool(_answer, server, server.create_endpoint_response, "revocation",
+                                            asked(request, form=form)))
 
 
 @router.post("/oauth/register")
@@ -138,7 +156,7 @@ async def register(request: Request) -> Response:
     if not isinstance(body, dict):
         return JSONResponse({"error": "invalid_client_metadata", "error_description":
                              "the body must be a JSON object of client metadata (RFC 7591)"}, status_code=400, headers=CORS)
-    return answered(await run_in_threadpool(server.create_endpoint_response, "client_registration",
+    return answered(await run_in_threadpool(_answer, server, server.create_endpoint_response, "client_registration",
                                             asked(request, body=body)))
 
 

@@ -29,6 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.oauth import DIGEST_REF, USER_REF
 from api.oauth.resource import MCP_PATH
+from api.oauth.routes import public_url
 from api.oauth.server import MCP_SCOPE, Asked, Person
 from application.principals import ADMIN, CALLER
 from console.routing import ConsoleRoute
@@ -104,7 +105,7 @@ def _target(request: Request, visitor: Visitor, resource: str | None) -> tuple[s
 async def _validated(request: Request, visitor: Visitor, pairs: list[tuple[str, str]]) -> Any:
     """The Authlib grant of a valid authorization request, the MCP server, or the answer instead."""
     server = _server(request)
-    asked = Asked(method="GET", url=str(request.url), headers=dict(request.headers), query=pairs)
+    asked = Asked(method="GET", url=public_url(request), headers=dict(request.headers), query=pairs)
     person = person_of(visitor)
     try:
         grant = await run_in_threadpool(server.consent_grant, asked, person)
@@ -165,9 +166,12 @@ async def consent_answer(request: Request, visitor: Anyone) -> Response:
     grant, _, person = validated
     server = _server(request)
     allowed = decision == "allow" and visitor.principal.role in MCP_ROLES
-    asked = Asked(method="POST", url=str(request.url), headers=dict(request.headers), query=pairs)
-    answer = await run_in_threadpool(lambda: server.create_authorization_response(
-        server.create_oauth2_request(asked), grant_user=person if allowed else None, grant=grant))
+    asked = Asked(method="POST", url=public_url(request), headers=dict(request.headers), query=pairs)
+    try:
+        answer = await run_in_threadpool(lambda: server.create_authorization_response(
+            server.create_oauth2_request(asked), grant_user=person if allowed else None, grant=grant))
+    except OAuth2Error as error:
+        return _not_answerable(request, error)
     location = answer.location
     if location is None:
         raise Refused(400, "This application's request could not be answered. Try connecting it again.")

@@ -458,3 +458,21 @@ def test_on_a_postgresql_event_store_every_replica_shares_keys_grants_and_revoca
         time.sleep(0.6)
         assert admitted_by(two, refreshed["access_token"]) == 401  # and two sees it
     assert not (tmp_path / "one" / "oauth.sqlite").exists()
+
+
+def test_behind_a_proxy_every_url_is_the_public_ones(settings: Settings, shared_sandbox: object) -> None:
+    """TOOLSMITH_PUBLIC_URL names https while the service itself is reached over plain http (a proxy
+    in front): metadata, issuer, audience and the authorization server's checks all use the public URL."""
+    public = "https://tools.example.com"
+    application = create_app(wire(settings.model_copy(update={"public_url": public}), shared_sandbox))
+    with TestClient(application, base_url=BASE):
+        assert anonymous(application).get("/.well-known/oauth-authorization-server").json()["issuer"] == public
+        refused = mcp(application, None)
+        assert f'resource_metadata="{public}/.well-known/oauth-protected-resource/mcp"' in refused.headers["www-authenticate"]
+        client_id = register(application)
+        verifier, challenge = pkce()
+        answer = consent(person(application), client_id, challenge, resource=public + "/mcp")
+        assert answer["iss"] == public
+        issued = expect(exchange(application, client_id, answer["code"], verifier), 200).json()
+        assert claims(issued["access_token"])["aud"] == public + "/mcp"
+        assert mcp(application, issued["access_token"]).status_code == 200
