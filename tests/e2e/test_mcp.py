@@ -304,7 +304,8 @@ def test_http_refusals_are_problems(server: Server) -> None:
 
     for path in ("/mcp", "/mcp/known"):
         missing = post(path, None)
-        assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+        # The 401 names the URL's Protected Resource Metadata (docs/oauth.md, RFC 9728).
+        assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer resource_metadata=")
         assert missing.headers["content-type"] == "application/problem+json"
         assert post(path, "tsa_not-a-token").status_code == 401
         assert post(path, auditor).status_code == 403
