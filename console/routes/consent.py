@@ -149,7 +149,7 @@ async def consent_page(request: Request, visitor: Anyone) -> Response:
     redirect_uri = grant.redirect_uri
     return request.app.state.console_pages.render(
         request, "oauth/consent.html", headers={"Content-Security-Policy": consent_policy(_origin(redirect_uri))},
-        client_name=client.name, client_url=client.uri or (client.client_id if client.document else None),
+        client_name=client.name, client_url=client.client_id if client.document else client.uri,  # a document's URL is who it is
         redirect_host=urlsplit(redirect_uri).netloc, server_id=server_id, scopes=[SCOPE_WORDS.get(s, s) for s in scopes],
         person=person, may_use_mcp=may_use_mcp, role=visitor.principal.role,
         fields=[(k, v) for k, v in pairs if k != CSRF_FIELD and k != "decision"])
