@@ -175,3 +175,8 @@ def test_the_sign_in_form_is_refused_cross_site(app: FastAPI) -> None:
     answer = TestClient(app).post("/console/sign-in/password", headers={"Origin": "https://evil.example"}, follow_redirects=False,
                                   data={"organization": "default", "email": "ada@example.com", "password": PASSWORD})
     assert answer.status_code == 403 and "set-cookie" not in {k.lower() for k in answer.headers}
+
+
+def test_a_wrong_token_marks_the_token_field(app: FastAPI) -> None:
+    answer = TestClient(app).post("/console/sign-in", data={"token": "tsa_not-a-token"}, headers=same_origin(TestClient(app)))
+    assert re.search(r'<input id="token"[^>]* required aria-invalid="true" aria-describedby="token-error">', answer.text)
