@@ -205,12 +205,12 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
     assert client.post(MODULES, json={"id": name + "_cs", "description": "c", "draftContent": "exports.x = 1;"}).status_code == 201
     changeset = client.post(f"{MODULES}/publish", json={"ids": [name + "_cs"]})
     assert changeset.status_code == 200, changeset.text
+    person = client.post("/api/v1/admin/users", json={"email": f"{name}@example.com", "name": "Edge", "role": "auditor"})
+    assert person.status_code == 201, person.text
     # /healthz tells the read model's lag: let it catch up first, so that GET and HEAD see one state.
     deadline = time.monotonic() + 10
     while client.get("/healthz").json()["readModel"]["lag"] and time.monotonic() < deadline:
         time.sleep(0.01)
-    person = client.post("/api/v1/admin/users", json={"email": f"{name}@example.com", "name": "Edge", "role": "auditor"})
-    assert person.status_code == 201, person.text
     client.post(f"/api/v1/tools/{name}/call", json={})  # a record of the call log (docs/calls.md), answered or refused
     call = client.get("/api/v1/admin/calls", params={"tool": name}).json()[0]
     ok = 0
