@@ -128,6 +128,15 @@ class Admission:
                               {"Retry-After": retry_after(wait)})
         return principal
 
+    def throttled(self, client: str | None) -> None:
+        """Refuses (429) an address past its failed authentications: the console's password sign-in
+        asks before it checks a password (docs/users.md)."""
+        self._not_throttled(client)
+
+    def failed(self, client: str | None) -> None:
+        """Counts a failed authentication that was no token (a wrong password) against its address."""
+        self._failed(client)
+
     def _not_throttled(self, client: str | None) -> None:
         """Refuses every request of an address past its failed authentications, until one is back."""
         if client is not None and self.failures.enabled:

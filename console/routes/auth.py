@@ -117,12 +117,19 @@ async def sign_in_by_password(request: Request, organization: Annotated[str, For
     kept = {"next": next, "organization": organization.strip(), "email": email}
     if services.users is None:
         return _sign_in_form(request, password_error=PASSWORD_REFUSED, **kept)
+    client = client_address(request)
     try:
-        user = services.users.sign_in(tenant, email, password)
+        # An address spraying passwords over many emails is throttled as one trying tokens is.
+        services.admission.throttled(client)
+        try:
+            user = services.users.sign_in(tenant, email, password)
+        except SignInRefused:
+            services.admission.failed(client)
+            raise
         principal = services.users.principal(tenant, user["id"])
         if principal is None:
             raise SignInRefused()
-        services.admission.admit_principal(principal, client_address(request))
+        services.admission.admit_principal(principal, client)
     except SignInLocked as locked:
         minutes = max(1, round(locked.wait / 60))
         return _sign_in_form(request, status=429, headers={"Retry-After": str(max(1, int(locked.wait)))},
@@ -134,6 +141,9 @@ async def sign_in_by_password(request: Request, organization: Annotated[str, For
         status, error, headers = _refused(refusal)
         if refusal.status == 401:
             error = PASSWORD_REFUSED
+        elif refusal.code == TOO_MANY_FAILURES:
+            wait = (refusal.headers or {}).get("Retry-After", "1")
+            error = f"Too many failed sign-ins came from your address. Try again in {wait} second{'s' if wait != '1' else ''}."
         return _sign_in_form(request, status=status, headers=headers, password_error=error.replace("its tokens", "its people"), **kept)
     return person_signed_in(request, tenant, user["id"], next)
 

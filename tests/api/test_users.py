@@ -337,3 +337,20 @@ def test_a_tenant_with_people_is_not_deleted(api: TestClient, app: FastAPI) -> N
     assert refused.status_code == 409 and "1 person" in refused.text
     expect(theirs.delete(f"{USERS}/{person['id']}"), 204)
     expect(operator.delete("/api/v1/operator/tenants/other"), 204)
+
+
+def test_an_address_spraying_passwords_is_throttled(tmp_path: Any, shared_sandbox: Any) -> None:
+    from entrypoints.web import create_app
+    from infrastructure.settings import Settings
+    from tests.conftest import wire
+
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, auth_failures_per_minute=3)
+    with TestClient(create_app(wire(settings, shared_sandbox))) as app_client:
+        admin = TestClient(app_client.app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        _user(admin)
+        browser = TestClient(app_client.app)
+        for i in range(3):  # three emails, one wrong password each: no one email is locked
+            assert _refusal_seconds(browser, f"guess{i}@example.com", "password1234")[0] == 200
+        sprayed = browser.post("/console/sign-in/password", headers=same_origin(browser),
+                               data={"organization": "default", "email": "ada@example.com", "password": PASSWORD})
+        assert sprayed.status_code == 429 and "Too many failed sign-ins came from your address" in sprayed.text
