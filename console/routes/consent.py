@@ -78,6 +78,7 @@ def _redirect_error(error: OAuth2Error, issuer: str) -> Response | None:
 
 def _not_answerable(request: Request, error: OAuth2Error) -> Response:
     detail = error.description or error.error
+    detail = detail[:1].upper() + detail[1:].rstrip(".")  # a sentence, as the console's messages are
     return request.app.state.console_pages.render(
         request, "oauth/refused.html", status=400, title="This application's request cannot be answered",
         detail=f"{detail}. Nothing was sent back to it; tell its maker, or try connecting it again.")
