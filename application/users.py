@@ -317,15 +317,7 @@ class Users:
 
     def accept_invitation(self, code: str, password: str) -> Record:
         """Sets the invited person's password by their invitation code (once; the code then ends)."""
-        tenant, user_id, secret = parse_invitation(code)
-        credential = self._credential(tenant, user_id) if tenant else {}
-        invitation, until = credential.get("invitation"), credential.get("until")
-        if (not isinstance(invitation, str) or not hmac.compare_digest(invitation, _sha256(secret))
-                or not isinstance(until, str) or datetime.fromisoformat(until) < datetime.now(timezone.utc)):
-            raise InvitationInvalid()
-        user = self.registry(tenant).get(user_id)
-        if user is None or user["disabled"]:
-            raise InvitationInvalid()
+        tenant, user_id, user = self._invited(code)
         found = password_violations(password)
         if found:
             raise InvalidRecord(found)
@@ -334,6 +326,12 @@ class Users:
 
     def invitation_of(self, code: str) -> Record:
         """The person an invitation code is for (its page greets them), if it still works."""
+        tenant, _, user = self._invited(code)
+        return {**public_user(user), "tenant": tenant}
+
+    def _invited(self, code: str) -> tuple[str, str, Record]:
+        """The tenant, id and record of the person a working invitation code is for; else
+        InvitationInvalid (unknown, used, expired, or the person disabled)."""
         tenant, user_id, secret = parse_invitation(code)
         credential = self._credential(tenant, user_id) if tenant else {}
         invitation, until = credential.get("invitation"), credential.get("until")
@@ -343,7 +341,7 @@ class Users:
         user = self.registry(tenant).get(user_id)
         if user is None or user["disabled"]:
             raise InvitationInvalid()
-        return {**public_user(user), "tenant": tenant}
+        return tenant, user_id, user
 
     # -- sign-in ------------------------------------------------------------------------------
 
