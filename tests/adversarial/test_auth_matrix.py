@@ -109,6 +109,16 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
     ("DELETE", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
     ("GET", "/api/v1/admin/audit/export"),
+    ("GET", "/api/v1/admin/calls"),
+    ("GET", "/api/v1/admin/calls/{id}"),
+    ("GET", "/api/v1/admin/users"),
+    ("POST", "/api/v1/admin/users"),
+    ("GET", "/api/v1/admin/users/{id}"),
+    ("PATCH", "/api/v1/admin/users/{id}"),
+    ("POST", "/api/v1/admin/users/{id}/disable"),
+    ("POST", "/api/v1/admin/users/{id}/enable"),
+    ("POST", "/api/v1/admin/users/{id}/invitation"),
+    ("DELETE", "/api/v1/admin/users/{id}"),
     ("GET", "/api/v1/operator/tenants"),
     ("POST", "/api/v1/operator/tenants"),
     ("GET", "/api/v1/operator/tenants/{id}"),
@@ -129,6 +139,8 @@ class World:
     victim_token_id: str
     document_id: str = ""
     changeset_id: str = ""
+    user_id: str = ""
+    call_id: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +173,14 @@ def world(probe: Probe) -> World:
     assert probe.send("POST", CODE_MODULES, json={"id": "in_changeset", "description": "c", "draftContent": "exports.x = 1;"}).status_code == 201
     changeset = probe.send("POST", f"{CODE_MODULES}/publish", json={"ids": ["in_changeset"], "message": "one"})
     assert changeset.status_code == 200, changeset.text
+    user = probe.send("POST", "/api/v1/admin/users", json={"email": "ada@example.com", "name": "Ada", "role": "auditor", "password": "ada-password-1"})
+    assert user.status_code == 201, user.text
+    assert probe.send("POST", f"/api/v1/tools/{TARGET}/call", json={}).status_code == 200
+    # The call log is written behind the answer: wait for the call's record.
+    deadline = time.monotonic() + 30
+    while not (calls := probe.send("GET", "/api/v1/admin/calls").json()):
+        assert time.monotonic() < deadline, "the world's call is not in the call log"
+        time.sleep(0.05)
     revoked = probe.issue_token("admin")
     revoked_id = next(t["id"] for t in probe.send("GET", "/api/v1/admin/tokens").json() if t["name"].startswith("admin-"))
     assert probe.send("DELETE", f"/api/v1/admin/tokens/{revoked_id}").status_code == 204
@@ -177,12 +197,12 @@ def world(probe: Probe) -> World:
         "operator": OPERATOR_TOKEN,
     }
     return World(tokens=tokens, victim_token_id=victim, document_id=uploaded.json()["documents"][0]["id"],
-                 changeset_id=changeset.json()["id"])
+                 changeset_id=changeset.json()["id"], user_id=user.json()["id"], call_id=calls[0]["id"])
 
 
 def concrete(path: str, world: World) -> str:
     kind = path.split("/")[4] if path.startswith("/api/v1/admin/") else ""
-    record = world.changeset_id if kind == "changesets" else RECORD_IDS.get(kind, TARGET)
+    record = {"changesets": world.changeset_id, "users": world.user_id, "calls": world.call_id}.get(kind) or RECORD_IDS.get(kind, TARGET)
     return (
         path.replace("{id}", world.victim_token_id if kind == "tokens" else record)
         .replace("{version}", "1")
@@ -220,6 +240,12 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return {"description": "overwritten"}
     if path == "/api/v1/admin/tokens":
         return {"name": own, "role": "admin"}
+    if path == "/api/v1/admin/users":
+        return {"email": f"{own}@example.com", "name": "intruder", "role": "admin", "password": "intruder-password-1"}
+    if path == "/api/v1/admin/users/{id}":
+        return {"role": "admin"}
+    if path.startswith("/api/v1/admin/users/"):
+        return None
     if path == "/api/v1/operator/tenants":
         return {"id": own.replace("_", "-"), "name": "intruder"}
     if path == "/api/v1/operator/tenants/{id}":
