@@ -141,7 +141,7 @@ class CallLog:
         self._queue.append({
             "tenant": tenant, "at": started, "tool": name, "entry": entry, "caller": principal.name,
             "caller_token": principal.token_id, "caller_person": person.id if person is not None else None,
-            "plan": step.plan if step is not None else None,
+            "caller_client": principal.client, "plan": step.plan if step is not None else None,
             "via": via or (calls.PLAN if step is not None else _VIA.get(context.way_in, context.way_in)),
             "arguments": arguments, "result": result, "outcome": outcome, "duration_ms": elapsed * 1000.0,
             "trace_id": None, "kind": kind, "definition": definition,
@@ -240,6 +240,12 @@ class CallLog:
             self._done += len(taken)
             self._progress.notify_all()
 
+    def health(self) -> dict[str, Any]:
+        """What /healthz says of the log: on or off, records waiting, written, dropped (the queue
+        was full: counted only) and failed (the store refused a batch), since the service started."""
+        return {"on": self.on, "queued": len(self._queue), "written": self.written, "dropped": self.dropped,
+                "failed": self.failed}
+
     # -- reads --------------------------------------------------------------------------------
 
     def page(self, tenant: str, where: CallFilter, *, before: int | None = None, limit: int = 50) -> tuple[list[dict[str, Any]], bool]:
@@ -313,8 +319,8 @@ def _record(raw: dict[str, Any]) -> dict[str, Any]:
         "id": os.urandom(16).hex(), "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
         "version": getattr(entry, "version", None),
         "definition_sha256": canonical_sha256(raw["definition"]) if raw["definition"] is not None else _definition_sha256(entry),
-        # The OAuth client a call came through has its field, filled once principals name one.
-        "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": raw["caller_person"], "caller_client": None,
+        "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": raw["caller_person"],
+        "caller_client": raw.get("caller_client"),
         "plan": raw["plan"], "via": raw["via"],
         "arguments_sha256": canonical_sha256(raw["arguments"]), "result_sha256": result_sha256,
         "outcome": raw["outcome"], "duration_ms": round(raw["duration_ms"], 3), "trace_id": raw["trace_id"],

@@ -58,6 +58,8 @@ class Principal:
     # client acting for them), and how they came: `console`, `token` or `oauth`.
     user: Person | None = None
     via: str | None = None
+    # The OAuth client a call comes through (its client_id), when it came with an access token.
+    client: str | None = None
 
     @property
     def rate_key(self) -> str | None:

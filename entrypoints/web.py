@@ -250,6 +250,8 @@ def create_app(services: Services) -> FastAPI:
             "sandbox": sandbox,
             # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
             "mcp": {"watchers": len(mcp_endpoint.watch)},
+            # The call log (docs/calls.md): records written, and those lost to a full queue or a failing store.
+            "callLog": services.toolbox.call_log.health(),
         })
 
     # Then the tool call, the request clients make most: the router tries the routes in order, and

@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -60,6 +60,7 @@ class Verified:
     grant_id: str | None  # the built-in server's: the grant, whose person is asked each time
     person_ref: str | None
     tenant: str | None = None
+    client: str | None = None  # the OAuth client the token was issued to (what the call log names)
 
 
 class BuiltInIssuer:
@@ -82,7 +83,7 @@ class BuiltInIssuer:
         grant = self.store.grant(gid) if isinstance(gid, str) else None
         if grant is None:
             raise _Invalid("its grant is not known here")
-        return Verified(expires, audience, scopes, None, grant.id, grant.person_ref, grant.tenant)
+        return Verified(expires, audience, scopes, None, grant.id, grant.person_ref, grant.tenant, grant.client_id)
 
 
 class ExternalIssuer:
@@ -154,10 +155,12 @@ class ExternalIssuer:
         if not subject:
             raise _Invalid("it names no subject")
         name = str(claims.get("preferred_username") or claims.get("email") or subject)
+        found_client = claims.get("client_id") or claims.get("azp")  # RFC 9068, else OpenID Connect's
+        client = found_client if isinstance(found_client, str) and found_client else None
         principal = Principal(name=f"{name} (via {self.issuer})", role=role, tenant=tenant_name,
                               usage_profile=profile if role == CALLER else None, token_id=f"oauth:{self.issuer}:{subject}",
-                              via="oauth")
-        return Verified(expires, audience, scopes, principal, None, None)
+                              via="oauth", client=client)
+        return Verified(expires, audience, scopes, principal, None, None, client=client)
 
 
 STRENGTH = {"caller": 1, "auditor": 2, "admin": 3}
@@ -288,6 +291,8 @@ class ResourceServer:
             principal = self.find_person(kept.tenant or "", kept.person_ref or "")
             if principal is None:
                 raise self.unauthorized(path, True, "the access token's person may no longer sign in")
+            if kept.client is not None:
+                principal = replace(principal, client=kept.client)
         else:
             principal = kept.principal
         assert principal is not None

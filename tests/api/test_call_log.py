@@ -314,3 +314,43 @@ def test_a_persons_call_names_the_person(client: TestClient) -> None:
     record = only_call(client, name)
     assert record["caller"]["person"] == person["id"] and record["caller"]["tokenId"]
     assert only_call(client, name, caller=record["caller"]["tokenId"])["id"] == record["id"]
+
+
+def test_a_call_through_an_oauth_client_names_the_client(client: TestClient) -> None:
+    from tests.api import test_oauth as oauth
+
+    name = publish(client)
+    app = client.app
+    client_id, issued = oauth.tokens_for(app)
+    bearer = {**ACCEPT, "Authorization": f"Bearer {issued['access_token']}"}
+    opened = client.post("/mcp", headers=bearer, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+    assert opened.status_code == 200, opened.text
+    session = {**bearer, "Mcp-Session-Id": opened.headers["mcp-session-id"], "Mcp-Protocol-Version": HANDSHAKE}
+    client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+    answered = client.post("/mcp", headers=session, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                                         "params": {"name": name, "arguments": {"text": "o"}}})
+    assert answered.status_code == 200, answered.text
+    record = only_call(client, name)
+    assert record["via"] == "mcp" and record["outcome"] == "ok"
+    assert record["caller"]["client"] == client_id
+    # a static token's call names no client
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "s"}), 200)
+    assert calls(client, tool=name)[0]["caller"]["client"] is None
+
+
+def test_healthz_says_what_the_log_wrote_and_what_a_full_queue_dropped(client: TestClient) -> None:
+    name = publish(client)
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "a"}), 200)
+    only_call(client, name)  # written
+    health = expect(client.get("/healthz"), 200).json()["callLog"]
+    assert health["on"] is True and health["written"] >= 1 and health["dropped"] == 0 and health["failed"] == 0
+    log = client.app.state.services.toolbox.call_log
+    log.capacity = 0  # the queue has no room: each call is counted, never written, never slowed
+    try:
+        expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "b"}), 200)
+        expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "c"}), 200)
+    finally:
+        log.capacity = 50_000
+    assert expect(client.get("/healthz"), 200).json()["callLog"]["dropped"] == 2
+    assert len(calls(client, tool=name)) == 1
