@@ -53,11 +53,19 @@ def main(argv: list[str] | None = None) -> int:
     imported = step.add_parser("import", parents=[data_dir], help="restore an export into an empty event store")
     imported.add_argument("file", type=Path, help="an export written by `toolsmith audit export` ('-': standard input)")
 
+    from entrypoints.examples_cli import add_parser as add_examples
+
+    add_examples(commands)
+
     args = parser.parse_args(argv)
     if args.command == "audit":
         from entrypoints.audit_cli import audit_command
 
         return audit_command(args)
+    if args.command == "examples":
+        from entrypoints.examples_cli import examples_command
+
+        return examples_command(args)
     if args.command == "serve":
         return _serve(args)
     if args.command == "sandbox":

@@ -7,7 +7,9 @@ by `scripts/conformance.sh install` into .engines/conformance/ (`make test` does
 saying how to install it.
 
 The server is given the tools the suite's scenarios call by name (`test_simple_text`,
-`test_error_handling`, `json_schema_2020_12_tool`), and is reached through a small proxy that
+`test_error_handling`, ...) by `toolsmith examples load conformance` (the gallery's set,
+entrypoints/examples/conformance.json, through the REST API) and `json_schema_2020_12_tool` by
+its tools file, and is reached through a small proxy that
 adds the bearer token: the suite's client sends none, and Toolsmith's MCP takes no anonymous
 caller. The proxy passes everything else through as it came (the Host and Origin headers too,
 which the suite's DNS rebinding scenario varies).
@@ -34,24 +36,16 @@ import pytest
 import uvicorn
 
 from testing.launcher import free_port
-from tests.e2e.conftest import Server
+from tests.e2e.conftest import TOOLSMITH, Server
 from tests.engines import PROJECT, engine_missing
 
 BASELINE = PROJECT / "tests" / "conformance" / "baseline.json"
 INSTALLED_RUNNER = PROJECT / ".engines" / "conformance" / "conformance"
 HOW_TO_INSTALL = "install it with `scripts/conformance.sh install` (npm's registry: the suite and Node.js 22), or set TOOLSMITH_CONFORMANCE"
 ADMIN_TOKEN = "tsa_conformance-admin-token"
-CODE_MODULES = "/api/v1/admin/code-modules"
 # The suite writes each scenario's checks to `server-<scenario>-<timestamp>/checks.json`.
 RESULT_DIR = re.compile(r"-\d{4}-\d{2}-\d{2}T[0-9-]+Z?\Z")
 
-# The tools the suite's server scenarios call, by the names and answers their docs ask for.
-SIMPLE_TEXT = "This is a simple text response for testing."
-ERROR_TEXT = "This tool intentionally returns an error for testing"
-CODE_TOOLS = {
-    "test_simple_text": ("Returns a simple text.", f"exports.run = function () {{ return {json.dumps(SIMPLE_TEXT)}; }};"),
-    "test_error_handling": ("Always fails.", f"exports.run = function () {{ throw new Error({json.dumps(ERROR_TEXT)}); }};"),
-}
 # An external MCP tool (tools file) keeps its declared schema as given: the JSON Schema 2020-12
 # scenario only lists it, so its upstream need not exist.
 SCHEMA_2020_12 = {
@@ -138,13 +132,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.token = ADMIN_TOKEN
     server.start()
     try:
-        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30) as http:
-            for name, (description, source) in CODE_TOOLS.items():
-                tool = {"inputParameters": [], "exposeInChat": True}
-                created = http.post(CODE_MODULES, json={"id": name, "description": description, "draftContent": source, "tool": tool})
-                assert created.status_code == 201, created.text
-                published = http.post(f"{CODE_MODULES}/{name}/publish")
-                assert published.status_code == 200, published.text
+        # The fixtures the scenarios call, from the examples gallery, as a user would load them.
+        loaded = subprocess.run([str(TOOLSMITH), "examples", "load", "conformance", "--url", server.url, "--token", ADMIN_TOKEN],
+                                capture_output=True, text=True, timeout=300)
+        assert loaded.returncode == 0, f"toolsmith examples load conformance failed:\n{loaded.stdout}\n{loaded.stderr}"
         with TokenProxy(server.url, ADMIN_TOKEN) as proxy:
             yield proxy.url + "/mcp"
     finally:
