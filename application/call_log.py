@@ -23,11 +23,14 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
+from opentelemetry import trace
+
+from application import call_activity
 from application.context import CONSOLE, MCP, REST, CallContext
 from domain import calls
 from domain.calls import canonical_sha256, iso
@@ -74,6 +77,10 @@ class CallRecords(Protocol):
     def last_calls(self, tenant: str, tools: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The newest call record of each of `tools`, in one query."""
 
+    def activity(self, tenant: str, tool: str, since: str, recent: str, *, sample: int, top: int) -> dict[str, Any]:
+        """One tool's calls since `since`, bounded: calls and errors by hour, the `top` callers since
+        `since` and since `recent`, the newest `sample` durations by hour (`SqlCallRecords.activity`)."""
+
     def expire(self, before: str) -> int:
         """Removes every tenant's records older than `before`, recording each removal; answers how many."""
 
@@ -114,6 +121,9 @@ class CallLog:
         self._stopping = False
         self._warned_at = float("-inf")
         self._thread: threading.Thread | None = None
+        # Told of each call (tenant, tool, kind, via, outcome, seconds, whether the catalog knew the
+        # tool): the metrics' counters (docs/observability.md); wired by the composition root.
+        self.observe: Callable[[str, str, str | None, str, str, float, bool], None] | None = None
 
     # -- the call path ------------------------------------------------------------------------
 
@@ -123,11 +133,10 @@ class CallLog:
         """Queues the record of one call: `result` when it was answered, `error` when it was
         refused or failed outside the tool; `started` its wall-clock time, `elapsed` seconds.
         `via`, `kind` and `definition` for a run of what is no tool of the catalog (a module's Test
-        of its draft): else the context and the entry say."""
-        if not self.on:
-            return
-        if len(self._queue) >= self.capacity:
-            self._drop()
+        of its draft): else the context and the entry say. `observe` (the metrics) is told of
+        every call, whether the log keeps records or not."""
+        observe = self.observe
+        if not self.on and observe is None:
             return
         if result is not None:
             outcome = calls.OK if result.error is None else result.error.type
@@ -135,16 +144,25 @@ class CallLog:
             outcome = error
         else:
             outcome = getattr(error, "code", None) or type(error).__name__
-        principal = context.principal
         step = context.plan_step
+        via = via or (calls.PLAN if step is not None else _VIA.get(context.way_in, context.way_in))
+        if observe is not None:
+            observe(tenant, name, kind or (entry.call_type if entry is not None else None), via, outcome, elapsed,
+                    entry is not None or kind is not None)
+        if not self.on:
+            return
+        if len(self._queue) >= self.capacity:
+            self._drop()
+            return
+        principal = context.principal
         person = principal.user
         self._queue.append({
             "tenant": tenant, "at": started, "tool": name, "entry": entry, "caller": principal.name,
             "caller_token": principal.token_id, "caller_person": person.id if person is not None else None,
             "caller_client": principal.client, "plan": step.plan if step is not None else None,
-            "via": via or (calls.PLAN if step is not None else _VIA.get(context.way_in, context.way_in)),
+            "via": via,
             "arguments": arguments, "result": result, "outcome": outcome, "duration_ms": elapsed * 1000.0,
-            "trace_id": None, "kind": kind, "definition": definition,
+            "trace_id": _trace_id(), "kind": kind, "definition": definition,
         })
         self._queued = next(self._count)
         if len(self._queue) >= self.batch:
@@ -266,6 +284,16 @@ class CallLog:
         self.flush()
         return self.store.last_calls(tenant, tools)
 
+    def activity(self, tenant: str, tool: str) -> Any:
+        """`tool`'s last 24 hours and 7 days (`application.call_activity.Activity`); None without a store."""
+        if self.store is None:
+            return None
+        self.flush()
+        now = self._clock()
+        _, _, day_since, week_since = call_activity.bounds(now)
+        raw = self.store.activity(tenant, tool, week_since, day_since, sample=call_activity.SAMPLE, top=call_activity.TOP)
+        return call_activity.summarize(tool, raw, now)
+
     def expire(self, days: int) -> int:
         """Removes the records older than `days` days (recorded in each tenant's chain)."""
         if self.store is None:
@@ -302,6 +330,12 @@ def _definition_hash(entry: ToolEntry) -> str:
         "tags": list(entry.tags), "exposeInChat": entry.expose_in_chat, "enabled": entry.enabled,
         "version": getattr(entry, "version", None),
     })
+
+
+def _trace_id() -> str | None:
+    """The trace the call is part of (32 hex digits), when traces are on (docs/observability.md)."""
+    context = trace.get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else None
 
 
 def _record(raw: dict[str, Any]) -> dict[str, Any]:

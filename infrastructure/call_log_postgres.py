@@ -28,12 +28,14 @@ _SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS toolsmith_call_records_chain ON {records} (tenant, n)",
     "CREATE INDEX IF NOT EXISTS toolsmith_call_records_tool ON {records} (tenant, tool, position)",
     "CREATE INDEX IF NOT EXISTS toolsmith_call_records_at ON {records} (at)",
+    "CREATE INDEX IF NOT EXISTS toolsmith_call_records_tool_at ON {records} (tenant, tool, at)",
     "CREATE TABLE IF NOT EXISTS {heads} (tenant text PRIMARY KEY, n bigint NOT NULL, hash text NOT NULL)",
 )
 
 
 class PostgresCallRecords(SqlCallRecords):
     P = "%s"
+    DURATION = "CAST(CAST(record AS json) ->> 'duration_ms' AS double precision)"
 
     def __init__(self, datastore: Any) -> None:
         self._datastore = datastore

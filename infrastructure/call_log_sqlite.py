@@ -160,6 +160,31 @@ class SqlCallRecords:
         found = [orjson.loads(row[0]) for row in rows]
         return {record["tool"]: record for record in found}
 
+    # A record's duration, read from its JSON (each engine's own function).
+    DURATION = "CAST(json_extract(record, '$.duration_ms') AS REAL)"
+
+    def activity(self, tenant: str, tool: str, since: str, recent: str, *, sample: int, top: int) -> dict[str, Any]:
+        """One tool's calls at or after `since` (a module's Tests and expiries left out), in bounded
+        queries on the (tenant, tool, at) index: each hour's calls and errors (one row an hour at
+        most), the `top` callers since `since` and since `recent`, and the durations of the newest
+        `sample` calls with their hour (what the percentiles are taken from)."""
+        p = self.P
+        where = f"tenant = {p} AND tool = {p} AND at >= {p} AND via <> {p} AND via <> {p}"
+        args = [tenant, tool, since, "test", "expiry"]
+        found: dict[str, Any] = {}
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT substr(at, 1, 13), COUNT(*), SUM(CASE WHEN outcome <> {p} THEN 1 ELSE 0 END) "
+                           f"FROM {self.RECORDS} WHERE {where} GROUP BY substr(at, 1, 13)", ["ok", *args])
+            found["hours"] = [(str(h), int(c), int(e or 0)) for h, c, e in cursor.fetchall()]
+            for key, start in (("callers", since), ("recent_callers", recent)):
+                cursor.execute(f"SELECT caller, COUNT(*) FROM {self.RECORDS} WHERE {where} "
+                               f"GROUP BY caller ORDER BY COUNT(*) DESC, caller LIMIT {int(top)}", [tenant, tool, start, "test", "expiry"])
+                found[key] = [(str(c or ""), int(n)) for c, n in cursor.fetchall()]
+            cursor.execute(f"SELECT substr(at, 1, 13), {self.DURATION} FROM {self.RECORDS} WHERE {where} "
+                           f"ORDER BY at DESC LIMIT {int(sample)}", args)
+            found["durations"] = [(str(h), float(d or 0.0)) for h, d in cursor.fetchall()]
+        return found
+
     def chains(self, tenant: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record (of `tenant`), by tenant then `n`: read a thousand at a time, each in a
         transaction of its own, so that a slow reader (a download) holds no lock between them."""
@@ -202,6 +227,7 @@ CREATE TABLE IF NOT EXISTS call_records (
 CREATE UNIQUE INDEX IF NOT EXISTS call_records_chain ON call_records (tenant, n);
 CREATE INDEX IF NOT EXISTS call_records_tool ON call_records (tenant, tool, position);
 CREATE INDEX IF NOT EXISTS call_records_at ON call_records (at);
+CREATE INDEX IF NOT EXISTS call_records_tool_at ON call_records (tenant, tool, at);
 CREATE TABLE IF NOT EXISTS call_heads (tenant TEXT PRIMARY KEY, n INTEGER NOT NULL, hash TEXT NOT NULL);
 """
 
