@@ -59,6 +59,9 @@ OWN_ENGINES: dict[tuple[str, str], str] = {
     # The console's OpenID provider (TOOLSMITH_SSO_ISSUER): its discovery document and keys (the code
     # exchange is Authlib's AsyncOAuth2Client, an httpx client of its own, to the same provider).
     ("infrastructure.oidc", "httpx.AsyncClient"): "the console's single sign-on provider, named by the operator",
+    # `toolsmith examples load` (docs/examples.md): an admin's command, run outside the service, that
+    # loads the gallery through the REST API of the Toolsmith it is told (--url, TOOLSMITH_URL).
+    ("entrypoints.examples_cli", "httpx.Client"): "the Toolsmith service the operator names, through its own REST API",
 }
 
 
