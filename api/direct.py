@@ -69,6 +69,10 @@ class _Matcher:
         return {self.parameter: value} if value and "/" not in value else None
 
 
+# The scope's key of the route template a hot route was served by (the request's span names it).
+ROUTE_TEMPLATE = "toolsmith.route"
+
+
 class Direct:
     def __init__(self, app: ASGIApp, router: Any, routes: Sequence[HotRoute]) -> None:
         """`app` is what the router ran (its middleware stack), `router` the app's router."""
@@ -88,6 +92,7 @@ class Direct:
                     continue
                 scope.setdefault("router", self.router)
                 scope["path_params"] = parameters
+                scope[ROUTE_TEMPLATE] = template
                 if _route_selected is not None and "fastapi.telemetry" in scope:
                     _route_selected(scope=scope, path=template)
                 await handler(scope, receive, send)

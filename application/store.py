@@ -21,6 +21,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, LRUCache, ProcessingEvent, Repository
 from eventsourcing.persistence import ApplicationRecorder, EventStore, IntegrityError
 from eventsourcing.utils import get_topic
+from opentelemetry import trace
 
 from domain.callers import TOKENS_ID, CallerRegistry, TokenRegistry, registry_id
 from domain.tenants import TENANTS_ID, TenantRegistry
@@ -122,6 +123,9 @@ class SharedAggregateRepository(Repository):
             # A command changes its own copy; the cached object changes only by being replaced.
             aggregate = deepcopy(aggregate)
         return aggregate
+
+
+_TRACER = trace.get_tracer("toolsmith")
 
 
 class Store(Application):
@@ -296,6 +300,17 @@ class Store(Application):
                 self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
             else:
                 self.take_snapshot(event.originator_id, version=event.originator_version)
+
+    def save(self, *objs: Any, **kwargs: Any) -> Any:
+        """eventsourcing's, in its span when a recording one is current (traces on: docs/observability.md)."""
+        if not trace.get_current_span().is_recording():
+            return super().save(*objs, **kwargs)
+        with _TRACER.start_as_current_span("eventstore.write") as span:
+            recordings = super().save(*objs, **kwargs)
+            span.set_attribute("toolsmith.events", len(recordings))
+            if recordings:
+                span.set_attribute("toolsmith.position", recordings[-1].notification.id)
+            return recordings
 
     def save_or_conflict(self, *aggregates: Any) -> int | None:
         """Saves atomically; None when another writer got there first (nothing was written)."""

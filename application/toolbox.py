@@ -40,6 +40,7 @@ from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.projection import Projection
 from sortedcontainers import SortedDict
 
+from application import spans
 from application.call_log import CallLog
 from application.context import CallContext
 from application.kinds.base import OPAQUE, K, Ranked, ToolKind, ToolKinds, Tools
@@ -543,12 +544,18 @@ class Toolbox(Tools):
         call, answered or refused, leaves one record in the call log (the one place every way in
         passes: REST, MCP, the Playground; a plan's nodes in `call_entry`)."""
         entry = self.entry(tenant, name)
+        traced = spans.tool_call(tenant, name, entry, context)
+        result = failure = None
         started, clock = time.time(), time.perf_counter()
         try:
             result = self._call(tenant, name, entry, arguments, permissions, context)
         except Exception as error:
+            failure = error
             self.call_log.called(tenant, name, entry, context, arguments, None, error, started, time.perf_counter() - clock)
             raise
+        finally:
+            if traced is not None:
+                spans.ended(traced, result, failure)
         self.call_log.called(tenant, name, entry, context, arguments, result, None, started, time.perf_counter() - clock)
         return result
 
@@ -587,6 +594,8 @@ class Toolbox(Tools):
         if entry is None or not permissions.allow(entry):
             # `call` records the call.
             return await anyio.to_thread.run_sync(lambda: self.call(tenant, name, arguments, permissions=permissions, context=context))
+        traced = spans.tool_call(tenant, name, entry, context)
+        result = failure = None
         started, clock = time.time(), time.perf_counter()
         try:
             self._check_caller(tenant, entry, arguments, permissions)
@@ -599,8 +608,12 @@ class Toolbox(Tools):
             else:
                 result = answered(await awaited(tenant, entry, arguments, context, self, 0))
         except Exception as error:
+            failure = error
             self.call_log.called(tenant, name, entry, context, arguments, None, error, started, time.perf_counter() - clock)
             raise
+        finally:
+            if traced is not None:
+                spans.ended(traced, result, failure)
         self.call_log.called(tenant, name, entry, context, arguments, result, None, started, time.perf_counter() - clock)
         return result
 
@@ -621,12 +634,18 @@ class Toolbox(Tools):
         plan's node makes (`depth` above 0) is a call of its own in the call log (`via` plan)."""
         if depth == 0:
             return self._call_entry(tenant, entry, arguments, context, depth)
+        traced = spans.tool_call(tenant, entry.name, entry, context)
+        result = failure = None
         started, clock = time.time(), time.perf_counter()
         try:
             result = self._call_entry(tenant, entry, arguments, context, depth)
         except Exception as error:
+            failure = error
             self.call_log.called(tenant, entry.name, entry, context, arguments, None, error, started, time.perf_counter() - clock)
             raise
+        finally:
+            if traced is not None:
+                spans.ended(traced, result, failure)
         self.call_log.called(tenant, entry.name, entry, context, arguments, result, None, started, time.perf_counter() - clock)
         return result
 

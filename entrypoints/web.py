@@ -12,11 +12,15 @@ from typing import Any
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.propagators.textmap import Getter
+from opentelemetry.trace import SpanKind, StatusCode
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import mcp, oauth, problems
-from api.direct import HotRoute, serve_directly
+from api.direct import ROUTE_TEMPLATE, HotRoute, serve_directly
 from api.edge import RequestHead, Uploads, body_is_checked, body_refusal, refusal_before_body, upload_refusal
 from api.routes import audit, callers, calls, catalog, changesets, operator, secrets, tokens, tools
 from api.routes import users as people
@@ -24,8 +28,24 @@ from api.schemas import openapi_with_rules
 from console import web as console
 from console.security import secure
 from entrypoints.compose import Services
-from infrastructure import logs
+from infrastructure import logs, tracing
 from projections.runner import health
+
+
+class _AsgiHeaders(Getter[list[tuple[bytes, bytes]]]):
+    """The W3C trace context's headers (`traceparent`, `tracestate`) of an ASGI scope's."""
+
+    def get(self, carrier: list[tuple[bytes, bytes]], key: str) -> list[str] | None:
+        wanted = key.encode("latin-1")
+        found = [value.decode("latin-1") for name, value in carrier if name == wanted]
+        return found or None
+
+    def keys(self, carrier: list[tuple[bytes, bytes]]) -> list[str]:
+        return [name.decode("latin-1") for name, _ in carrier]
+
+
+_HEADERS = _AsgiHeaders()
+_TRACER = trace.get_tracer("toolsmith")
 
 
 # What multipart framing adds to the files of an upload (boundaries, part headers).
@@ -58,6 +78,49 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if tracing.ON:
+            await self._traced(scope, receive, send)
+            return
+        await self._served(scope, receive, send)
+
+    async def _traced(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The request in its span (docs/observability.md), continuing the trace of its
+        `traceparent` header; the access-log line is written inside it (it carries the trace id)."""
+        method = scope["method"]
+        span = _TRACER.start_span(f"HTTP {method}", context=propagate.extract(scope["headers"], getter=_HEADERS),
+                                  kind=SpanKind.SERVER, attributes={
+                                      "http.request.method": method, "url.path": scope["path"],
+                                      "url.scheme": scope.get("scheme", "http"),
+                                      "network.protocol.version": scope.get("http_version", "1.1")})
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            await self._served(scope, receive, sending)
+        except BaseException as error:
+            span.set_attribute("error.type", type(error).__qualname__)
+            span.set_status(StatusCode.ERROR)
+            raise
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", None) or scope.get(ROUTE_TEMPLATE)
+            if template is not None:
+                span.update_name(f"HTTP {method} {template}")
+                span.set_attribute("http.route", template)
+            if status:
+                span.set_attribute("http.response.status_code", status)
+                if status >= 500:
+                    span.set_status(StatusCode.ERROR)
+            otel_context.detach(token)
+            span.end()
+
+    async def _served(self, scope: Scope, receive: Receive, send: Send) -> None:
         began = perf_counter()
         asked = scope
         head_only = scope["method"] == "HEAD"
@@ -207,6 +270,8 @@ class Edge:
 
 
 def create_app(services: Services) -> FastAPI:
+    tracing.configure()  # on only when the OTEL_* settings ask for it (docs/observability.md)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         services.start()
@@ -216,6 +281,7 @@ def create_app(services: Services) -> FastAPI:
                 yield
         finally:
             services.close()
+            tracing.shutdown()  # the spans still batched are sent
 
     app = FastAPI(
         title="Toolsmith",
@@ -225,6 +291,9 @@ def create_app(services: Services) -> FastAPI:
         # /docs is the console's (Swagger UI from the local bundle, under the CSP); no ReDoc (a CDN).
         docs_url=None,
         redoc_url=None,
+        # FastAPI's own telemetry would trace a request with its query string and log a refused
+        # body's values once a tracer provider is set: the request's span is the edge's instead.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.services = services
     problems.install(app)

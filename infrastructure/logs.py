@@ -26,6 +26,8 @@ from urllib.parse import quote
 
 import orjson
 
+from infrastructure import tracing
+
 _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 _SECRET_WORDS = ("token", "secret", "password", "authorization")
 # The logger of the access log: uvicorn's name, which its users and their log pipelines know.
@@ -64,6 +66,10 @@ class JsonFormatter(logging.Formatter):
         fields = vars(record)
         for key in [key for key in fields if key not in _STANDARD and not key.startswith("_")]:
             entry[key] = "***" if _is_secret(key) else fields[key]
+        if tracing.ON and "traceId" not in entry:
+            trace_id = tracing.trace_id()  # the request's, or the span's the record was made in
+            if trace_id is not None:
+                entry["traceId"] = trace_id
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         try:
@@ -110,6 +116,11 @@ def log_access(scope: dict[str, Any], status: int, seconds: float) -> None:
     address = "%s:%d" % tuple(client) if client else ""
     method, path, version = scope["method"], quote(scope["path"]), scope.get("http_version", "1.1")
     handler = _configured_handler()
+    fields = {"method": method, "path": path, "status": status, "durationMillis": round(seconds * 1000, 3), "client": address}
+    if tracing.ON:
+        trace_id = tracing.trace_id()
+        if trace_id is not None:
+            fields["traceId"] = trace_id
     if handler is not None and isinstance(handler.formatter, JsonFormatter):
         # What JsonFormatter writes for the record below, field for field (tests/unit/test_logs.py),
         # under the handler's lock as a record's formatting and writing are.
@@ -117,16 +128,14 @@ def log_access(scope: dict[str, Any], status: int, seconds: float) -> None:
             try:
                 handler.stream.write(orjson.dumps({
                     "at": handler.formatter.at(time()), "level": "info", "logger": ACCESS.name,
-                    "message": _ACCESS_LINE % (address, method, path, version, status),
-                    "method": method, "path": path, "status": status, "durationMillis": round(seconds * 1000, 3), "client": address,
+                    "message": _ACCESS_LINE % (address, method, path, version, status), **fields,
                 }).decode() + handler.terminator)
                 handler.flush()
                 return
             except Exception:  # noqa: BLE001 - the record below goes through logging, which says its error and goes on
                 pass
     record = ACCESS.makeRecord(ACCESS.name, logging.INFO, "", 0, _ACCESS_LINE, (address, method, path, version, status), None,
-                               extra={"method": method, "path": path, "status": status,
-                                      "durationMillis": round(seconds * 1000, 3), "client": address})
+                               extra=fields)
     # Where the logger leads (`configure` leaves it no handler and no parent: uvicorn's own line is off), else the root's handlers.
     (ACCESS if ACCESS.propagate or ACCESS.handlers else logging.getLogger()).handle(record)
 

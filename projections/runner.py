@@ -52,6 +52,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import anyio
 from eventsourcing.application import Application
 from eventsourcing.persistence import Tracking
+from opentelemetry import trace
 
 from projections.interface import ModuleReadModel, ReadModelUnavailable
 from projections.modules import ModuleSummaries
@@ -189,6 +190,9 @@ class AppliedPosition:
 def _settle(answer: asyncio.Future[bool], result: bool) -> None:
     if not answer.done():
         answer.set_result(result)
+
+
+_TRACER = trace.get_tracer("toolsmith")
 
 
 def runner_id() -> str:
@@ -487,6 +491,14 @@ class PullingProjectionRunner:
         return self.app.recorder.select_notifications(start=after + 1, limit=self.batch)
 
     def _apply(self, notifications: list[Any]) -> None:
+        if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):  # traces on (docs/observability.md)
+            with _TRACER.start_as_current_span("readmodel.apply", attributes={
+                    "toolsmith.events": len(notifications), "toolsmith.position": notifications[-1].id if notifications else 0}):
+                self._applied_now(notifications)
+            return
+        self._applied_now(notifications)
+
+    def _applied_now(self, notifications: list[Any]) -> None:
         try:
             events = [self.app.mapper.to_domain_event(n) for n in notifications]
             self.projection.prepare(events)

@@ -47,6 +47,9 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.trace import Span, StatusCode
+
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
 from domain.values import TOO_DEEP_RESULT, too_deep, well_formed
@@ -89,6 +92,8 @@ class _Visit:
     memory_mb: int
     gated: bool
     background: bool = False
+    # When its first program was sent to a worker (`time.perf_counter()`): the end of its wait.
+    sent: list[float] = dataclasses.field(default_factory=list)
 
 
 class _Worker:
@@ -286,12 +291,18 @@ class EmbeddedSandbox(Sandbox):
         """The bundle's check (`check`) or its run; after a check, a run per input if it passed.
         One session, one visit to a worker (more only when one is lost on the way)."""
         started = time.perf_counter()
-        self._enter()
+        traced = _visit_span() if trace.get_current_span().is_recording() else None
+        visit = None
         try:
-            visit = self._visit_of(execution, check, capabilities, inputs)
-            answers = self._visit_when_warm(visit, started)
+            self._enter()
+            try:
+                visit = self._visit_of(execution, check, capabilities, inputs)
+                answers = self._visit_when_warm(visit, started)
+            finally:
+                self._leave()
         finally:
-            self._leave()
+            if traced is not None:
+                _visit_ended(traced, started, visit)
         return self._results(answers, execution, capabilities)
 
     async def arun(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
@@ -304,20 +315,26 @@ class EmbeddedSandbox(Sandbox):
         as a call past its deadline does (a fresh one replaces it), so that nothing runs on for it."""
         capabilities = capabilities or self._capabilities
         started = time.perf_counter()
-        self._enter()
+        traced = _visit_span() if trace.get_current_span().is_recording() else None
+        visit = None
         try:
-            visit = self._visit_of(execution, False, capabilities, ())
-            request = _request(visit, 0)
-            worker = self._take_idle() if self._warmed.is_set() and len(request) <= INLINE_REQUEST_BYTES else None
-            if worker is None:
-                import anyio.to_thread  # the thread pool the API's other blocking calls use
+            self._enter()
+            try:
+                visit = self._visit_of(execution, False, capabilities, ())
+                request = _request(visit, 0)
+                worker = self._take_idle() if self._warmed.is_set() and len(request) <= INLINE_REQUEST_BYTES else None
+                if worker is None:
+                    import anyio.to_thread  # the thread pool the API's other blocking calls use
 
-                answers = await anyio.to_thread.run_sync(self._visit_when_warm, visit, started)
-            else:
-                answers = []
-                await _converse(self._conversation(visit, answers, started, worker, request), worker.frames)
+                    answers = await anyio.to_thread.run_sync(self._visit_when_warm, visit, started)
+                else:
+                    answers = []
+                    await _converse(self._conversation(visit, answers, started, worker, request), worker.frames)
+            finally:
+                self._leave()
         finally:
-            self._leave()
+            if traced is not None:
+                _visit_ended(traced, started, visit)
         return self._results(answers, execution, capabilities)[0]
 
     def _enter(self) -> None:
@@ -404,6 +421,8 @@ class EmbeddedSandbox(Sandbox):
         try:
             try:
                 frames.send(request)
+                if not visit.sent:
+                    visit.sent.append(time.perf_counter())
             except OSError:  # it died while idle
                 worker.kill()
                 log.warning("sandbox worker died while idle", extra={"pid": worker.pid})
@@ -532,6 +551,27 @@ class EmbeddedSandbox(Sandbox):
             with self._lock:
                 self._replenishing = False
             self._warmed.set()
+
+
+_TRACER = trace.get_tracer("toolsmith")
+
+
+def _visit_span() -> Span:
+    """The span of one session of the pool (docs/observability.md): its wait and its run are two
+    attributes, `toolsmith.sandbox.queue_wait_ms` and `toolsmith.sandbox.run_ms`."""
+    return _TRACER.start_span("sandbox.visit", attributes={"toolsmith.sandbox": "embedded"})
+
+
+def _visit_ended(span: Span, started: float, visit: _Visit | None) -> None:
+    now = time.perf_counter()
+    sent = visit.sent[0] if visit is not None and visit.sent else now  # refused (busy) or lost before a worker took it
+    span.set_attribute("toolsmith.sandbox.queue_wait_ms", round((sent - started) * 1000, 3))
+    span.set_attribute("toolsmith.sandbox.run_ms", round((now - sent) * 1000, 3))
+    if visit is not None:
+        span.set_attribute("toolsmith.sandbox.programs", len(visit.programs))
+    else:
+        span.set_status(StatusCode.ERROR)
+    span.end()
 
 
 def _lower(worker: _Worker, *, idle: bool) -> None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import httpcore
 import httpx
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from infrastructure.egress.connect import PinnedBackend
 from infrastructure.egress.policy import EgressConnectError, EgressError, EgressTimeout, Policy, check_url, checked_url, port_of
@@ -144,11 +146,25 @@ class Egress:
                 backend.check(self.policy.for_scheme(request.url.scheme), request.url.raw_host.decode("ascii"), port_of(request.url))
                 built = httpx.Request(request.method, request.url, headers=request.headers, content=request.body)
                 target = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port, target=request.url.raw_path)
-                with pool.stream(request.method, target, headers=built.headers.raw, content=request.body, extensions={"timeout": timeouts}) as response:
-                    location = header(response.headers, "location")
-                    if response.status not in REDIRECTS or location is None:
-                        body, read = (b"", 0) if request.method == "HEAD" else self._body(response, max_bytes)
-                        return Response(request.url, response.status, response.headers, body, read)
+                # Its span, inside a recording one (traces on: docs/observability.md): host, port, method, status only.
+                span = _client_span(request) if trace.get_current_span().is_recording() else None
+                try:
+                    with pool.stream(request.method, target, headers=built.headers.raw, content=request.body,
+                                     extensions={"timeout": timeouts}) as response:
+                        if span is not None:
+                            span.set_attribute("http.response.status_code", response.status)
+                        location = header(response.headers, "location")
+                        if response.status not in REDIRECTS or location is None:
+                            body, read = (b"", 0) if request.method == "HEAD" else self._body(response, max_bytes)
+                            return Response(request.url, response.status, response.headers, body, read)
+                except BaseException as e:
+                    if span is not None:
+                        span.set_attribute("error.type", type(e).__qualname__)
+                        span.set_status(StatusCode.ERROR)
+                    raise
+                finally:
+                    if span is not None:
+                        span.end()
                 if redirects == max_redirects:
                     raise EgressError(f"too many redirects (more than {max_redirects})")
                 redirects += 1
@@ -190,6 +206,18 @@ class Egress:
         except zlib.error:
             raise EgressError(f"could not decode the {encoding} response body") from None
         return b"".join(chunks), read
+
+
+_TRACER = trace.get_tracer("toolsmith")
+
+
+def _client_span(request: Request) -> Span:
+    """The span of one request sent (a redirect's hop is one more): never its path, query, headers or body."""
+    url = request.url
+    return _TRACER.start_span(f"HTTP {request.method}", kind=SpanKind.CLIENT, attributes={
+        "http.request.method": request.method, "server.address": url.host, "server.port": port_of(url),
+        "url.scheme": url.scheme,
+    })
 
 
 def check_headers(headers: Mapping[str, str]) -> None:
