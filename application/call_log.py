@@ -77,8 +77,8 @@ class CallRecords(Protocol):
     def last_calls(self, tenant: str, tools: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The newest call record of each of `tools`, in one query."""
 
-    def activity(self, tenant: str, tool: str, since: str, recent: str, *, sample: int, top: int) -> dict[str, Any]:
-        """One tool's calls since `since`, bounded: calls and errors by hour, the `top` callers since
+    def activity(self, tenant: str, tools: Sequence[str], since: str, recent: str, *, sample: int, top: int) -> dict[str, Any]:
+        """The calls of `tools` since `since`, bounded: calls and errors by hour, the `top` callers since
         `since` and since `recent`, the newest `sample` durations by hour (`SqlCallRecords.activity`)."""
 
     def expire(self, before: str) -> int:
@@ -284,14 +284,15 @@ class CallLog:
         self.flush()
         return self.store.last_calls(tenant, tools)
 
-    def activity(self, tenant: str, tool: str) -> Any:
-        """`tool`'s last 24 hours and 7 days (`application.call_activity.Activity`); None without a store."""
+    def activity(self, tenant: str, tool: str, names: Sequence[str] = ()) -> Any:
+        """`tool`'s last 24 hours and 7 days (`application.call_activity.Activity`), of the calls of
+        `names` when given (a File Search tool's capabilities); None without a store."""
         if self.store is None:
             return None
         self.flush()
         now = self._clock()
         _, _, day_since, week_since = call_activity.bounds(now)
-        raw = self.store.activity(tenant, tool, week_since, day_since, sample=call_activity.SAMPLE, top=call_activity.TOP)
+        raw = self.store.activity(tenant, list(names) or [tool], week_since, day_since, sample=call_activity.SAMPLE, top=call_activity.TOP)
         return call_activity.summarize(tool, raw, now)
 
     def expire(self, days: int) -> int:

@@ -42,6 +42,7 @@ NAVIGATION = (
     ("/console/agents", "Agents", 100, "Connect"),
     ("/console/plans", "Plans", 110, "Connect"),
     ("/console/audit", "Audit", 120, "Govern"),
+    ("/console/calls", "Calls", 118, "Govern"),
     ("/console/users", "People", 115, "Govern"),
 )
 # The operator's (docs/tenants.md): it manages the organizations and nothing inside them.

@@ -163,14 +163,16 @@ class SqlCallRecords:
     # A record's duration, read from its JSON (each engine's own function).
     DURATION = "CAST(json_extract(record, '$.duration_ms') AS REAL)"
 
-    def activity(self, tenant: str, tool: str, since: str, recent: str, *, sample: int, top: int) -> dict[str, Any]:
-        """One tool's calls at or after `since` (a module's Tests and expiries left out), in bounded
-        queries on the (tenant, tool, at) index: each hour's calls and errors (one row an hour at
-        most), the `top` callers since `since` and since `recent`, and the durations of the newest
-        `sample` calls with their hour (what the percentiles are taken from)."""
+    def activity(self, tenant: str, tools: Sequence[str], since: str, recent: str, *, sample: int, top: int) -> dict[str, Any]:
+        """The calls of `tools` (one tool, or a File Search tool's capabilities) at or after `since`
+        (a module's Tests and expiries left out), in bounded queries on the (tenant, tool, at)
+        index: each hour's calls and errors (one row an hour at most), the `top` callers since
+        `since` and since `recent`, and the durations of the newest `sample` calls with their hour
+        (what the percentiles are taken from)."""
         p = self.P
-        where = f"tenant = {p} AND tool = {p} AND at >= {p} AND via <> {p} AND via <> {p}"
-        args = [tenant, tool, since, "test", "expiry"]
+        names = list(dict.fromkeys(tools)) or [""]
+        where = f"tenant = {p} AND tool IN ({', '.join([p] * len(names))}) AND at >= {p} AND via <> {p} AND via <> {p}"
+        args = [tenant, *names, since, "test", "expiry"]
         found: dict[str, Any] = {}
         with self._transaction(write=False) as cursor:
             cursor.execute(f"SELECT substr(at, 1, 13), COUNT(*), SUM(CASE WHEN outcome <> {p} THEN 1 ELSE 0 END) "
@@ -178,7 +180,7 @@ class SqlCallRecords:
             found["hours"] = [(str(h), int(c), int(e or 0)) for h, c, e in cursor.fetchall()]
             for key, start in (("callers", since), ("recent_callers", recent)):
                 cursor.execute(f"SELECT caller, COUNT(*) FROM {self.RECORDS} WHERE {where} "
-                               f"GROUP BY caller ORDER BY COUNT(*) DESC, caller LIMIT {int(top)}", [tenant, tool, start, "test", "expiry"])
+                               f"GROUP BY caller ORDER BY COUNT(*) DESC, caller LIMIT {int(top)}", [tenant, *names, start, "test", "expiry"])
                 found[key] = [(str(c or ""), int(n)) for c, n in cursor.fetchall()]
             cursor.execute(f"SELECT substr(at, 1, 13), {self.DURATION} FROM {self.RECORDS} WHERE {where} "
                            f"ORDER BY at DESC LIMIT {int(sample)}", args)

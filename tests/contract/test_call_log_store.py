@@ -213,15 +213,17 @@ def test_a_tools_activity_is_counted_by_hour_with_its_callers_and_durations(back
         record("alpha", "echo", at=now - 5, via="test"),  # a Test of a draft: not the tool's
         record("alpha", "sum", at=now - 5), record("beta", "echo", at=now - 5),  # another tool, another tenant
     ])
-    raw = backend.store.activity("alpha", "echo", week_since, day_since, sample=100, top=5)
+    raw = backend.store.activity("alpha", ["echo"], week_since, day_since, sample=100, top=5)
     assert sum(c for _, c, _ in raw["hours"]) == 4 and sum(e for _, _, e in raw["hours"]) == 2
     assert raw["callers"] == [("admin", 2), ("robot", 2)] and raw["recent_callers"] == [("admin", 2), ("robot", 1)]
     assert sorted(d for _, d in raw["durations"]) == [1.5, 1.5, 1.5, 900.0]
+    both = backend.store.activity("alpha", ["echo", "sum"], week_since, day_since, sample=100, top=5)  # a File Search tool's capabilities
+    assert sum(c for _, c, _ in both["hours"]) == 5
     activity = summarize("echo", raw, now)
     assert (activity.day.calls, activity.day.errors, activity.day.p50, activity.day.p95) == (3, 1, 1.5, 1.5)
     assert (activity.week.calls, activity.week.errors, activity.week.p95) == (4, 2, 900.0)
     assert len(activity.day.buckets) == 24 and len(activity.week.buckets) == 7
     assert activity.day.buckets[-1].calls + activity.day.buckets[-2].calls == 3  # this hour, or the last if it just began
     # the newest call's duration only, when the sample is one: the week's percentiles say they are sampled
-    one = summarize("echo", backend.store.activity("alpha", "echo", week_since, day_since, sample=1, top=1), now, sample=1)
+    one = summarize("echo", backend.store.activity("alpha", ["echo"], week_since, day_since, sample=1, top=1), now, sample=1)
     assert one.week.sampled and one.week.calls == 4 and one.week.p50 == 1.5
