@@ -126,7 +126,9 @@ class CallerRecords:
                     found.append(Violation(field.format(i), "R14", "a plan cannot call itself"))
                 elif name not in known and not (kind == SERVER and self._store.is_module(tenant, name)) and not (
                         # A server may name a tool that stands for several (a File Search tool).
-                        kind == SERVER and len(self._toolbox.expanded(tenant, [name])) > 1):
+                        kind == SERVER and len(self._toolbox.expanded(tenant, [name])) > 1) and not (
+                        # ... or a name that is not a tool (a prompt: MCP servers offer those too).
+                        kind == SERVER and self._toolbox.holder_of(tenant, name) is not None):
                     found.append(Violation(field.format(i), "R14", f"no tool named {name!r}"))
         if kind == PLAN and not found:
             # A node reaches a plan only when that plan is exposed as a tool.

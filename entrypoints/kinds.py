@@ -15,6 +15,7 @@ from toolkinds.api_tools.plugin import PLUGIN as API_TOOLS
 from toolkinds.code.plugin import PLUGIN as CODE
 from toolkinds.declared.plugin import EXTERNAL_MCP, NATIVE
 from toolkinds.plans.plugin import PLUGIN as PLANS
+from toolkinds.prompts.plugin import PLUGIN as PROMPTS
 from toolkinds.search_tools.plugin import PLUGIN as SEARCH_TOOLS
 
-DEFAULT_KINDS: tuple[KindPlugin, ...] = (EXTERNAL_MCP, NATIVE, PLANS, CODE, API_TOOLS, SEARCH_TOOLS)
+DEFAULT_KINDS: tuple[KindPlugin, ...] = (EXTERNAL_MCP, NATIVE, PLANS, CODE, API_TOOLS, SEARCH_TOOLS, PROMPTS)

@@ -56,6 +56,19 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/api/v1/admin/code-modules/{id}/history"),
     ("GET", "/api/v1/admin/code-modules/{id}/versions"),
     ("GET", "/api/v1/admin/code-modules/{id}/versions/{version}"),
+    ("GET", "/api/v1/admin/prompts"),
+    ("POST", "/api/v1/admin/prompts"),
+    ("POST", "/api/v1/admin/prompts/publish"),
+    ("GET", "/api/v1/admin/prompts/{id}"),
+    ("PUT", "/api/v1/admin/prompts/{id}"),
+    ("DELETE", "/api/v1/admin/prompts/{id}"),
+    ("DELETE", "/api/v1/admin/prompts/{id}/draft"),
+    ("POST", "/api/v1/admin/prompts/{id}/publish"),
+    ("POST", "/api/v1/admin/prompts/{id}/revert"),
+    ("POST", "/api/v1/admin/prompts/{id}/test"),
+    ("GET", "/api/v1/admin/prompts/{id}/history"),
+    ("GET", "/api/v1/admin/prompts/{id}/versions"),
+    ("GET", "/api/v1/admin/prompts/{id}/usage"),
     ("POST", "/api/v1/tools/{name}/call"),
     ("GET", "/api/v1/admin/tools"),
     ("GET", "/api/v1/admin/plans"),
@@ -130,7 +143,7 @@ ROUTES: list[tuple[str, str]] = [
 TARGET = "target"  # a published tool module every record below names
 UPLOAD = [("files", ("intruder.txt", b"an intruder's document"))]  # a document upload's multipart body
 RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1", "secrets": "secret1", "api-tools": "api1",
-              "search-tools": "search1"}
+              "search-tools": "search1", "prompts": "prompt1"}
 
 
 @dataclass
@@ -158,9 +171,11 @@ def world(probe: Probe) -> World:
         # a host that never resolves (.invalid): the Playground's call is an error result, not a hang
         "api-tools": {"id": "api1", "description": "an API URL tool", "urlTemplate": "https://api.example.invalid/v1"},
         "search-tools": {"id": "search1", "description": "a File Search tool"},
+        "prompts": {"id": "prompt1", "description": "a prompt", "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]},
     }
     for kind, body in records.items():
         assert probe.send("POST", f"/api/v1/admin/{kind}", json=body).status_code == 201
+    assert probe.send("POST", "/api/v1/admin/prompts/prompt1/publish").status_code == 200
     uploaded = probe.send("POST", "/api/v1/admin/search-tools/search1/documents", files=[("files", ("a.txt", b"a document"))])
     assert uploaded.status_code == 202, uploaded.text
     # Its extraction records an event when it ends: wait for it, so that no write of the world's
@@ -220,6 +235,12 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return {"id": own, "description": "intruder", "draftContent": "exports.x = 1;"}
     if path == "/api/v1/admin/code-modules/publish":
         return {"ids": [TARGET], "message": "intruder"}
+    if path == "/api/v1/admin/prompts":
+        return {"id": own, "description": "intruder", "messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]}
+    if path == "/api/v1/admin/prompts/publish":
+        return {"ids": ["prompt1"], "message": "intruder"}
+    if path == "/api/v1/admin/prompts/{id}/test":
+        return {"arguments": {}}
     if path == "/api/v1/admin/api-tools/{id}/test":
         return {"arguments": {}}
     if path == "/api/v1/admin/search-tools/{id}/test":
@@ -259,6 +280,7 @@ def body_for(method: str, path: str, principal: str) -> Any:
         "secrets": {"value": "rotated", "description": "s2"},
         "api-tools": {"description": "a2", "urlTemplate": "https://api.example.invalid/v2"},
         "search-tools": {"description": "f2"},
+        "prompts": {"description": "p2"},
     }[kind]
     return fields if path.endswith("{id}") else {"id": own, **fields}
 

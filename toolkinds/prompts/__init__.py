@@ -1,0 +1,1 @@
+"""Prompts (docs/kinds/prompts.md): a published kind, served as MCP prompts."""
