@@ -63,6 +63,8 @@ class Admission:
         self.limiter = limiter  # a token's requests
         self.tenant_limiter = tenant_limiter or _off()  # a tenant's, all its tokens together
         self.failures = failures or _off()  # a client address's tokens that are not one
+        # Requests refused by each limiter ("token", "tenant", "address"): the metrics read them.
+        self.refused: dict[str, int] = {"token": 0, "tenant": 0, "address": 0}
         self.oauth: Any = None  # the MCP endpoint's OAuth resource server (api/oauth/resource.py), once mounted
 
     def admit(self, token: str | None, client: str | None = None, resource: str | None = None) -> Principal:
@@ -114,6 +116,7 @@ class Admission:
                 raise Refusal(403, "tenant-suspended", "this token's organization is suspended; its operator can resume it")
         wait = self.limiter.take(principal.rate_key or key or principal.name)
         if wait is not None:
+            self.refused["token"] += 1
             raise Refusal(429, "rate-limited",
                           f"this token made more than {self.limiter.burst} requests at once or more than "
                           f"{self.limiter.rate:g} a second (TOOLSMITH_RATE_PER_SECOND); retry after Retry-After seconds",
@@ -121,6 +124,7 @@ class Admission:
         if principal.role != OPERATOR:
             wait = self.tenant_limiter.take(principal.tenant)
             if wait is not None:
+                self.refused["tenant"] += 1
                 raise Refusal(429, "rate-limited",
                               f"this token's organization, all its tokens together, made more than "
                               f"{self.tenant_limiter.burst} requests at once or more than {self.tenant_limiter.rate:g} "
@@ -152,6 +156,7 @@ class Admission:
                 raise self._too_many_failures(wait)
 
     def _too_many_failures(self, wait: float) -> Refusal:
+        self.refused["address"] += 1
         per_minute = round(self.failures.rate * 60)
         return Refusal(429, TOO_MANY_FAILURES,
                        f"this address sent more than {per_minute} tokens that are not valid in a minute "

@@ -21,6 +21,7 @@ from api.admission import Admission
 from application.toolbox import Toolbox
 from domain.ports import GraphLock, Sandbox
 from application.principals import Authenticator
+from infrastructure.metrics import Metrics
 from infrastructure.settings import Settings
 from projections.interface import ModuleReadModel
 from projections.runner import PullingProjectionRunner, TrackingWatcher
@@ -57,8 +58,18 @@ class Services:
     owns_sandbox: bool = True
     # The kinds of tool with their routes, as the registry (`entrypoints/kinds.py`) lists them.
     plugins: tuple[KindPlugin, ...] = ()
+    # The process's metrics (docs/observability.md): /metrics, and TOOLSMITH_METRICS_ADDRESS when set.
+    metrics: Metrics = field(default_factory=Metrics)
 
     def start(self) -> None:
+        address = self.settings.metrics_address
+        if address is not None:
+            try:
+                host, port = self.metrics.listen(address)
+                log.info("metrics served without a token", extra={"address": f"{host}:{port}"})
+            except OSError as error:  # another worker of this host took it: this process's figures stay on /metrics
+                log.warning("metrics address taken; this process's metrics are on /metrics only",
+                            extra={"address": address, "error": type(error).__name__})
         self.runner.start()
         self.toolbox.start()
         try:
@@ -68,6 +79,7 @@ class Services:
                         extra={"error": type(error).__name__})
 
     def close(self) -> None:
+        self.metrics.close()
         self.runner.stop()
         self.toolbox.close()
         self.read_model.close()

@@ -50,6 +50,8 @@ class Execution:
         self._sessions = sessions
         # A module's Test is a call too (docs/calls.md): the composition root hands the log in.
         self.call_log = CallLog(None)
+        self.checks_run = 0  # a publish's checks (R10, with its examples) run, and those that failed
+        self.checks_refused = 0
 
     def sandbox(self) -> Sandbox:
         """The sandbox, or `SandboxUnavailable` when code execution is off."""
@@ -219,7 +221,7 @@ class Execution:
             # R10's check, then the target's examples (B4) with the new version in place.
             return checked_with_examples(sandbox, target, execution, definitions[target]["tool"])
 
-        return draft, checked_in_order(sandbox, targets, bundle, first_failure_only=first_failure_only, check=check)
+        return draft, self._counted(checked_in_order(sandbox, targets, bundle, first_failure_only=first_failure_only, check=check))
 
     def changeset_checks(
         self, sandbox: Sandbox, tenant: str, modules: Sequence[CodeModule], graph: ImportGraph, *,
@@ -264,7 +266,13 @@ class Execution:
         def check(target: str, execution: Bundle) -> ExecutionResult:
             return checked_with_examples(sandbox, target, execution, definitions[target]["tool"])
 
-        return checked_in_order(sandbox, ordered, bundle, first_failure_only=False, check=check)
+        return self._counted(checked_in_order(sandbox, ordered, bundle, first_failure_only=False, check=check))
+
+    def _counted(self, checks: list[tuple[str, ExecutionResult]]) -> list[tuple[str, ExecutionResult]]:
+        """Counts a publish's checks, those run and those that refused it (the metrics read them)."""
+        self.checks_run += len(checks)
+        self.checks_refused += sum(1 for _, result in checks if result.error is not None)
+        return checks
 
     def _bundle(
         self,

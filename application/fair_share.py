@@ -46,10 +46,16 @@ class TenantSessions:
         self.limit = limit
         self.foreground = foreground_sessions() if foreground is None else foreground
         self._held: dict[str, int] = {}
+        self.refused: dict[str, int] = {}  # each tenant's sessions refused (TenantBusy): the metrics read it
         self._lock = threading.Lock()
 
     def held(self, tenant: str) -> int:
         return self._held.get(tenant, 0)
+
+    def held_now(self) -> dict[str, int]:
+        """Each tenant's sessions held now (those holding any)."""
+        with self._lock:
+            return dict(self._held)
 
     def busy(self, tenant: str) -> bool:
         """Whether `tenant` holds every session of its share (a hint, as `Sandbox.busy` is)."""
@@ -62,6 +68,7 @@ class TenantSessions:
         with self._lock:
             held = self._held.get(tenant, 0)
             if held >= self.limit:
+                self.refused[tenant] = self.refused.get(tenant, 0) + 1
                 raise TenantBusy(self.limit)
             self._held[tenant] = held + 1
         try:

@@ -32,6 +32,8 @@ from api.kinds import KindPlugin, Wiring
 from application.kinds.base import KindDeps, ToolKinds
 from entrypoints.kinds import DEFAULT_KINDS
 from entrypoints.call_log import open_call_log
+from entrypoints.metrics_sources import CountingTransport, count_postgres_errors, wire_metrics
+from infrastructure.metrics import Metrics
 from infrastructure import data_dir
 from infrastructure.declared_tools import load_declared_tools
 from infrastructure.postgres_store import created_despite_others
@@ -91,6 +93,7 @@ def opensearch_client(settings: Settings) -> OpenSearch:
         # Sized to the threads that share the client (urllib3 keeps one connection by default,
         # and warns each time it drops one that a concurrent request opened: issue 12, 11c).
         pool_maxsize=settings.opensearch_connections,
+        transport_class=CountingTransport,  # its failed requests are counted (docs/observability.md)
     )
 
 
@@ -354,6 +357,13 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
     operator_digest, new_operator_token = operator_token_digest(settings.data_dir, operator)
     authenticator.add(operator_digest, Principal(name="operator", role=OPERATOR, tenant=""))
     admission = build_admission(settings, store, authenticator, app.tenants)
+    # The process's metrics (docs/observability.md): each call counted once, by the call log's hook.
+    metrics = Metrics(max_tools=settings.metrics_max_tools,
+                      token=settings.metrics_token.get_secret_value() if settings.metrics_token else None)
+    wire_metrics(metrics, call_log=app.toolbox.call_log, execution=app.execution, sandbox=sandbox, admission=admission,
+                 store=store, runner=runner, toolbox=app.toolbox, max_lag_seconds=settings.read_model_max_lag_seconds)
+    if settings.persistence_module == POSTGRES:
+        count_postgres_errors(store.recorder)
     return Services(
         settings=settings,
         store=store,
@@ -377,4 +387,5 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
         users=app.users,
         admission=admission,
         plugins=tuple(kinds),
+        metrics=metrics,
     )

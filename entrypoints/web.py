@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import mcp, oauth, problems
 from api.direct import ROUTE_TEMPLATE, HotRoute, serve_directly
 from api.edge import RequestHead, Uploads, body_is_checked, body_refusal, refusal_before_body, upload_refusal
+from api.metrics import metrics_endpoint
 from api.routes import audit, callers, calls, catalog, changesets, operator, secrets, tokens, tools
 from api.routes import users as people
 from api.schemas import openapi_with_rules
@@ -29,6 +30,7 @@ from console import web as console
 from console.security import secure
 from entrypoints.compose import Services
 from infrastructure import logs, tracing
+from infrastructure.metrics import Metrics
 from projections.runner import health
 
 
@@ -66,10 +68,13 @@ class Edge:
     - a body over `limit` bytes is refused with 413, by Content-Length or while streaming; an
       upload's (to a route of `uploads`) limit is `upload_limit` (`TOOLSMITH_MAX_UPLOAD_MB`) instead;
     - what no route may see is refused (`api.edge`): a JSON body is read whole, checked, and handed
-      to the app as one message; an upload is streamed to its route, checked for its media type only."""
+      to the app as one message; an upload is streamed to its route, checked for its media type only;
+    - each request is counted in `metrics` (docs/observability.md), by its route's template, once it ends."""
 
-    def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None, uploads: Uploads | None = None) -> None:
+    def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None, uploads: Uploads | None = None,
+                 metrics: Metrics | None = None) -> None:
         self.app = app
+        self.metrics = metrics
         self.default_limit = limit
         self.upload_limit = upload_limit
         self.is_upload = uploads or Uploads()
@@ -123,6 +128,7 @@ class Edge:
     async def _served(self, scope: Scope, receive: Receive, send: Send) -> None:
         began = perf_counter()
         asked = scope
+        root = scope.get("root_path", "")  # the route's template is read after the app, its mounts' prefix past this
         head_only = scope["method"] == "HEAD"
         if head_only:
             scope = {**scope, "method": "GET"}
@@ -174,6 +180,10 @@ class Edge:
         finally:
             if logging_on and answered and not logged:  # a head with no body sent after it (the client left)
                 logs.log_access(asked, status, took)
+            metrics = self.metrics
+            if metrics is not None and metrics.on:
+                metrics.request_done(metrics.route_label(scope, root), asked["method"], status if answered else 500,
+                                     took if answered else perf_counter() - began)
 
     async def _checked(self, scope: Scope, receive: Receive, source: Receive, respond: Send) -> None:
         """The body's size and the checks; then the app (`source` is the client's messages, as the app may see them)."""
@@ -341,6 +351,8 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(audit.router)
     app.include_router(calls.router)
     app.include_router(operator.router)
+    app.add_api_route("/metrics", metrics_endpoint(services), methods=["GET"], include_in_schema=False)
+    services.metrics.routes = lambda: app.routes  # the requests' route templates (docs/observability.md)
     mcp_endpoint = mcp.mount(app, services)
     oauth.mount(app, services)  # the MCP endpoint's OAuth: metadata, the built-in authorization server (docs/oauth.md)
     # The admin console (docs/console.md), with each kind's own pages.
@@ -355,7 +367,7 @@ def create_app(services: Services) -> FastAPI:
 
     # The security headers, the access log, HEAD as GET, the body's size, then what no route may see (api.edge).
     app.add_middleware(Edge, limit=services.settings.max_body_bytes, upload_limit=services.settings.max_upload_mb * 1_048_576,
-                       uploads=Uploads(path for plugin in services.plugins for path in plugin.uploads))
+                       uploads=Uploads(path for plugin in services.plugins for path in plugin.uploads), metrics=services.metrics)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

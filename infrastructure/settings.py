@@ -125,6 +125,18 @@ class Settings(BaseSettings):
     call_log_queue: int = Field(50_000, ge=100, le=10_000_000, validation_alias=_env("call_log_queue", "TOOLSMITH_CALL_LOG_QUEUE"),
         description=("How many call records may wait to be written; past it, records are dropped and counted, never a "
             "call slowed."))
+    # Metrics (docs/observability.md): /metrics for the operator's token or this one; without a token on
+    # an address of their own when one is set; a tenant's tools past the bound fold into tool="other".
+    metrics_token: SecretStr | None = Field(None, validation_alias=_env("metrics_token", "TOOLSMITH_METRICS_TOKEN"),
+        description=("A token that may read /metrics besides the operator's (for a Prometheus scraper); it reaches "
+            "nothing else. Unset: the operator's token only."))
+    metrics_address: str | None = Field(None, pattern=r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]*):[0-9]{1,5}$",
+                                        validation_alias=_env("metrics_address", "TOOLSMITH_METRICS_ADDRESS"),
+        description=("host:port where the metrics are also served without a token (a listener of their own, e.g. "
+            "127.0.0.1:9464). Unset: none; /metrics on the service's port needs a token either way."))
+    metrics_max_tools: int = Field(200, ge=1, le=100_000, validation_alias=_env("metrics_max_tools", "TOOLSMITH_METRICS_MAX_TOOLS"),
+        description=("How many of each tenant's tools get a metrics label of their own; the calls of the others are "
+            "counted under tool=\"other\"."))
 
     # The read models (docs/architecture.md): OpenSearch when a URL is set, else in memory, rebuilt at start.
     opensearch_url: SecretStr | None = Field(None, validation_alias=_env("opensearch_url", "OPENSEARCH_URL"),

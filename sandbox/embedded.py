@@ -235,6 +235,8 @@ class EmbeddedSandbox(Sandbox):
         self.max_active_sessions = config.max_active_sessions
         self._capabilities = config.capabilities
         self._active = 0  # calls holding a session, under `_counting`; `busy` reads it as a hint
+        self.refused = 0  # sessions refused (SandboxBusy), under `_counting`: the metrics read it
+        self.recycled = 0  # workers replaced (their calls done, killed, lowered), under `_lock`
         self._counting = threading.Lock()
         self._zygote = _Zygote(config)
         self._lock = threading.Lock()
@@ -273,6 +275,13 @@ class EmbeddedSandbox(Sandbox):
 
     def parallelism(self) -> int:
         return max(1, min(self.config.workers, self.max_active_sessions))
+
+    def stats(self) -> dict[str, int]:
+        """The pool now (the metrics' gauges): live and busy workers, sessions held, and the
+        sessions refused and workers replaced since the start."""
+        with self._lock:
+            workers, busy = len(self._idle) + len(self._busy), len(self._busy)
+        return {"workers": workers, "busy": busy, "sessions": self._active, "refused": self.refused, "recycled": self.recycled}
 
     def worker_pids(self) -> list[int]:
         """The pids of the live workers (for the benchmark's memory figures and the tests)."""
@@ -341,6 +350,7 @@ class EmbeddedSandbox(Sandbox):
         """A session of the pool for this call, or `SandboxBusy` at once: nothing queues."""
         with self._counting:
             if self._active >= self.max_active_sessions:
+                self.refused += 1
                 raise SandboxBusy(self.max_active_sessions)
             self._active += 1
 
@@ -512,8 +522,9 @@ class EmbeddedSandbox(Sandbox):
             self._busy.discard(worker)
             worker.calls += calls
             if worker.closed:
-                pass  # killed: replaced below, off the call's path
+                self.recycled += 1  # killed: replaced below, off the call's path
             elif self._closed or worker.calls >= CALLS_PER_WORKER or worker.lowered:
+                self.recycled += not self._closed
                 retired.append(worker)
             else:
                 now = worker.idle_since = time.monotonic()

@@ -102,6 +102,11 @@ class Ingest:
         self._closed = False
 
     @property
+    def pending(self) -> int:
+        """Documents queued for extraction or being extracted now (the metrics' extraction queue)."""
+        return self._pending
+
+    @property
     def files(self) -> Files:
         return self.kind.files
 
