@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ToolsListChanged, event_to_notification
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ServerEvent, ToolsListChanged, event_to_notification
 from mcp_types import (
     INTERNAL_ERROR,
     SubscriptionFilter,
@@ -137,6 +137,11 @@ class ToolWatch:
         self._max_listeners = max_listeners
         self._listeners = 0
         self._watchers: dict[Hashable, _Watcher] = {}
+        # Other parts a listen stream may ask for (`api.mcp_resources`): each is handed the offer, the
+        # filter asked for and the stream's `emit`, and answers the filter fields it honors and what
+        # ends its part.
+        self.listen_parts: list[Callable[[Offer, SubscriptionFilter, Callable[[ServerEvent], None]],
+                                         Awaitable[tuple[dict[str, Any], Callable[[], None]]]]] = []
 
     def __len__(self) -> int:
         return len(self._watchers)
@@ -171,40 +176,61 @@ class ToolWatch:
     # -- 2026-era listen streams -----------------------------------------------------------------
 
     async def listen(self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams) -> SubscriptionsListenResult:
-        """`subscriptions/listen`: one stream per call, carrying `tools/list_changed` only, and only
-        when what this caller is offered on this server changed (never another caller's news)."""
+        """`subscriptions/listen`: one stream per call, carrying `tools/list_changed` when what this
+        caller is offered on this server changed (never another caller's news), and what the
+        `listen_parts` honor (resources: `api.mcp_resources`)."""
         if ctx.request_id is None:
             raise MCPError(INTERNAL_ERROR, "subscriptions/listen requires a request id")
         if self._listeners >= self._max_listeners:
             raise MCPError(INTERNAL_ERROR, "subscription limit reached")
-        # Tools are all this server has; other kinds are left out of the acknowledgment (spec).
-        honored = SubscriptionFilter(tools_list_changed=True if params.notifications.tools_list_changed else None)
+        # What this server does not send is left out of the acknowledgment (spec).
+        wanted = params.notifications
+        honored_fields: dict[str, Any] = {"tools_list_changed": True if wanted.tools_list_changed else None}
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
-        # One pending event is enough: it says "refetch", however many changes it stands for.
-        send, receive = anyio.create_memory_object_stream[None](1)
+        # Each event pending once: it says "refetch" (or "read again"), however many changes it
+        # stands for; the events a stream can have pending are bounded by what it subscribed to.
+        pending: set[ServerEvent] = set()
+        send, receive = anyio.create_memory_object_stream[ServerEvent](1 << 16)
 
-        async def tell() -> None:
+        def emit(event: ServerEvent) -> None:
+            if event in pending:
+                return
             try:
-                send.send_nowait(None)
+                send.send_nowait(event)
+                pending.add(event)
             except (anyio.WouldBlock, anyio.ClosedResourceError):
                 pass
 
+        async def tell() -> None:
+            if honored_fields["tools_list_changed"]:
+                emit(ToolsListChanged())
+
         key = object()
-        if honored.tools_list_changed:
-            self.watch(key, offer_of(ctx), tell, end=send.close)
+        offer = offer_of(ctx)
+        # Watched whatever it asked for: a suspended tenant's stream ends (`end_listeners`).
+        self.watch(key, offer, tell, end=send.close)
+        ends: list[Callable[[], None]] = []
         self._listeners += 1
         try:
+            for part in self.listen_parts:
+                fields, end = await part(offer, wanted, emit)
+                honored_fields.update(fields)
+                ends.append(end)
+            honored = SubscriptionFilter(**honored_fields)
             await ctx.session.send_notification(
                 SubscriptionsAcknowledgedNotification(
                     params=SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
                 ),
                 related_request_id=ctx.request_id,
             )
-            async for _ in receive:
-                await ctx.session.send_notification(event_to_notification(ToolsListChanged(), meta), related_request_id=ctx.request_id)
+            async for event in receive:
+                pending.discard(event)
+                await ctx.session.send_notification(event_to_notification(event, meta), related_request_id=ctx.request_id)
         finally:
             self._listeners -= 1
             self.forget(key)
+            for end in ends:
+                end()
             send.close()
             receive.close()
         return SubscriptionsListenResult(_meta=meta)

@@ -19,6 +19,7 @@ from typing import Any
 from application.context import CallContext
 from application.kinds.base import Tools
 from application.kinds.configured import ConfiguredKind
+from application.resources import ResourceItem, ResourceTemplateItem, ResourceText
 from domain.catalog import ToolEntry
 from domain.documents import READY, StoredChunk
 from domain.errors import DocumentsUnavailable, ToolNotCallable, UnknownRecord, Violation
@@ -30,6 +31,7 @@ from toolkinds.search_tools.model import (
     CAPABILITIES, FILE_SEARCH, LABEL, Config, Document, SearchTool, capability_names, given_violations, name_violations,
     normalise, violations,
 )
+from toolkinds.search_tools.uris import TEMPLATE, document_uri, page_uri, parse_uri
 
 __all__ = ["Files", "SearchToolKind", "Upload"]  # `Files` and `Upload` are named here by the composition and the routes
 
@@ -88,6 +90,49 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
         """The document's chunks numbered `first` to `last` (both included), in order, as indexed."""
         self.document(tenant, name, doc_id)
         return self.chunk_index.chunk_range(tenant, name, doc_id, first, last)
+
+    # -- MCP resources: each READY document is one (`application.resources`, docs/mcp.md) ------
+
+    def resource_stamp(self, tenant: str) -> Any:
+        """Every document event moves its tool's version."""
+        return tuple((tool.tool_id, tool.version) for tool in self.tools(tenant))
+
+    def resource_items(self, tenant: str) -> list[ResourceItem]:
+        return [_resource(tool, document) for tool in self.tools(tenant)
+                for document in tool.documents.values() if document["state"] == READY]
+
+    def resource_item(self, tenant: str, uri: str) -> ResourceItem | None:
+        found = self._resource_document(tenant, uri)
+        return _resource(*found) if found is not None else None
+
+    def resource_text(self, tenant: str, uri: str, limit: int) -> ResourceText | None:
+        found = self._resource_document(tenant, uri)
+        if found is None:
+            return None
+        tool, document = found
+        offset = parse_uri(uri)[2]  # type: ignore[index]
+        text = self.capabilities.text_of(tenant, document)
+        if offset and offset >= len(text):
+            raise ValueError(f"offset {offset} is past the document's end ({len(text)} characters)")
+        end = min(len(text), offset + limit)
+        return ResourceText(uri=uri, mime_type="text/plain", text=text[offset:end], offset=offset, total=len(text),
+                            next_uri=page_uri(tool.tool_id, document["id"], end) if end < len(text) else None,
+                            source_media_type=document["mediaType"])
+
+    def resource_templates(self) -> list[ResourceTemplateItem]:
+        return [ResourceTemplateItem(
+            uri_template=TEMPLATE, name="document", title="A document of a File Search tool",
+            description="The text extracted from a document uploaded to a File Search tool: {tool} is the tool's name, "
+                        "{id} the document's id (from its search results or list_documents).",
+            mime_type="text/plain")]
+
+    def _resource_document(self, tenant: str, uri: str) -> tuple[SearchTool, Document] | None:
+        parsed = parse_uri(uri)
+        tool = self.find(tenant, parsed[0]) if parsed is not None else None
+        document = tool.documents.get(parsed[1]) if tool is not None and parsed is not None else None
+        if tool is None or document is None or document["state"] != READY:
+            return None
+        return tool, document
 
     # -- the configuration (`ConfiguredKind` does the CRUD) -----------------------------------
 
@@ -182,3 +227,13 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
 
     def run(self, tenant: str, tool: SearchTool, capability: str, arguments: Any) -> ExecutionResult:
         return self.capabilities.run(tenant, tool, capability, arguments)
+
+
+def _resource(tool: SearchTool, document: Document) -> ResourceItem:
+    title = (document.get("title") or "").strip() or None
+    return ResourceItem(
+        uri=document_uri(tool.tool_id, document["id"]), name=document["name"], title=title,
+        description=f"A document of the File Search tool {tool.tool_id}: the text extracted from {document['name']} "
+                    f"({document['mediaType']}, {document['characters']} characters)",
+        mime_type="text/plain", updated_at=document["updatedAt"],
+        stamp=(document["textSha256"], document["updatedAt"], title), shown_by=tuple(capability_names(tool.tool_id)))

@@ -1,0 +1,318 @@
+"""MCP resources (docs/mcp.md, Resources): `resources/list`, `resources/read`,
+`resources/templates/list`, `resources/subscribe` and `unsubscribe`, and the change notifications.
+
+The resources are those of every installed kind that has some (`application.resources`: a File
+Search tool's documents). A caller sees a resource when it is offered one of the tools the
+resource belongs to, on this server (`ResourceItem.shown_by`): the tenant, the usage profile and
+the server's attached tools decide, as for tools. A resource it may not see, another tenant's,
+and one that is not there are the same error (invalid params, SEP-2164's code, naming the URI).
+
+`ResourceWatch` tells listeners what changed: a handshake-era session that listed resources or
+subscribed to one hears `notifications/resources/list_changed` when the resources it may see come
+or go, and `notifications/resources/updated` for a subscribed URI whose resource changed or went
+(on its GET stream); a 2026-07-28 `subscriptions/listen` stream that asked for
+`resourcesListChanged` or `resourceSubscriptions` hears the same on that stream (`resources/subscribe`
+is not of that era: its wire cannot carry it). A subscription is accepted for any well-formed URI
+(one that may appear later, or that the caller may never see: then nothing is ever sent for it,
+so a subscription tells nothing of what exists). The watch looks again only when the store moved,
+and at a tenant only when its resources' stamp or its catalog moved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
+from mcp_types import (
+    INVALID_PARAMS, EmptyResult, ListResourcesResult, ListResourceTemplatesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, SubscribeRequestParams,
+    SubscriptionFilter, TextResourceContents, UnsubscribeRequestParams,
+)
+
+from api import mcp_sdk
+from api.mcp_watch import Offer, offer_of, take_offer
+from api.services import Services
+from application.queries import after_cursor, cursor_after
+from application.resources import READ_MAX_CHARS, ResourceItem, resource_sources
+from domain.errors import DocumentsUnavailable, UnknownRecord
+
+log = logging.getLogger("toolsmith.mcp")
+
+MAX_URI_CHARS = 2_048
+MAX_SUBSCRIPTIONS = 1_000  # per session, or per listen stream
+TOTAL_META = "toolsmith/totalCharacters"
+OFFSET_META = "toolsmith/offset"
+NEXT_META = "toolsmith/nextUri"
+SOURCE_TYPE_META = "toolsmith/sourceMediaType"
+
+
+def _not_found(uri: str) -> MCPError:
+    return MCPError(INVALID_PARAMS, f"resource-not-found: this MCP server offers no resource {uri[:200]!r} to this caller",
+                    {"uri": uri[:MAX_URI_CHARS]})
+
+
+def _checked_uri(uri: Any) -> str:
+    text = str(uri) if uri is not None else ""
+    if not text or len(text) > MAX_URI_CHARS:
+        raise MCPError(INVALID_PARAMS, f"uri: a resource URI of 1 to {MAX_URI_CHARS} characters is needed")
+    return text
+
+
+def shows(offer: Offer, item: ResourceItem) -> bool:
+    """Whether the caller is offered, here, one of the tools the resource belongs to (no I/O)."""
+    return any(offer.tool(name) is not None for name in item.shown_by)
+
+
+class Resources:
+    """Every resource source's items of a tenant, sorted by URI, kept while the sources' stamps hold."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+        self._kept: dict[str, tuple[Hashable, list[ResourceItem]]] = {}
+
+    @property
+    def sources(self) -> list[Any]:
+        return resource_sources(list(self._services.toolbox.kinds))
+
+    def stamp(self, tenant: str) -> Hashable:
+        return tuple(source.resource_stamp(tenant) for source in self.sources)
+
+    def items(self, tenant: str) -> tuple[Hashable, list[ResourceItem]]:
+        """(stamp, items) (blocking)."""
+        stamp = self.stamp(tenant)
+        kept = self._kept.get(tenant)
+        if kept is not None and kept[0] == stamp:
+            return kept
+        items = sorted((item for source in self.sources for item in source.resource_items(tenant)), key=lambda i: i.uri)
+        self._kept[tenant] = (stamp, items)
+        return stamp, items
+
+    def visible(self, offer: Offer) -> dict[str, Hashable]:
+        """Each resource the offer shows: its URI and stamp (blocking)."""
+        return {item.uri: item.stamp for item in self.items(offer.principal.tenant)[1] if shows(offer, item)}
+
+
+class ResourceHandlers:
+    def __init__(self, services: Services, watch: ResourceWatch) -> None:
+        self._services = services
+        self._resources = watch.resources
+        self._watch = watch
+        self._page_size = services.settings.mcp_page_size
+
+    async def list_resources(self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListResourcesResult:
+        """A page of the resources the caller may read here, by URI (`TOOLSMITH_MCP_PAGE_SIZE`)."""
+        try:
+            start = after_cursor(params.cursor if params is not None else None)
+        except ValueError as error:
+            raise MCPError(INVALID_PARAMS, str(error)) from None
+        offer = offer_of(ctx)
+        await self._watch.session_listens(ctx, offer)
+
+        def page() -> ListResourcesResult:
+            items = [i for i in self._resources.items(offer.principal.tenant)[1]
+                     if (start is None or i.uri > start) and shows(offer, i)]
+            taken = items[: self._page_size]
+            cursor = cursor_after(taken[-1].uri) if len(items) > len(taken) else None
+            return ListResourcesResult(resources=[_resource(item) for item in taken], next_cursor=cursor)
+
+        return await anyio.to_thread.run_sync(page)
+
+    async def list_templates(self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListResourceTemplatesResult:
+        templates = [t for source in self._resources.sources for t in source.resource_templates()]
+        return ListResourceTemplatesResult(resource_templates=[
+            ResourceTemplate(uri_template=t.uri_template, name=t.name, title=t.title, description=t.description,
+                             mime_type=t.mime_type) for t in templates])
+
+    async def read_resource(self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams) -> ReadResourceResult:
+        """The resource's text, at most `READ_MAX_CHARS` characters a read: a longer one says, in
+        its `_meta`, the URI of the next page (`?offset=`) and the text's length."""
+        uri = _checked_uri(params.uri)
+        offer = offer_of(ctx)
+        tenant = offer.principal.tenant
+
+        def read() -> ReadResourceResult:
+            for source in self._resources.sources:
+                item = source.resource_item(tenant, uri)
+                if item is None:
+                    continue
+                if not shows(offer, item):
+                    break
+                try:
+                    page = source.resource_text(tenant, uri, READ_MAX_CHARS)
+                except ValueError as error:
+                    raise MCPError(INVALID_PARAMS, f"uri: {error}", {"uri": uri}) from None
+                except DocumentsUnavailable as error:
+                    raise MCPError(INVALID_PARAMS, f"resource-unavailable: {error.detail}", {"uri": uri}) from None
+                if page is None:
+                    break
+                meta: dict[str, Any] = {TOTAL_META: page.total, OFFSET_META: page.offset}
+                if page.next_uri is not None:
+                    meta[NEXT_META] = page.next_uri
+                if page.source_media_type:
+                    meta[SOURCE_TYPE_META] = page.source_media_type
+                return ReadResourceResult(contents=[TextResourceContents(uri=uri, mime_type=page.mime_type, text=page.text, _meta=meta)])
+            raise _not_found(uri)
+
+        return await anyio.to_thread.run_sync(read)
+
+    async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
+        uri = _checked_uri(params.uri)
+        watcher = await self._watch.session_listens(ctx, offer_of(ctx))
+        if watcher is not None and uri not in watcher.subscribed:
+            if len(watcher.subscribed) >= MAX_SUBSCRIPTIONS:
+                raise MCPError(INVALID_PARAMS, f"uri: a session subscribes to at most {MAX_SUBSCRIPTIONS} resources")
+            watcher.subscribed.add(uri)
+        return EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
+        uri = _checked_uri(params.uri)
+        watcher = self._watch.watcher(mcp_sdk.connection_of(ctx.session))
+        if watcher is not None:
+            watcher.subscribed.discard(uri)
+        return EmptyResult()
+
+
+def _resource(item: ResourceItem) -> Resource:
+    annotations = {"lastModified": item.updated_at} if item.updated_at else None
+    return Resource(uri=item.uri, name=item.name, title=item.title, description=item.description, mime_type=item.mime_type,
+                    annotations=annotations)
+
+
+@dataclass(eq=False)
+class ResourceWatcher:
+    offer: Offer
+    seen: dict[str, Hashable]
+    wants_list: bool
+    subscribed: set[str]
+    tell: Callable[[ServerEvent], Awaitable[None]] = field(repr=False)
+
+
+class ResourceWatch:
+    """The sessions and listen streams that hear of resources, and the loop that tells them."""
+
+    def __init__(self, services: Services, *, interval: float = 0.25) -> None:
+        self._services = services
+        self._interval = interval
+        self.resources = Resources(services)
+        self._watchers: dict[Hashable, ResourceWatcher] = {}
+        self._generation = -1
+        self._tenants: dict[str, tuple[Hashable, int]] = {}  # tenant: (stamp, catalog position) last looked at
+
+    def __len__(self) -> int:
+        return len(self._watchers)
+
+    def watcher(self, key: Hashable) -> ResourceWatcher | None:
+        return self._watchers.get(key) if key is not None else None
+
+    async def watch(self, key: Hashable, offer: Offer, tell: Callable[[ServerEvent], Awaitable[None]], *,
+                    wants_list: bool, subscribed: Sequence[str] = ()) -> ResourceWatcher:
+        seen = await anyio.to_thread.run_sync(self.resources.visible, offer)
+        watcher = ResourceWatcher(offer, seen, wants_list, set(subscribed), tell)
+        self._watchers[key] = watcher
+        return watcher
+
+    def forget(self, key: Hashable) -> None:
+        self._watchers.pop(key, None)
+
+    async def session_listens(self, ctx: ServerRequestContext[Any, Any], offer: Offer) -> ResourceWatcher | None:
+        """A handshake-era session that lists resources or subscribes becomes a watcher, forgotten
+        with its connection; None when the request has no session (nothing could be sent to it)."""
+        connection = mcp_sdk.connection_of(ctx.session)
+        if connection is None or connection.session_id is None:
+            return None
+        found = self._watchers.get(connection)
+        if found is not None:
+            return found
+
+        async def tell(event: ServerEvent) -> None:
+            if isinstance(event, ResourceUpdated):
+                await connection.send_resource_updated(event.uri)
+            else:
+                await connection.send_resource_list_changed()
+
+        watcher = await self.watch(connection, offer, tell, wants_list=True)
+        connection.exit_stack.callback(self.forget, connection)
+        return watcher
+
+    async def listen(self, offer: Offer, wanted: SubscriptionFilter,
+                     emit: Callable[[ServerEvent], None]) -> tuple[dict[str, Any], Callable[[], None]]:
+        """A `subscriptions/listen` stream's resource part (`ToolWatch.listen` calls it): what it
+        honors of `wanted`, and what ends it."""
+        uris = list(dict.fromkeys(u for u in (wanted.resource_subscriptions or []) if isinstance(u, str) and 0 < len(u) <= MAX_URI_CHARS))
+        uris = uris[:MAX_SUBSCRIPTIONS]
+        wants_list = wanted.resources_list_changed is True
+        if not wants_list and not uris:
+            return {}, lambda: None
+        key = object()
+
+        async def tell(event: ServerEvent) -> None:
+            emit(event)
+
+        await self.watch(key, offer, tell, wants_list=wants_list, subscribed=uris)
+        honored: dict[str, Any] = {}
+        if wants_list:
+            honored["resources_list_changed"] = True
+        if uris:
+            honored["resource_subscriptions"] = uris
+        return honored, lambda: self.forget(key)
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(self._interval)
+            if not self._watchers:
+                continue
+            try:
+                await self.check()
+            except Exception:
+                log.exception("the MCP resource watch failed a round; trying again")
+
+    async def check(self) -> None:
+        """One round: each watcher hears of what changed among the resources it may see."""
+        generation = await anyio.to_thread.run_sync(self._services.toolbox.generation)
+        if generation == self._generation:
+            return
+        self._generation = generation
+        for watcher, events in await anyio.to_thread.run_sync(self._review, list(self._watchers.values())):
+            for event in events:
+                with anyio.move_on_after(1):  # advisory: a client that stopped reading holds up no one
+                    try:
+                        await watcher.tell(event)
+                    except Exception:
+                        log.warning("could not send a resource notification", exc_info=True)
+
+    def _review(self, watchers: list[ResourceWatcher]) -> list[tuple[ResourceWatcher, list[ServerEvent]]]:
+        by_tenant: dict[str, list[ResourceWatcher]] = {}
+        for watcher in watchers:
+            by_tenant.setdefault(watcher.offer.principal.tenant, []).append(watcher)
+        told = []
+        toolbox = self._services.toolbox
+        for tenant, mine in by_tenant.items():
+            looked = (self.resources.stamp(tenant), toolbox.position(tenant))
+            if self._tenants.get(tenant) == looked:
+                continue
+            self._tenants[tenant] = looked
+            for watcher in mine:
+                offer = watcher.offer
+                try:
+                    watcher.offer = take_offer(self._services, offer.principal, offer.server_id)
+                    seen = self.resources.visible(watcher.offer)
+                except UnknownRecord:  # its server was deleted: it sees nothing now
+                    seen = {}
+                events: list[ServerEvent] = []
+                if watcher.wants_list and seen.keys() != watcher.seen.keys():
+                    events.append(ResourcesListChanged())
+                events += [ResourceUpdated(uri) for uri in sorted(watcher.subscribed)
+                           if (uri in seen or uri in watcher.seen) and seen.get(uri) != watcher.seen.get(uri)]
+                watcher.seen = seen
+                if events:
+                    told.append((watcher, events))
+        return told
