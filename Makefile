@@ -43,7 +43,7 @@ XDIST = --dist worksteal
 # The engines the tests need are started here unless the environment names them already.
 # Then the browser tests, in their own pytest invocation, against Debian's chromium.
 test: install
-	@$(WITH_KEYCLOAK); $(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); \
+	@$(WITH_KEYCLOAK); $(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); $(WITH_PROMETHEUS); \
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(XDIST) $(PYTEST_ARGS)
 	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) $(XDIST) tests/browser $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory docs
@@ -148,6 +148,17 @@ WITH_KEYCLOAK = if [ -z "$$KEYCLOAK_URL" ]; then \
 	  if keycloak_url=$$(scripts/keycloak.sh launch | tail -n 1) && [ -n "$$keycloak_url" ]; then export KEYCLOAK_URL=$$keycloak_url; \
 	  elif [ "$$CI" = true ]; then echo "make: Keycloak could not be launched (scripts/keycloak.sh launch)" >&2; exit 1; \
 	  else echo "make: Keycloak could not be launched; its tests will skip (scripts/keycloak.sh launch)" >&2; fi; \
+	fi
+
+# -- Prometheus: Debian's package, the server that scrapes Toolsmith in tests/e2e/test_prometheus.py --
+# Installed when missing and this is root (scripts/prometheus.sh install); in CI a missing one fails
+# the run; elsewhere its test skips, saying why.
+WITH_PROMETHEUS = if ! scripts/prometheus.sh binary >/dev/null 2>&1; then \
+	  scripts/prometheus.sh install >/dev/null 2>&1 || true; \
+	  if ! scripts/prometheus.sh binary >/dev/null 2>&1; then \
+	    if [ "$$CI" = true ]; then echo "make: Prometheus is missing (apt-get install -y prometheus)" >&2; exit 1; \
+	    else echo "make: Prometheus is missing; its test will skip (apt-get install -y prometheus)" >&2; fi; \
+	  fi; \
 	fi
 
 # -- Chromium: Debian's package for the console's browser tests (Playwright cannot download one here) --
