@@ -51,6 +51,8 @@ from api import problems
 from api.admission import Refusal, client_address
 from api import mcp_batch, mcp_sdk
 from api.mcp_direct import DirectCalls, FastCalls, read_body, replay_body
+from api.mcp_resources import ResourceHandlers, ResourceWatch
+from api.mcp_prompts import PromptHandlers, PromptWatch
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
 from domain.errors import UnknownRecord
@@ -90,7 +92,7 @@ class ToolServer(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+            notification_options or NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True), experimental_capabilities, extensions
         )
 
 
@@ -103,8 +105,15 @@ def input_schema(name: str) -> Mapping[str, Any] | None:
     return entry.input_schema if entry is not None else None
 
 
-def build_server(services: Services, watch: ToolWatch) -> ToolServer:
+def build_server(services: Services, watch: ToolWatch, resource_watch: ResourceWatch | None = None,
+                 prompt_watch: PromptWatch | None = None) -> ToolServer:
     handlers = ToolHandlers(services)
+    resource_watch = ResourceWatch(services) if resource_watch is None else resource_watch
+    resources = ResourceHandlers(services, resource_watch)
+    watch.listen_parts.append(resource_watch.listen)
+    prompt_watch = PromptWatch(services) if prompt_watch is None else prompt_watch
+    prompts = PromptHandlers(services)
+    watch.listen_parts.append(prompt_watch.listen)
     server = ToolServer(
         "toolsmith",
         version="0.1.0",
@@ -112,11 +121,23 @@ def build_server(services: Services, watch: ToolWatch) -> ToolServer:
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_subscriptions_listen=watch.listen,
+        on_list_resources=resources.list_resources,
+        on_list_resource_templates=resources.list_templates,
+        on_read_resource=resources.read_resource,
+        on_subscribe_resource=resources.subscribe,
+        on_unsubscribe_resource=resources.unsubscribe,
+        on_list_prompts=prompts.list_prompts,
+        on_get_prompt=prompts.get_prompt,
+        on_completion=prompts.complete,
         get_tool_input_schema=input_schema,
         # What a caller is offered depends on its token: a list is never to be shared or kept.
-        cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
+        cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private"),
+                     "resources/list": CacheHint(ttl_ms=0, scope="private"),
+                     "resources/read": CacheHint(ttl_ms=0, scope="private"),
+                     "prompts/list": CacheHint(ttl_ms=0, scope="private")},
     )
     server.middleware.append(watch.session_middleware)
+    server.middleware.append(prompt_watch.session_middleware)
     return server
 
 
@@ -151,7 +172,9 @@ class McpEndpoint:
         self.hosts = AllowedNames(settings.listed(settings.mcp_allowed_hosts))
         self.origins = AllowedNames(settings.listed(settings.mcp_allowed_origins))
         self.watch = ToolWatch(services)
-        self.server = build_server(services, self.watch)
+        self.resource_watch = ResourceWatch(services)
+        self.prompt_watch = PromptWatch(services)
+        self.server = build_server(services, self.watch, self.resource_watch, self.prompt_watch)
         # A session's tool calls are answered in their own request's task (api.mcp_direct).
         self.direct = DirectCalls(self.server)
         self.server.middleware.append(self.direct.session_middleware)
@@ -173,6 +196,8 @@ class McpEndpoint:
         async with manager.run(), anyio.create_task_group() as tasks:
             self._manager = manager
             tasks.start_soon(self.watch.run)
+            tasks.start_soon(self.resource_watch.run)
+            tasks.start_soon(self.prompt_watch.run)
             tasks.start_soon(self._end_stopped_tenants)
             try:
                 yield
