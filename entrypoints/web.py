@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from time import perf_counter
+from time import perf_counter, time_ns
 from typing import Any
 
 import anyio.to_thread
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from opentelemetry import context as otel_context
@@ -48,6 +49,24 @@ class _AsgiHeaders(Getter[list[tuple[bytes, bytes]]]):
 
 _HEADERS = _AsgiHeaders()
 _TRACER = trace.get_tracer("toolsmith")
+
+
+def _meta_context(body: bytes) -> Any:
+    """The trace context of a JSON-RPC request's `params._meta` (`traceparent`, `tracestate`: the
+    MCP 2026-07-28 spec's place), or None: the body is parsed only when it names a `traceparent`."""
+    if b'"traceparent"' not in body:
+        return None
+    try:
+        request = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    params = request.get("params") if isinstance(request, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("traceparent"), str):
+        return None
+    carrier = {key: meta[key] for key in ("traceparent", "tracestate") if isinstance(meta.get(key), str)}
+    context = propagate.extract(carrier)
+    return context if trace.get_current_span(context).get_span_context().is_valid else None
 
 
 # What multipart framing adds to the files of an upload (boundaries, part headers).
@@ -90,29 +109,54 @@ class Edge:
 
     async def _traced(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The request in its span (docs/observability.md), continuing the trace of its
-        `traceparent` header; the access-log line is written inside it (it carries the trace id)."""
+        `traceparent` header, or else, for an MCP request, of its `params._meta` (the span then
+        begins once the edge has read the body, dated from the request's arrival): the access-log
+        line, written inside it, carries the trace id the MCP request's own span continues."""
         method = scope["method"]
-        span = _TRACER.start_span(f"HTTP {method}", context=propagate.extract(scope["headers"], getter=_HEADERS),
-                                  kind=SpanKind.SERVER, attributes={
-                                      "http.request.method": method, "url.path": scope["path"],
-                                      "url.scheme": scope.get("scheme", "http"),
-                                      "network.protocol.version": scope.get("http_version", "1.1")})
+        parent = propagate.extract(scope["headers"], getter=_HEADERS)
+        began = time_ns()
+        span: Any = None
+        token: Any = None
         status = 0
+
+        def begin(context: Any) -> None:
+            nonlocal span, token
+            span = _TRACER.start_span(f"HTTP {method}", context=context, kind=SpanKind.SERVER, start_time=began, attributes={
+                "http.request.method": method, "url.path": scope["path"], "url.scheme": scope.get("scheme", "http"),
+                "network.protocol.version": scope.get("http_version", "1.1")})
+            token = otel_context.attach(trace.set_span_in_context(span))
+
+        source = receive
+        path = scope["path"]
+        if method == "POST" and (path == "/mcp" or path.startswith("/mcp/")) and not trace.get_current_span(parent).get_span_context().is_valid:
+            async def source() -> Message:  # the edge reads an MCP body whole, in this task, before the app
+                message = await receive()
+                if span is None:
+                    begin(_meta_context(message.get("body", b"")) if message["type"] == "http.request" else None)
+                return message
+        else:
+            begin(parent)
 
         async def sending(message: Message) -> None:
             nonlocal status
+            if span is None:
+                begin(parent)
             if message["type"] == "http.response.start":
                 status = message["status"]
             await send(message)
 
-        token = otel_context.attach(trace.set_span_in_context(span))
+        failed: BaseException | None = None
         try:
-            await self._served(scope, receive, sending)
+            await self._served(scope, source, sending)
         except BaseException as error:
-            span.set_attribute("error.type", type(error).__qualname__)
-            span.set_status(StatusCode.ERROR)
+            failed = error
             raise
         finally:
+            if span is None:
+                begin(parent)
+            if failed is not None:
+                span.set_attribute("error.type", type(failed).__qualname__)
+                span.set_status(StatusCode.ERROR)
             route = scope.get("route")
             template = getattr(route, "path", None) or scope.get(ROUTE_TEMPLATE)
             if template is not None:

@@ -110,7 +110,7 @@ def upstream() -> Iterator[Upstream]:
 
 
 def start(tmp_path: Path, env: dict[str, str]) -> Server:
-    server = Server(data_dir=tmp_path / "data", env=env).start()
+    server = Server(data_dir=tmp_path / "data", env=env).start(timeout=120)  # a loaded machine starts slower
     server.token = printed_tokens(server.output)[0]
     return server
 
@@ -185,12 +185,13 @@ def test_one_trace_from_mcp_meta_through_the_sandbox_and_an_outbound_request(tmp
         records = httpx.get(server.url + "/api/v1/admin/calls", params={"tool": code}, timeout=30, trust_env=False,
                             headers={"Authorization": f"Bearer {server.token}"}).json()
         assert records[0]["traceId"] == TRACE
-        # the log lines of the call carry it (the module's own line); the access line of each
-        # request carries its HTTP span's (a new trace: the client sent no traceparent header)
+        # the log lines of the calls carry it: the module's own line and both MCP requests' access lines
         server.stop()
         lines = [json.loads(line) for line in server.output.splitlines() if line.startswith("{")]
         assert [line["traceId"] for line in lines if line["message"] == "module log"] == [TRACE]
-        assert all(len(line.get("traceId", "")) == 32 for line in lines if line["logger"] == "uvicorn.access")
+        access = [line for line in lines if line["logger"] == "uvicorn.access"]
+        assert [line["traceId"] for line in access if line["path"] == "/mcp"] == [TRACE, TRACE]
+        assert all(len(line["traceId"]) == 32 for line in access)
     finally:
         if server.process and server.process.poll() is None:
             server.stop()
