@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -38,6 +39,7 @@ import anyio
 import anyio.to_thread
 import orjson
 from fastapi import FastAPI
+from mcp import MCPDeprecationWarning
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.caching import CacheHint
@@ -52,7 +54,8 @@ from api.admission import Refusal, client_address
 from api import mcp_batch, mcp_sdk
 from api.mcp_direct import DirectCalls, FastCalls, read_body, replay_body
 from api.mcp_resources import ResourceHandlers, ResourceWatch
-from api.mcp_prompts import PromptHandlers, PromptWatch
+from api.mcp_prompts import FastPrompts, PromptHandlers, PromptWatch
+from api.mcp_progress import SessionLevels
 from api.mcp_tools import ToolHandlers
 from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
 from domain.errors import UnknownRecord
@@ -108,12 +111,15 @@ def input_schema(name: str) -> Mapping[str, Any] | None:
 def build_server(services: Services, watch: ToolWatch, resource_watch: ResourceWatch | None = None,
                  prompt_watch: PromptWatch | None = None) -> ToolServer:
     handlers = ToolHandlers(services)
+    levels = SessionLevels()
     resource_watch = ResourceWatch(services) if resource_watch is None else resource_watch
     resources = ResourceHandlers(services, resource_watch)
     watch.listen_parts.append(resource_watch.listen)
     prompt_watch = PromptWatch(services) if prompt_watch is None else prompt_watch
     prompts = PromptHandlers(services)
     watch.listen_parts.append(prompt_watch.listen)
+    # (The SDK warns that logging is deprecated in 2026-07-28: the handshake era still has it.)
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning, message="The logging capability is deprecated")
     server = ToolServer(
         "toolsmith",
         version="0.1.0",
@@ -121,6 +127,8 @@ def build_server(services: Services, watch: ToolWatch, resource_watch: ResourceW
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_subscriptions_listen=watch.listen,
+        # The handshake era's `logging/setLevel` (api.mcp_progress): a call's log lines as notifications.
+        on_set_logging_level=levels.set_level,
         on_list_resources=resources.list_resources,
         on_list_resource_templates=resources.list_templates,
         on_read_resource=resources.read_resource,
@@ -137,6 +145,7 @@ def build_server(services: Services, watch: ToolWatch, resource_watch: ResourceW
                      "prompts/list": CacheHint(ttl_ms=0, scope="private")},
     )
     server.middleware.append(watch.session_middleware)
+    server.log_levels = levels  # read by api.mcp_direct.FastCalls, which answers the calls
     server.middleware.append(prompt_watch.session_middleware)
     return server
 
@@ -181,6 +190,8 @@ class McpEndpoint:
         # A plain tools/call of either era, without the SDK's kernel (api.mcp_direct).
         self.fast = FastCalls(services, self.server, self.direct, self.security)
         self.fast.seal()
+        # A session's plain prompts/get, likewise (api.mcp_prompts).
+        self.fast_prompts = FastPrompts(services, self.direct, self.fast)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
@@ -254,6 +265,8 @@ class McpEndpoint:
             # A plain tools/call (the hottest request there is): its offer is taken with the call.
             if manager is not None and ending is None and not mcp_batch.is_batch(body):
                 if await self.fast.answer(manager, scope, body, principal, server_id, send):
+                    return
+                if await self.fast_prompts.answer(manager, scope, body, principal, server_id, send):
                     return
         try:
             offer = await anyio.to_thread.run_sync(take_offer, self.services, principal, server_id)

@@ -40,6 +40,7 @@ surface it was not checked against), goes the way above, or to the SDK, as befor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
@@ -76,10 +77,13 @@ from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
 from api import mcp_sdk, problems
-from api.mcp_tools import CALL_FAILED, not_offered_text, refusal_text, wire_error, wire_result
+from api import mcp_progress
+from api.mcp_progress import CallNotifications, SessionLevels
+from api.mcp_tools import CALL_FAILED, LOGS_META, not_offered_text, refusal_text, wire_error, wire_result
 from api.mcp_watch import Offer, take_offer
 from application.context import MCP
 from application.queries import call_context
+from application.queries import call_context as _call_context
 from domain.errors import ModuleError, UnknownRecord
 from domain.ports import ExecutionResult
 
@@ -331,6 +335,9 @@ class FastCalls:
         # is changed; this one is only ever serialized.
         self._server_info = server.server_info_stamp
         self._offers: dict[tuple[Principal, str | None], Offer] = {}
+        # The log level each session asked for (`logging/setLevel`, served by the SDK's path).
+        levels = getattr(server, "log_levels", None)
+        self.levels: SessionLevels = levels if levels is not None else SessionLevels()
 
     def seal(self) -> None:
         """Takes the server's middleware as it is now as the chain known to do nothing for a plain
@@ -374,8 +381,13 @@ class FastCalls:
         if any(kind.saturated() for kind in self._services.toolbox.kinds):
             return False  # the SDK's path says "busy" at once, before the call queues for a thread
         modern = version == MODERN_VERSION
+        notes = self._notifications(scope, params, None if modern else getattr(session.connection, "session_id", None))
         started = transport is not None and mcp_sdk.call_started(transport)
         try:
+            if notes is not None:
+                await self._streamed(notes, send, scope, principal, server_id, request_id, params, headers if modern else None,
+                                     transport)
+                return True
             answer = await self._call(principal, server_id, request_id, params, headers if modern else None)
         except _Declined:
             return False
@@ -397,6 +409,65 @@ class FastCalls:
         await send({"type": "http.response.body", "body": payload})
         return True
 
+    def _notifications(self, scope: Scope, params: dict[str, Any], session_id: str | None) -> CallNotifications | None:
+        """The call's notifications, when it asks for some (a progress token; a log level: the
+        session's, or the 2026 request's own) and takes an SSE answer; else None (a JSON answer)."""
+        token = mcp_progress.progress_token(params)
+        level = self.levels.level(session_id) if session_id is not None else mcp_progress.request_level(params)
+        if token is None and not mcp_progress.sends_lines(level):
+            return None
+        if "text/event-stream" not in (first_header(scope, b"accept") or ""):
+            return None
+        return CallNotifications(token, level, params["name"])
+
+    async def _streamed(self, notes: CallNotifications, send: Send, scope: Scope, principal: Principal, server_id: str | None,
+                        request_id: RequestId, params: dict[str, Any], headers: Any, transport: Any) -> None:
+        """Answers as the SDK's 2026 entry does in SSE mode: the JSON body when the call ends
+        before telling anything, else `text/event-stream`, each notification as it comes and the
+        response last. Raises `_Declined` (nothing sent) when the SDK must answer after all."""
+        outcome: list[Any] = []
+
+        async def run() -> None:
+            try:
+                with notes.sender:
+                    answer = await self._call(principal, server_id, request_id, params, headers, notes.events)
+                    if isinstance(answer, dict):
+                        notes.lines_after(answer.get("_meta", {}).get(LOGS_META))
+                    outcome.append(answer)
+            except (_Declined, UnknownRecord) as error:
+                outcome.append(error)
+
+        modern = headers is not None
+        session = [] if modern else [(MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode())]
+        async with notes.receiver, anyio.create_task_group() as tasks:
+            tasks.start_soon(run)
+            try:
+                first: bytes | None = await notes.receiver.receive()
+            except anyio.EndOfStream:
+                first = None
+            if first is None:
+                answer = outcome[0]
+                if isinstance(answer, _Declined):
+                    raise answer
+                if isinstance(answer, UnknownRecord):
+                    await problems.problem(404, answer.code, answer.detail)(scope, _no_more, send)
+                    return
+                status, payload = (_modern_answer(request_id, answer, self._server_info) if modern
+                                   else (200, _session_answer(request_id, answer)))
+                await send({"type": "http.response.start", "status": status,
+                            "headers": [*_JSON_HEADERS, *session, (b"content-length", str(len(payload)).encode())]})
+                await send({"type": "http.response.body", "body": payload})
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": [*mcp_progress.SSE_HEADERS, *session]})
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+            async for frame in notes.receiver:
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+        answer = outcome[0]
+        if isinstance(answer, (_Declined, UnknownRecord)):  # (a refusal after a notification cannot be: none ran)
+            answer = _Failed(answer)
+        payload = _modern_answer(request_id, answer, self._server_info)[1] if modern else _session_answer(request_id, answer)
+        await send({"type": "http.response.body", "body": mcp_progress.sse_event(payload)})
+
     async def _modern_version(self, http: Request, decoded: dict[str, Any]) -> str | None:
         """The version of a 2026-era POST, if the SDK's checks before dispatch pass it
         (`mcp.server._streamable_http_modern.handle_modern_request`, in its order), else None."""
@@ -413,11 +484,17 @@ class FastCalls:
         return _modern_verdict(meta, params["name"], tuple(sorted(routing.items())))
 
     async def _call(self, principal: Principal, server_id: str | None, request_id: RequestId, params: dict[str, Any],
-                    headers: Any) -> dict[str, Any] | _Failed:
+                    headers: Any, events: Any = None) -> dict[str, Any] | _Failed:
         """The wire result of the call: on the event loop with the caller's offer as of the store's
         position, when the store reads in memory and an offer taken at that position is kept;
-        else the offer taken afresh and the call made in one worker thread."""
+        else the offer taken afresh and the call made in one worker thread. `events`: the
+        listener of its notifications (api.mcp_progress), if the request asked for them."""
         services = self._services
+
+        def call_context(principal: Principal, way_in: str, trace: str) -> Any:
+            made = _call_context(principal, way_in, trace)
+            return made if events is None else dataclasses.replace(made, events=events)
+
         name, arguments = params["name"], params.get("arguments")
         key = (principal, server_id)
         offer = self._offers.get(key) if services.store.owns_its_writes else None

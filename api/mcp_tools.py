@@ -8,7 +8,7 @@ result with `isError`, which the model can read and act on, never a JSON-RPC err
 from __future__ import annotations
 
 import logging
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import anyio.to_thread
@@ -16,7 +16,7 @@ import orjson
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    INVALID_PARAMS, CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool,
+    INVALID_PARAMS, CallToolRequestParams, CallToolResult, Icon, ListToolsResult, PaginatedRequestParams, TextContent, Tool,
     ToolAnnotations,
 )
 
@@ -44,7 +44,25 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 def mcp_tool(entry: ToolEntry) -> Tool:
     return Tool(name=entry.name, description=entry.description, input_schema=entry.input_schema,
-                annotations=READ_ONLY if entry.read_only else None, _meta={TAGS_META: list(entry.tags)})
+                output_schema=entry.output_schema,
+                annotations=_annotations(entry), icons=_icons(entry), _meta={TAGS_META: list(entry.tags)})
+
+
+def _annotations(entry: ToolEntry) -> ToolAnnotations | None:
+    """The kind's derived hints overlaid by the admin's (domain.annotations), kept per entry: an
+    entry is immutable and listed again and again."""
+    if entry.annotations is not None:
+        return _shown_annotations(tuple(entry.annotations.items()))
+    return READ_ONLY if entry.read_only else None
+
+
+@lru_cache(maxsize=4_096)
+def _shown_annotations(items: tuple[tuple[str, Any], ...]) -> ToolAnnotations:
+    return ToolAnnotations.model_validate(dict(items))
+
+
+def _icons(entry: ToolEntry) -> list[Icon] | None:
+    return [Icon.model_validate(icon) for icon in entry.icons] if entry.icons else None
 
 
 def mcp_result(result: ExecutionResult) -> CallToolResult:
@@ -54,8 +72,11 @@ def mcp_result(result: ExecutionResult) -> CallToolResult:
     if result.error is not None:
         return CallToolResult(content=[TextContent(text=f"{result.error.type}: {result.error.message}")], is_error=True, _meta=meta)
     output = result.output
-    text = output if isinstance(output, str) else orjson.dumps(output).decode()
     structured = output if isinstance(output, dict) else None
+    if result.content is not None:
+        # MCP content the code returned (domain.content): the items as they are, already checked.
+        return CallToolResult.model_validate({"content": list(result.content), "structuredContent": structured, "_meta": meta})
+    text = output if isinstance(output, str) else orjson.dumps(output).decode()
     return CallToolResult(content=[TextContent(text=text)], structured_content=structured, _meta=meta)
 
 
@@ -84,6 +105,11 @@ def wire_result(result: ExecutionResult) -> dict[str, Any]:
     if result.error is not None:
         return {"_meta": meta, "content": [_text(f"{result.error.type}: {result.error.message}")], "isError": True}
     output = result.output
+    if result.content is not None:
+        wire = {"_meta": meta, "content": list(result.content), "isError": False}
+        if isinstance(output, dict):
+            wire["structuredContent"] = output
+        return wire
     wire = {"_meta": meta, "content": [_text(output if isinstance(output, str) else orjson.dumps(output).decode())], "isError": False}
     if isinstance(output, dict):
         wire["structuredContent"] = output

@@ -93,6 +93,18 @@ class ToolSectionIn(_Request):
                                            "(compared as JSON) or an expected error type}; run by /test and by every "
                                            "publish of this module or of a module it imports",
                                            **documents(maxItems=rules.MAX_EXAMPLES))
+    annotations: dict[str, Any] | None = Field(None, description=(
+        "R17: MCP's tool annotations, each optional: title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint; "
+        "what is not given is derived (a module whose code or imports use http.fetch is open-world, one that does not "
+        "is read-only, idempotent and closed-world), and a hint the code contradicts is refused"))
+    icons: list[dict[str, Any]] | None = Field(None, description=(
+        "R17: MCP's icons (2025-11-25), at most 8: src (an https: URL or a data:image/ URI), mimeType, sizes, theme"))
+    inputSchema: dict[str, Any] | None = Field(None, description=(
+        "V6: the tool's arguments as a JSON Schema 2020-12 document of an object ($defs, enum, oneOf, formats), in place "
+        "of inputParameters (give one or the other); checked before any code runs and advertised as it is"))
+    outputSchema: dict[str, Any] | None = Field(None, description=(
+        "V6: a JSON Schema 2020-12 document of an object; every result's structured value is checked against it "
+        "(a mismatch is a `result` error naming the path) and MCP lists it as the tool's outputSchema"))
 
 
 # What each path parameter that names a thing may be, by the path it is in: an id that breaks its
@@ -177,6 +189,10 @@ class ToolSection(BaseModel):
     tags: list[str]
     style: str
     examples: list[dict[str, Any]] = Field([], description="B4: the tool's examples (name, input, output or error)")
+    inputSchema: dict[str, Any] | None = Field(None, description="V6: the arguments' JSON Schema, in place of inputParameters")
+    outputSchema: dict[str, Any] | None = Field(None, description="V6: the results' JSON Schema (MCP's outputSchema)")
+    annotations: dict[str, Any] | None = Field(None, description="R17: the annotations the admin gave (MCP lists them over the derived ones)")
+    icons: list[dict[str, Any]] | None = Field(None, description="R17: the tool's icons (MCP's, 2025-11-25)")
 
 
 class Definition(BaseModel):
@@ -280,6 +296,9 @@ class ExecutionOut(BaseModel):
     error: ExecutionErrorOut | None
     logs: list[str]
     durationMillis: float
+    content: list[dict[str, Any]] | None = Field(None, description=(
+        "only when the code returned MCP content (ai.content): its items as MCP has them (text, image, audio, "
+        "resource, resource_link); `output` is then the structured value, or null"), exclude_if=lambda content: content is None)
 
 
 class TestOut(ExecutionOut):

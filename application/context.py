@@ -8,6 +8,7 @@ and the kinds hand it on as it is; what a tool's code sees of it (`ai.context()`
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,9 @@ class CallContext:
     # The request the call answers, when the way in names one (an MCP request's id); never shown to code.
     trace: str | None = None
     plan_step: PlanStep | None = None
+    # Told of the call's log lines and progress reports while it runs (`domain.ports.Execution.events`):
+    # an MCP request that asked for notifications. Never shown to code, never compared.
+    events: Callable[[str, Any], None] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.way_in not in WAYS_IN:

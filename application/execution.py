@@ -22,7 +22,7 @@ from application.fair_share import TenantSessions
 from application.imports import _import_problem, check_draft_imports, check_imports
 from application.store import Store
 from domain.errors import (
-    ImportCycle, ImportRefused, InvalidDefinition, SandboxBusy, SandboxUnavailable, TenantBusy, ToolNotCallable, UnknownModule,
+    ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, SandboxBusy, SandboxUnavailable, TenantBusy, ToolNotCallable, UnknownModule,
     Violation,
 )
 from domain.calls import TEST
@@ -30,6 +30,7 @@ from domain.graph import bundle_order, cycle_through, transitive_importers, with
 from domain.model import CodeModule, Definition, ImportGraph
 from domain.ports import Execution as Bundle
 from domain.ports import ExecutionError, ExecutionResult, Sandbox, SourceUnit
+from domain.schemas import input_violations
 from domain.rules import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT,
@@ -307,6 +308,7 @@ class Execution:
             is_tool=tool is not None,
             context=for_code(context),
             date_parameters=tuple(p["name"] for p in (tool or {}).get("inputParameters", []) if p["type"] == "date"),
+            events=context.events if context is not None else None,
         )
 
     def _published_definition(self, tenant: str, module_id: str) -> Definition:
@@ -442,7 +444,15 @@ def _one_at_a_time(
 
 
 def arguments(tool: dict[str, Any], input: Any) -> Any:
-    """V1 before any JavaScript runs; in script style every declared parameter is a variable."""
+    """V1 before any JavaScript runs; in script style every declared parameter is a variable. A
+    tool with its own `inputSchema` (V6) takes what the schema accepts, as it is given."""
+    schema = tool.get("inputSchema")
+    if schema is not None:
+        given = {} if input is None else input
+        found = input_violations(schema, given)
+        if found:
+            raise InvalidInput(found)
+        return given
     return validate_input(tool["inputParameters"], input, omitted_as_null=tool["style"] == "script")
 
 

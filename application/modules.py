@@ -24,6 +24,9 @@ from application.store import Store
 from domain.errors import (
     ChangesetRefused, CheckFailed, IdTaken, InUse, InvalidDefinition, InvalidInput, UnknownVersion, Violation,
 )
+from domain import annotations as tool_hints
+from domain.annotations import uses_http
+from domain.graph import bundle_order
 from domain.model import CodeModule, Definition
 from domain.ports import ExecutionResult
 from domain.rules import id_violations, normalise_tool, validate_definition
@@ -90,6 +93,7 @@ class Modules:
         definition = _definition(description, content, imports, tool)
         try:
             validate_definition(definition)
+            found += imported_annotation_violations(self._store, tenant, definition)
         except InvalidDefinition as invalid:
             found += invalid.violations
         if found:
@@ -162,6 +166,9 @@ class Modules:
                 current["tool"] if tool is UNSET else tool,
             )
             validate_definition(definition)
+            violations = imported_annotation_violations(self._store, tenant, definition)
+            if violations:
+                raise InvalidDefinition(violations)
             # The graph is loaded only when the imports change: the module knows its own.
             imports_changed = definition["imports"] != current["imports"]
             graph = self._store.graph(tenant, for_update=True) if imports_changed else None
@@ -304,3 +311,23 @@ def _definition(description: Any, content: Any, imports: Any, tool: Any) -> Defi
         "imports": list(imports) if isinstance(imports, (list, tuple)) else imports,
         "tool": normalise_tool(tool) if isinstance(tool, dict) else tool,
     }
+
+
+def imported_annotation_violations(store: Store, tenant: str, definition: Mapping[str, Any]) -> list[Violation]:
+    """R17 across imports: a tool whose annotations say `openWorldHint: false` while a module it
+    imports (published, transitively) calls `http.fetch`. (Its own code is `validate_definition`'s.)"""
+    tool = definition.get("tool")
+    given = tool.get("annotations") if isinstance(tool, dict) else None
+    if not isinstance(given, dict) or given.get("openWorldHint") is not False or not definition["imports"]:
+        return []
+    edges = store.graph(tenant).published_edges()
+    seen: set[str] = set()
+    for first in definition["imports"]:
+        for needed in bundle_order(edges, first):
+            if needed in seen:
+                continue
+            seen.add(needed)
+            module = store.find(tenant, needed)
+            if module is not None and module.published is not None and uses_http(module.published["content"]):
+                return tool_hints.violations(given, tool_hints.module_facts(needed), "tool.annotations")
+    return []

@@ -39,12 +39,19 @@ class ToolEntry:
     runs_with: str | None = None
     # True for a tool that only reads (MCP's readOnlyHint): a File Search tool's capabilities.
     read_only: bool = False
+    # MCP's annotations (title and the four hints, wire names), derived by the kind and overlaid
+    # by the admin's within what is true (domain.annotations, R17); None: none are shown. And its
+    # icons (src, mimeType, sizes, theme), as listed.
+    annotations: dict[str, Any] | None = None
+    icons: tuple[dict[str, Any], ...] = ()
     # The tool this entry is one capability of (a File Search tool's name): naming the group on a
     # server or in a usage profile names all its capabilities.
     group: str | None = None
     # The version a call of it runs, for a kind whose tools have versions (a code module's
     # published version); what the call log records (docs/calls.md).
     version: int | None = None
+    # The JSON Schema 2020-12 its results are checked against and listed with (MCP's outputSchema).
+    output_schema: dict[str, Any] | None = None
 
     @property
     def offered_in_chat(self) -> bool:
@@ -116,5 +123,6 @@ def ranked(holders: Sequence[ToolEntry]) -> tuple[ToolEntry, ...]:
 def shown_alike(before: ToolEntry, after: ToolEntry) -> bool:
     """Whether a client of MCP sees two entries of one name alike (description, schema, tags):
     when not, a session offered the tool is told its list changed."""
-    return (before.description, before.input_schema, before.tags, before.read_only) == (
-        after.description, after.input_schema, after.tags, after.read_only)
+    return (before.description, before.input_schema, before.tags, before.read_only, before.annotations, before.icons,
+            before.output_schema) == (
+        after.description, after.input_schema, after.tags, after.read_only, after.annotations, after.icons, after.output_schema)

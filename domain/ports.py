@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,6 +44,10 @@ class Execution:
     # post-processing reads what the API answered, which may echo the tool's secrets: that call
     # writes its lines itself, once redacted (issue 28). Never changes its result.
     service_log: bool = True
+    # Told of the call's log lines ("log", the line) and `ai.progress` reports ("progress", (done,
+    # total, message)) while it runs, by a sandbox that can (the embedded one); never changes its
+    # result, and never compared (an MCP request's notifications, api/mcp_progress.py).
+    events: Callable[[str, Any], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def target(self) -> SourceUnit:
@@ -70,6 +74,9 @@ class ExecutionResult:
     # A plan run's nodes in order, as far as it got: each {"node", "toolName", "output", "error",
     # "logs", "durationMillis"} (each output the next node's input). Empty for any other call.
     steps: tuple[dict[str, Any], ...] = ()
+    # MCP content items (wire shapes: text, image, audio, resource, resource_link) when the code
+    # returned content (domain.content); `output` is then the structured value, or None.
+    content: tuple[dict[str, Any], ...] | None = None
 
     @property
     def ok(self) -> bool:

@@ -14,7 +14,9 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from domain import annotations as tool_hints
 from domain.errors import InvalidDefinition, InvalidInput, Violation
+from domain.schemas import input_violations, schema_violations
 
 MAX_ID_LENGTH = 64
 MAX_DESCRIPTION = 2_000
@@ -183,8 +185,9 @@ def normal_date(text: str) -> str | None:
     )
 
 
-def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation]:
-    """R4 and R9 for the tool section (already shaped by the API schema)."""
+def tool_violations(tool: dict[str, Any], field: str = "tool", *, fetching: bool = False) -> list[Violation]:
+    """R4 and R9 for the tool section (already shaped by the API schema); R17 for its annotations,
+    `fetching` when the module's code uses `http.fetch`."""
     found = parameters_violations(tool.get("inputParameters", []), f"{field}.inputParameters")
     low, high = TIMEOUT_RANGE
     if not low <= tool["timeoutMillis"] <= high:
@@ -200,6 +203,14 @@ def tool_violations(tool: dict[str, Any], field: str = "tool") -> list[Violation
     for i, tag in enumerate(tags):
         if not tag.strip() or len(tag) > MAX_TAG_LENGTH:
             found.append(Violation(f"{field}.tags[{i}]", "R9", f"a tag is 1 to {MAX_TAG_LENGTH} visible characters"))
+    for key in ("inputSchema", "outputSchema"):
+        if tool.get(key) is not None:
+            found += schema_violations(tool[key], f"{field}.{key}")
+    # R17: annotations within what the module's own code shows (what its imports show: at save, by the application).
+    found += tool_hints.violations(tool.get("annotations"), tool_hints.module_facts("" if fetching else None), f"{field}.annotations")
+    found += tool_hints.icon_violations(tool.get("icons"), f"{field}.icons")
+    if tool.get("inputSchema") is not None and tool.get("inputParameters"):
+        found.append(Violation(f"{field}.inputSchema", "V6", "give either inputParameters or inputSchema, not both"))
     found += examples_violations(tool, field)
     return found
 
@@ -244,6 +255,12 @@ def examples_violations(tool: dict[str, Any], field: str = "tool") -> list[Viola
         for key in ("input", "output"):
             if _has_reserved_object(example.get(key)):
                 found.append(Violation(f"{at}.{key}", "B4", RESERVED_OBJECT))
+        if tool.get("inputSchema") is not None:
+            if not schema_violations(tool["inputSchema"], "inputSchema"):
+                given = example.get("input")
+                found += [Violation(f"{at}.{v.field}", v.rule, v.message)
+                          for v in input_violations(tool["inputSchema"], {} if given is None else given)]
+            continue
         if any(p.get("type") not in PARAMETER_TYPES for p in parameters):
             continue  # V1 names the unknown type; an input cannot be checked against it
         try:
@@ -328,6 +345,14 @@ def normalise_tool(tool: dict[str, Any] | None) -> dict[str, Any] | None:
         "tags": tags,
         "style": style,
     }
+    for key in ("annotations", "icons"):
+        # Only when given (R17), as the schemas.
+        if tool.get(key) is not None:
+            normal[key] = tool[key]
+    for key in ("inputSchema", "outputSchema"):
+        # Only when given: a definition stored before they existed compares equal to itself sent again.
+        if tool.get(key) is not None:
+            normal[key] = tool[key]
     examples = tool.get("examples")
     if examples:
         # Only when there are some: a definition stored before examples existed compares equal
@@ -351,7 +376,7 @@ def validate_definition(definition: dict[str, Any]) -> None:
     found += source_violations(definition["content"])
     found += imports_violations(definition["imports"])
     if definition.get("tool") is not None:
-        found += tool_violations(definition["tool"])
+        found += tool_violations(definition["tool"], fetching=tool_hints.uses_http(definition["content"]))
     if found:
         raise InvalidDefinition(found)
 
@@ -445,6 +470,13 @@ _SCHEMA_OF_TYPE: dict[str, dict[str, Any]] = {
     "array": {"type": "array"},
     "object": {"type": "object"},
 }
+
+
+def tool_input_schema(tool: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema MCP shows of a tool section's arguments: its own `inputSchema` as it is (V6),
+    else the one its typed parameters make."""
+    given = tool.get("inputSchema")
+    return given if given is not None else input_schema(tool["inputParameters"])
 
 
 def input_schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:

@@ -30,11 +30,14 @@ from functools import lru_cache
 
 from domain.ports import Execution, SourceUnit
 from domain.rules import is_valid_id
+from domain.content import MAX_CONTENT_CHARS
 from sandbox.capabilities import Capabilities
 from sandbox.links import used_members
 
 MAX_LOG_LINES = 50
 MAX_LOG_CHARS = 500
+# `ai.progress(done, total, message)`: the message's first characters (docs/javascript.md, "Progress").
+MAX_PROGRESS_MESSAGE = 200
 
 # The host function's payload caps, in characters, per kind: `l` a log line as a JSON string (the
 # binding's own conversion of a string stops at a NUL, an escape crosses whole; each of the line's
@@ -43,7 +46,8 @@ MAX_LOG_CHARS = 500
 # six-character escapes), `s` the name of a shim, `c` (ai.context()) none. The harness checks them
 # in JavaScript, before a string crosses into Python, so a huge string never reaches the worker's
 # own heap: it is refused inside the engine with a RangeError.
-HOST_PAYLOAD_CHARS = {"l": 6 * MAX_LOG_CHARS + 2, "i": 1024 * 1024, "f": 6 * 1024 * 1024 + 65536, "s": 16, "c": 0}
+HOST_PAYLOAD_CHARS = {"l": 6 * MAX_LOG_CHARS + 2, "i": 1024 * 1024, "f": 6 * 1024 * 1024 + 65536, "s": 16, "c": 0,
+                      "p": 6 * MAX_PROGRESS_MESSAGE + 128}
 
 # What the environment injects (V2) is compiled into a call's program only when its source names
 # it: a small tool that logs nothing costs what a bare context costs. The worker's one host function
@@ -63,12 +67,54 @@ _LOG = (
     "H('l',J((''+v).slice(0,%d).toWellFormed()))};" % MAX_LOG_CHARS
 )
 _NO_LOG = "globalThis.log=function log(v){};"  # the profile withholds the log: lines go nowhere
-_AI = "globalThis.ai=Object.freeze({context:function(){return JSON.parse(H('c'))}});"
+# `ai.content.*` and `ai.result` (docs/javascript.md, "Rich results") make the values domain.content
+# reads as MCP content: plain objects marked `$mcp`, built in JavaScript with no host call, their
+# data capped here (`MAX_CONTENT_CHARS`) so that a huge image fails inside the engine, at once.
+_AI_MEMBERS = (
+    "content:(function(){var C=%d;function s(v,w){if(typeof v!='string')throw TypeError(w+' must be a string');return v}"
+    "function b(v,w){s(v,w);if(v.length>C)throw RangeError(w+' is '+v.length+' characters of base64; a result carries at most '+C+"
+    "' (about '+(C*3/4/1048576).toFixed(1)+' MiB)');return v}"
+    "function o(k,x){x.$mcp=k;return Object.freeze(x)}"
+    "function m(v,w){return v===undefined?v:s(v,w)}"
+    "function d(u,r,w,keys){var x={uri:s(u,w+': uri')};r=r==null?{}:r;if(typeof r!='object')throw TypeError(w+': the second argument is an object');"
+    "for(var i=0;i<keys.length;i++){var k=keys[i],v=r[k];if(v!==undefined)x[k]=k=='blob'?b(v,w+': blob'):s(v,w+': '+k)}return x}"
+    "return Object.freeze({"
+    "text:function(t){return o('text',{text:s(t,'ai.content.text(text): text')})},"
+    "image:function(a,t){return o('image',{data:b(a,'ai.content.image(data, mimeType): data'),mimeType:s(t,'ai.content.image(data, mimeType): mimeType')})},"
+    "audio:function(a,t){return o('audio',{data:b(a,'ai.content.audio(data, mimeType): data'),mimeType:s(t,'ai.content.audio(data, mimeType): mimeType')})},"
+    "resource:function(u,r){return o('resource',d(u,r,'ai.content.resource(uri, {text or blob, mimeType})',['text','blob','mimeType']))},"
+    "link:function(u,r){return o('link',d(u,r,'ai.content.link(uri, {name, title, description, mimeType})',['name','title','description','mimeType']))}"
+    "})})(),"
+    "result:function(c,v){if(!Array.isArray(c))c=[c];return Object.freeze({$mcp:'result',content:c,structuredContent:v===undefined?null:v})}"
+) % MAX_CONTENT_CHARS
+_AI = "globalThis.ai=Object.freeze({context:function(){return JSON.parse(H('c'))}," + _AI_MEMBERS + "});"
+# `ai` without `ai.context()` (the source never names `context`, or the profile withholds it): no host call.
+_AI_BARE = "globalThis.ai=Object.freeze({" + _AI_MEMBERS + "});"
+# `ai.progress(done, total, message)` (the source names `progress`): its numbers checked here, and the
+# three sent as one JSON array (`p`); the worker drops what would flood the client (sandbox.engine).
+# Where the profile withholds the log (a call's one channel back while it runs) it does nothing.
+_PROGRESS = (
+    "progress:(function(J){var W='ai.progress(done, total, message): ';return function progress(d,t,m){"
+    "if(typeof d!='number'||!isFinite(d))throw TypeError(W+'done must be a finite number');"
+    "if(t!=null&&(typeof t!='number'||!isFinite(t)))throw TypeError(W+'total must be a finite number or null');"
+    "H('p',J([d,t==null?null:t,m==null?null:(''+m).slice(0,%d).toWellFormed()]))}})(JSON.stringify),"
+) % MAX_PROGRESS_MESSAGE
+_PROGRESS_BARE = "progress:function progress(d,t,m){},"
+
+
+def _ai(context: bool, progress: bool) -> str:
+    """The `ai` object's setup: `ai.context()` and `ai.progress` when they are to reach the host."""
+    if not progress:
+        return _AI if context else _AI_BARE
+    return ("globalThis.ai=Object.freeze({" + ("context:function(){return JSON.parse(H('c'))}," if context else "")
+            + _PROGRESS + _AI_MEMBERS + "});")
 _NAMES = {
     "log": re.compile(r"\blog\b"),
     "ai": re.compile(r"\bai\b"),
+    "context": re.compile(r"\bcontext\b"),
     "intl": re.compile(r"Intl|toLocale"),
     "http": re.compile(r"\bhttp\b"),
+    "progress": re.compile(r"\bprogress\b"),
     "proxy": re.compile(r"\bProxy\b"),
     "normalize": re.compile(r"normalize"),
 }
@@ -193,13 +239,15 @@ def _setup(named: frozenset[str], grants: Capabilities) -> tuple[str, bool]:
     hosted = []
     if "log" in named:
         hosted.append(_LOG if grants.log else _NO_LOG)
-    if "ai" in named and grants.context:
-        hosted.append(_AI)
+    if "ai" in named:
+        progress = "progress" in named
+        hosted.append(_ai(grants.context and "context" in named, progress and grants.log)
+                      if not progress or grants.log else _AI_BARE.replace("Object.freeze({", "Object.freeze({" + _PROGRESS_BARE, 1))
     if "intl" in named and grants.intl:
         hosted.append(_INTL)
     if "http" in named and grants.http:
         hosted.append(_HTTP)
-    uses_host = any(part is not _NO_LOG for part in hosted)
+    uses_host = any(part is not _NO_LOG and part is not _AI_BARE for part in hosted)
     parts = [_HOST_OPEN, *hosted, _HOST_CLOSE] if uses_host else hosted
     if "proxy" in named:
         parts.append(_PROXY)

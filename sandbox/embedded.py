@@ -94,6 +94,8 @@ class _Visit:
     background: bool = False
     # When its first program was sent to a worker (`time.perf_counter()`): the end of its wait.
     sent: list[float] = dataclasses.field(default_factory=list)
+    # `Execution.events`: told of each log line and progress report while the program runs.
+    events: Any = None
 
 
 class _Worker:
@@ -368,7 +370,7 @@ class EmbeddedSandbox(Sandbox):
         host = any(program.host for program in programs)
         context_json = json.dumps(execution.context) if host and capabilities.context else "{}"
         return _Visit(programs, _grants(host, capabilities), context_json, timeout, memory_mb, gated=check and bool(inputs),
-                      background=execution.background)
+                      background=execution.background, events=None if check else execution.events)
 
     def _visit_when_warm(self, visit: _Visit, started: float) -> list[_Answer]:
         # Each program's wall-clock deadline counts from when it starts, starting a worker on
@@ -456,9 +458,16 @@ class EmbeddedSandbox(Sandbox):
                             else:
                                 frames.fill()
                             continue
-                        if frame[:1] != b"L":
+                        tag = frame[:1]
+                        if tag == b"P":
+                            if visit.events is not None:
+                                _tell(visit.events, "progress", frame[1:])
+                            continue
+                        if tag != b"L":
                             break
                         logs.append(frame[1:].decode(errors="replace"))
+                        if visit.events is not None:
+                            _tell(visit.events, "log", logs[-1])
                 except TimeoutError:
                     worker.kill()
                     log.info("sandbox worker killed at its call's deadline", extra={"pid": worker.pid, "timeoutMillis": round(timeout * 1000)})
@@ -598,6 +607,17 @@ def _request(visit: _Visit, first: int) -> bytes:
         programs=[(program.kind, program.text) for program in visit.programs[first:]], timeout=visit.timeout,
         memory_mb=visit.memory_mb, grants=visit.grants, context_json=visit.context_json, gated=visit.gated and first == 0,
     )
+
+
+def _tell(events: Any, kind: str, payload: Any) -> None:
+    """An event of a running call to whoever listens (`Execution.events`); its failure is theirs."""
+    try:
+        if kind == "progress":
+            done, total, message = json.loads(payload)
+            payload = (done, total, message)
+        events(kind, payload)
+    except Exception:  # noqa: BLE001 - a listener's failure never costs the call
+        log.debug("a call's listener failed", exc_info=True)
 
 
 async def _converse(conversation: Generator[float, bool, None], frames: Frames) -> None:

@@ -24,6 +24,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
 import _quickjs
 
@@ -41,6 +42,14 @@ DEFAULT_MEMORY_MB = 128
 # The most a result may weigh, in characters of JSON: it crosses into the worker's heap, then into
 # the service's, so the worker's memory bound sizes its allowance from it.
 MAX_RESULT_CHARS = 8 * 1024 * 1024
+# `ai.progress` (docs/javascript.md, "Progress"): at most one notification per PROGRESS_INTERVAL
+# seconds and MAX_PROGRESS per call, each with a `done` greater than the last (MCP: progress
+# increases). One that comes too soon is held, replaced by any later one, and sent when the
+# interval has passed at the next call of ai.progress, or when the program ends; the one that
+# reaches its total goes at once. A loop that reports every item thus costs the client at most
+# twenty notifications a second, and the last state is never lost.
+PROGRESS_INTERVAL = 0.05
+MAX_PROGRESS = 200
 
 
 _NOT_AVAILABLE = json.dumps({"error": "http.fetch is not available in this sandbox's capability profile"})
@@ -79,7 +88,8 @@ def _sources() -> dict[str, str]:
 class Engine:
     """Makes fresh contexts and evaluates programs in them; one call at a time."""
 
-    def __init__(self, fetch: Callable[[str, float], str] | None = None, emit: Callable[[str], None] | None = None) -> None:
+    def __init__(self, fetch: Callable[[str, float], str] | None = None, emit: Callable[[str], None] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         """`emit`, when given, receives each log line as it is written (the worker streams them to
         the supervisor, so a call killed at its deadline keeps what it logged); otherwise the
         lines are part of the answer."""
@@ -94,6 +104,9 @@ class Engine:
         self._logs: list[str] = []
         self._logged = 0
         self._emit = emit
+        # `progress`, when given, receives each ai.progress report let through, as its JSON array.
+        self._progress = progress
+        self._progress_state: list[Any] = [None, 0.0, 0, None]  # last done, last sent at, sent, held
         # Python ran out of memory during the call (the worker's process bound): whatever the
         # program made of it, the call's answer is a memory error.
         self.exhausted = False
@@ -119,6 +132,7 @@ class Engine:
         """Runs `program` and answers the JSON the supervisor reads: `[1, value, logs]`,
         `[0, type, message, logs]`, or `[tag, message, logs]` for what escaped the program."""
         self._deadline, self._grants, self._context_json, self._logs, self._logged = deadline, grants, context_json, [], 0
+        self._progress_state = [None, 0.0, 0, None]
         self.exhausted = False
         answer = self._evaluate(context, program, kind, memory_mb, grants)
         return self._answer("memory", "") if self.exhausted else answer
@@ -257,6 +271,10 @@ class Engine:
                     else:
                         self._logs.append(line)
                 return None
+            if kind == "p":
+                if grants & LOG and self._progress is not None and isinstance(payload, str):
+                    self._progressed(payload)
+                return None
             if kind == "c":
                 return self._context_json if grants & CONTEXT else _WITHHELD
             if kind == "i":
@@ -275,6 +293,35 @@ class Engine:
         except BaseException as e:  # noqa: BLE001 - see the docstring
             log.warning("host function failed", extra={"reason": repr(e)[:200]})
             return _FAILED
+
+
+    def _progressed(self, payload: str) -> None:
+        """One ai.progress report, let through or held (PROGRESS_INTERVAL, MAX_PROGRESS)."""
+        try:
+            done, total, message = json.loads(payload)
+        except (ValueError, TypeError):
+            return
+        if not isinstance(done, (int, float)) or isinstance(done, bool):
+            return
+        state = self._progress_state
+        if state[0] is not None and done <= state[0]:
+            return  # MCP: a report's progress is greater than the one before
+        state[0] = done
+        now = time.monotonic()
+        final = isinstance(total, (int, float)) and done >= total
+        if not final and (now - state[1] < PROGRESS_INTERVAL or state[2] >= MAX_PROGRESS):
+            state[3] = payload
+            return
+        state[1], state[2], state[3] = now, state[2] + 1, None
+        self._progress(json.dumps([done, total, message]))
+
+    def flush_progress(self) -> None:
+        """Sends the report held back, if any: the program has ended, the last state goes out."""
+        state = self._progress_state
+        if state[3] is not None and self._progress is not None:
+            held, state[3] = state[3], None
+            state[2] += 1
+            self._progress(held)
 
 
 def _primitive_json(value: object) -> str:

@@ -10,7 +10,8 @@ A worker's loop: make a fresh context (while idle), read a request, evaluate its
 drop the context. A request is a visit of one or more programs under the same limits (a publish's
 check of a module, then its examples: `encode_visit`), evaluated in order, each in a context no
 other program has touched (V3), each answered as soon as it ends. While a program runs, each `log`
-line is sent as soon as it is written (`L` frames), then its answer (`A`). In a gated visit the
+line is sent as soon as it is written (`L` frames), and each `ai.progress` report let through (`P`,
+its JSON array), then its answer (`A`). In a gated visit the
 programs after the first run only if the first passed (`passed_check`), a rule the supervisor
 applies to the same answer, so both know how many answers come. A worker never decides when a
 program is over: the supervisor does, and kills the worker when its deadline passes.
@@ -244,6 +245,10 @@ def serve(frames: Frames, engine, bound: MemoryBound | None = None) -> None:  # 
                 answer = None
             finally:
                 program = ""
+            try:
+                engine.flush_progress()  # the report held back goes before the answer (`P` frames)
+            except (OSError, AttributeError):
+                pass
             if answer is None:
                 bound.lift()  # room to answer; the supervisor retires this worker after a memory error
                 answer = _OUT_OF_MEMORY
@@ -300,7 +305,8 @@ def zygote(control: socket.socket, config: dict) -> None:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when a worker ends
                 frames = Frames(socket.socket(fileno=fds[0]))
                 bound = MemoryBound(config.get("memory_allowance_mb", MEMORY_ALLOWANCE_MB))
-                serve(frames, Engine(fetch, emit=lambda line: frames.send(line.encode(), b"L")), bound)
+                serve(frames, Engine(fetch, emit=lambda line: frames.send(line.encode(), b"L"),
+                                     progress=lambda report: frames.send(report.encode(), b"P")), bound)
             finally:
                 os._exit(0)
         os.close(fds[0])

@@ -36,6 +36,7 @@ from typing import Any
 from application.context import CallContext
 from application.kinds.base import Tools, tagged
 from application.kinds.configured import ConfiguredKind
+from domain import annotations as tool_hints
 from domain import jmes
 from toolkinds.api_tools.model import API_URL, ApiTool, Config, call_violations, normalise, secret_ids, violations
 from domain.catalog import ToolEntry
@@ -246,6 +247,8 @@ def api_entry(tool: ApiTool) -> ToolEntry:
         tags=tagged(config["tags"], API_TAG),
         expose_in_chat=config["exposeInChat"],
         enabled=config["enabled"],
+        annotations=tool_hints.annotations(config.get("annotations"), tool_hints.http_facts(config["method"])),
+        icons=tool_hints.icons(config.get("icons")),
     )
 
 

@@ -30,6 +30,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from uritemplate import URITemplate
 
+from domain import annotations as tool_hints
 from domain import jmes
 from domain.configured import Configured
 from domain.errors import Violation
@@ -134,6 +135,8 @@ def normalise(given: dict[str, Any]) -> Config:
         "timeoutMillis": _or(given.get("timeoutMillis"), TIMEOUT_DEFAULT),
         "connectTimeoutMillis": _or(given.get("connectTimeoutMillis"), CONNECT_DEFAULT),
         "maxRedirects": _or(given.get("maxRedirects"), REDIRECTS_DEFAULT),
+        # R17: only when given, so that a configuration stored before them compares equal to itself.
+        **{key: given[key] for key in ("annotations", "icons") if given.get(key) is not None},
     }
 
 
@@ -168,6 +171,10 @@ def violations(config: Config) -> list[Violation]:
     found += _range("timeoutMillis", config["timeoutMillis"], TIMEOUT_RANGE)
     found += _range("connectTimeoutMillis", config["connectTimeoutMillis"], CONNECT_RANGE)
     found += _range("maxRedirects", config["maxRedirects"], (0, REDIRECTS_CAP))
+    # R17: the hints within what the method says (a DELETE is never read-only), and the icons.
+    if isinstance(config["method"], str):
+        found += tool_hints.violations(config.get("annotations"), tool_hints.http_facts(config["method"]), "annotations")
+    found += tool_hints.icon_violations(config.get("icons"), "icons")
     return found
 
 

@@ -82,9 +82,14 @@ class ApiToolBody(ConfiguredBody):
     timeoutMillis: int | None = Field(None, **documents(minimum=api_rules.TIMEOUT_RANGE[0], maximum=api_rules.TIMEOUT_RANGE[1]))
     connectTimeoutMillis: int | None = Field(None, **documents(minimum=api_rules.CONNECT_RANGE[0], maximum=api_rules.CONNECT_RANGE[1]))
     maxRedirects: int | None = Field(None, **documents(minimum=0, maximum=api_rules.REDIRECTS_CAP))
+    annotations: dict[str, Any] | None = Field(None, description=(
+        "R17: MCP's tool annotations (title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint), each optional; "
+        "what is not given is derived from the method (GET: read-only and idempotent; DELETE: destructive), and a "
+        "hint the method contradicts is refused (a POST, PUT, PATCH or DELETE is never read-only)"))
+    icons: list[dict[str, Any]] | None = Field(None, description="R17: MCP's icons (2025-11-25): src, mimeType, sizes, theme")
 
     def as_config(self) -> dict[str, Any]:
-        given = self.model_dump(exclude={"id", "auth", "headers", "parameters"})
+        given = self.model_dump(exclude={"id", "auth", "headers", "parameters", *(k for k in ("annotations", "icons") if getattr(self, k) is None)})
         given["auth"] = self.auth.as_config()
         given["headers"] = {k: (v.model_dump() if isinstance(v, SecretRef) else v) for k, v in self.headers.items()}
         given["parameters"] = [p.model_dump(exclude_none=True) | ({"default": p.default} if p.default is not None else {})

@@ -13,13 +13,15 @@ from uuid import UUID
 import anyio.to_thread
 
 from application.context import CallContext
-from application.kinds.base import Ranked, ToolKind, Tools, tagged
+from application.kinds.base import OPAQUE, Ranked, ToolKind, Tools, tagged
 from domain.catalog import ToolEntry
 from domain.errors import SandboxBusy
-from domain.graph import bundle_order
+from domain import annotations as tool_hints
+from domain.annotations import uses_http
+from domain.graph import bundle_order, transitive_importers
 from domain.model import CodeModule, graph_aggregate_id, module_aggregate_id
 from domain.ports import ExecutionResult
-from domain.rules import input_schema
+from domain.rules import tool_input_schema
 
 CODE = "CODE"
 CODE_TAG = "code"
@@ -30,17 +32,44 @@ class CodeKind(ToolKind):
     label = "module"
 
     def entries(self, tenant: str, others: Ranked) -> list[ToolEntry]:
-        return [code_entry(module) for module in self.deps.store.published_tools(tenant)]
+        return [code_entry(module, self.fetching(tenant, module)) for module in self.deps.store.published_tools(tenant)]
 
     def entry(self, tenant: str, name: str) -> ToolEntry | None:
         module = self.deps.store.find(tenant, name)
         if module is None or module.deleted or module.published is None or module.published["tool"] is None:
             return None
-        return code_entry(module)
+        return code_entry(module, self.fetching(tenant, module))
+
+    def fetching(self, tenant: str, module: CodeModule) -> str | None:
+        """R17: "" when the module's published code uses `http.fetch`, else the first module of its
+        bundle (what it imports, published, transitively) whose code does; None when none does."""
+        published = module.published
+        if published is None or uses_http(published["content"]):
+            return ""
+        if not published["imports"]:
+            return None
+        store = self.deps.store
+        for needed in bundle_order(store.graph(tenant).published_edges(), module.module_id):
+            if needed == module.module_id:
+                continue
+            imported = store.find(tenant, needed)
+            if imported is not None and imported.published is not None and uses_http(imported.published["content"]):
+                return needed
+        return None
 
     def touched(self, event: Any) -> Collection[str] | None:
-        """A module's event touches that module's tool only (its importers' entries do not change)."""
-        return (event.module_id,) if isinstance(event, CodeModule.Event) else None
+        """A module's event touches that module's tool; its publication touches its importers' too
+        (whether their bundle uses `http.fetch`, R17, may have changed)."""
+        if not isinstance(event, CodeModule.Event):
+            return None
+        if type(event).__name__ == "Published":
+            try:
+                graph = self.deps.store.graph(event.tenant)
+                importers = transitive_importers(graph.published_importers(), graph.published_edges(), event.module_id)
+            except Exception:  # noqa: BLE001 - unknown: read the kind again in full
+                return OPAQUE
+            return (event.module_id, *importers)
+        return (event.module_id,)
 
     def holds(self, tenant: str, name: str) -> bool:
         """R2: any module that is not deleted, published or not, tool or library."""
@@ -106,15 +135,19 @@ class CodeKind(ToolKind):
         return None
 
 
-def code_entry(module: CodeModule) -> ToolEntry:
+def code_entry(module: CodeModule, fetching: str | None = "") -> ToolEntry:
+    """The module's tool; `fetching` as `CodeKind.fetching` answers (by default: as if it fetched)."""
     published = module.published
     assert published is not None and published["tool"] is not None
     tool = published["tool"]
     return ToolEntry(
+        annotations=tool_hints.annotations(tool.get("annotations"), tool_hints.module_facts(fetching)),
+        icons=tool_hints.icons(tool.get("icons")),
         name=module.module_id,
         description=published["description"],
         call_type=CODE,
-        input_schema=input_schema(tool["inputParameters"]),
+        input_schema=tool_input_schema(tool),
+        output_schema=tool.get("outputSchema"),
         tags=tagged(tool["tags"], CODE_TAG),
         expose_in_chat=tool["exposeInChat"],
         enabled=tool["enabled"],
