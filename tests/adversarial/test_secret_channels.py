@@ -8,7 +8,8 @@ ways (as JSON, with lower-case hex, form-encoded again) and returns it, or throw
 Every call is made through REST, the Playground and MCP; then no form of any secret (the suite's
 scan looks for the raw, percent-encoded and base64 forms) may be in any answer (`Probe.send`), in
 the server's log, in any event or in the export (`Probe.assert_no_secret_anywhere`), and the
-module's lines are in the server's log, redacted.
+module's lines are in the server's log, redacted. Traces are on, exported to a receiver in the
+test: no form of a secret is in any span it receives either.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.adversarial.conftest import Probe, start_probe
+from tests.otlp import Receiver, receiving
 from tests.upstream import Upstream, running
 
 TOOLS = "/api/v1/admin/api-tools"
@@ -55,8 +57,15 @@ def upstream() -> Iterator[Upstream]:
 
 
 @pytest.fixture(scope="module")
-def probe(tmp_path_factory: pytest.TempPathFactory, upstream: Upstream) -> Iterator[Probe]:
-    started = start_probe(tmp_path_factory.mktemp("secret-channels") / "data", TOOLSMITH_EGRESS_ALLOW=upstream.allow)
+def receiver() -> Iterator[Receiver]:
+    yield from receiving()
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory, upstream: Upstream, receiver: Receiver) -> Iterator[Probe]:
+    # Traces on, exported to a receiver here: what the spans carry is a channel too (docs/observability.md).
+    started = start_probe(tmp_path_factory.mktemp("secret-channels") / "data", TOOLSMITH_EGRESS_ALLOW=upstream.allow,
+                          OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, OTEL_BSP_SCHEDULE_DELAY="100")
     started.secrets += [KEY, CLIENT_SECRET]
     yield started
     started.close()
@@ -67,7 +76,7 @@ def made(answer: Any, status: int) -> Any:
     return answer.json() if answer.content else None
 
 
-def test_no_form_of_a_secret_leaves_any_channel(probe: Probe, upstream: Upstream) -> None:
+def test_no_form_of_a_secret_leaves_any_channel(probe: Probe, upstream: Upstream, receiver: Receiver) -> None:
     for secret_id, value in (("key", KEY), ("clientSecret", CLIENT_SECRET)):
         made(probe.send("POST", "/api/v1/admin/secrets", json={"id": secret_id, "value": value, "description": secret_id}), 201)
     for module, source in (("echolog", LOGGING_MODULE), ("echothrow", THROWING_MODULE)):
@@ -111,6 +120,11 @@ def test_no_form_of_a_secret_leaves_any_channel(probe: Probe, upstream: Upstream
         probe.assert_no_secret_in(text, f"the answers about {name}")
 
     probe.assert_no_secret_anywhere()
+    # nor in any span: each call's spans (the tool's, the outbound requests') were exported, and hold none
+    receiver.wait_for(lambda found: {s["attributes"].get("toolsmith.tool") for s in found} >= set(names)
+                      and sum(s["kind"] == 3 for s in found) >= 3 * len(names))
+    probe.assert_no_secret_in(receiver.text, "the spans exported")
+    assert upstream.url + "/echo" not in receiver.text and "key=" not in receiver.text  # no outbound URL, no query string
     module_lines = [line for line in probe.server.output.splitlines() if "module log" in line]
     assert module_lines and all("echolog" in line for line in module_lines)
     assert sum("[secret]" in line for line in module_lines) >= len(ways(upstream)), module_lines[:3]

@@ -8,19 +8,17 @@ sent. Without the settings, the receiver gets nothing."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
 from tests.e2e.conftest import Server, printed_tokens
 from tests.helpers import unique_id
+from tests.otlp import Receiver, receiving
 from tests.upstream import Upstream, running
 
 pytestmark = pytest.mark.e2e
@@ -35,73 +33,9 @@ MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelconte
                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
 
 
-class Receiver(ThreadingHTTPServer):
-    """An OTLP/HTTP traces endpoint: keeps each request's raw body and its decoded spans."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Receive)
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-        self.bodies: list[bytes] = []
-        self.paths: list[str] = []
-        self.spans: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-
-    def wait_for(self, check: Any, seconds: float = 20) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            with self.lock:
-                found = list(self.spans)
-            if check(found):
-                return found
-            time.sleep(0.1)
-        raise AssertionError(f"the receiver did not get the spans wanted: {[s['name'] for s in found]}")
-
-
-class _Receive(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        request = ExportTraceServiceRequest.FromString(body)
-        decoded = []
-        for resource in request.resource_spans:
-            service = {a.key: a.value.string_value for a in resource.resource.attributes}.get("service.name")
-            for scope in resource.scope_spans:
-                for span in scope.spans:
-                    decoded.append({
-                        "service": service, "name": span.name, "trace": span.trace_id.hex(), "id": span.span_id.hex(),
-                        "parent": span.parent_span_id.hex(), "kind": span.kind,
-                        "attributes": {a.key: _value(a.value) for a in span.attributes},
-                    })
-        with self.server.lock:
-            self.server.bodies.append(body)
-            self.server.paths.append(self.path)
-            self.server.spans.extend(decoded)
-        answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-
-def _value(value: Any) -> Any:
-    return getattr(value, value.WhichOneof("value")) if value.WhichOneof("value") else None
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    yield from receiving()
 
 
 @pytest.fixture
