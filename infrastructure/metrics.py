@@ -1,4 +1,4 @@
-"""Metrics (docs/metrics.md): the process's counters and histograms, in Prometheus' text format.
+"""Metrics (docs/observability.md): the process's counters and histograms, in Prometheus' text format.
 
 One `Metrics` per API process, its own `CollectorRegistry` (never prometheus_client's global one,
 so that two apps in one process, as the tests make them, do not mix their counts):

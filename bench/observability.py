@@ -1,0 +1,161 @@
+"""Benchmark: what seeing every call costs a call (issue 35, docs/observability.md): REST tool-call throughput
+(`POST /api/v1/tools/addOne/call`, the request path's tool) with the metrics and the call log on, against
+both off, in one run; goal ≥ 0.95.
+
+One service (`bootstrap` on a temporary SQLite data dir, the embedded sandbox, no request rate) is served
+by uvicorn on a thread of this process, and wrk (Debian's, `make bench` installs it) loads it from its
+own process, with the request path's Lua script (`bench.request_path.wrk_script`: every answer checked).
+Between rounds the service is switched, in place, between the modes: "off" is the call log that keeps
+nothing (`CallLog(None)`, no metrics hook) and the metrics' edge counting off (`Metrics.on`); "on" is
+the call log writing to `calls.sqlite` with the metrics' hook, and the edge counting every request.
+The rounds alternate (on, off, off, on, ...), so that a drift of the machine falls on both.
+
+Run: `python -m bench.observability [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench._common import Progress, Row, bench_settings, median, quartiles, standalone
+
+TITLE = "Benchmark — seeing every call (issue 35): REST tool-call throughput with metrics and the call log on, against off; medians"
+GOAL = 0.95
+CONNECTIONS = 4
+
+
+def _serve(app: Any) -> tuple[Any, threading.Thread, int]:
+    import uvicorn
+
+    from testing.launcher import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on"))
+    thread = threading.Thread(target=server.run, name="bench-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise SystemExit("bench.observability: the service did not start")
+        time.sleep(0.05)
+    return server, thread, port
+
+
+def modes(services: Any) -> dict[str, Callable[[], None]]:
+    """Each mode of the run, as a switch of the running service."""
+    from application.call_log import CallLog
+
+    on_log, off_log = services.toolbox.call_log, CallLog(None)
+    metrics = services.metrics
+
+    def switch(log: Any, metrics_on: bool) -> Callable[[], None]:
+        def apply() -> None:
+            log.flush(timeout=30)  # what the last round queued is written before this one is timed
+            services.toolbox.call_log = services.execution.call_log = log
+            metrics.on = metrics_on
+        return apply
+
+    return {
+        "on": switch(on_log, True),
+        "off": switch(off_log, False),
+        # T (traces): a "traces" mode here (the "on" switch with spans exported to a local OTLP
+        # receiver), and its row in `run` below.
+    }
+
+
+def throughput(seconds: float, rounds: int, progress: Progress) -> dict[str, list[float]]:
+    import httpx
+
+    from bench.request_path import Variant, run_wrk, wrk_script
+    from entrypoints.compose import bootstrap
+    from entrypoints.web import create_app
+
+    figures: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as data:
+        tmp = Path(data)
+        settings = bench_settings(tmp / "data").model_copy(update={"rate_per_second": 0, "tenant_rate_per_second": 0})
+        services = bootstrap(settings)
+        server, thread, port = _serve(create_app(services))
+        try:
+            url = f"http://127.0.0.1:{port}"
+            headers = {"Authorization": "Bearer x", "Content-Type": "application/json"}
+            with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+                made = client.post("/api/v1/admin/code-modules", json={
+                    "id": "addOne", "description": "adds one", "draftContent": "exports.run = function (input) { return input.n + 1; };",
+                    "tool": {"inputParameters": [{"name": "n", "type": "integer", "required": True}], "exposeInChat": True}})
+                assert made.status_code == 201, made.text
+                assert client.post("/api/v1/admin/code-modules/addOne/publish").status_code == 200
+            script = tmp / "call.lua"
+            script.write_text(wrk_script("POST", "/api/v1/tools/addOne/call", '{"n":41}', '"output":42', headers))
+            variant = Variant("REST call", url, script, CONNECTIONS)
+            switches = modes(services)
+            names = list(switches)
+            run_wrk(variant, 2)  # warm: the catalog, the sandbox's workers, the labelled children
+            for k in range(rounds):
+                for name in (names if k % 2 == 0 else names[::-1]):
+                    switches[name]()
+                    rate = run_wrk(variant, seconds)["rate"]
+                    figures.setdefault(name, []).append(rate)
+                progress("round " + str(k + 1) + ": " + ", ".join(f"{n} {figures[n][-1]:,.0f}/s" for n in names))
+            switches["on"]()
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
+    return figures
+
+
+def metrics_cpu(n: int) -> float:
+    """CPU seconds of the calling thread per call that the metrics add: the tool call's counter and
+    histogram (`Metrics.tool_called`) and the request's (`Metrics.request_done`), labelled children cached."""
+    from infrastructure.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.tool_called("t", "addOne", "CODE", "rest", "ok", 0.001, True)
+    metrics.request_done("/api/v1/tools/{name}/call", "POST", 200, 0.001)
+    figures = []
+    for _ in range(5):
+        started = time.thread_time()
+        for _ in range(n // 5):
+            metrics.tool_called("t", "addOne", "CODE", "rest", "ok", 0.001, True)
+            metrics.request_done("/api/v1/tools/{name}/call", "POST", 200, 0.001)
+        figures.append((time.thread_time() - started) / (n // 5))
+    return median(figures)
+
+
+def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list[Row], dict[str, object]]:
+    parser = argparse.ArgumentParser(prog="python -m bench.observability")
+    parser.add_argument("--quick", action="store_true", help="a short run")
+    args = parser.parse_args(argv)
+    progress = Progress("observability", quiet=quiet)
+    if shutil.which("wrk") is None:
+        raise SystemExit("bench.observability: wrk is missing (apt-get install -y wrk; make bench installs it when root)")
+    seconds, rounds = (2, 4) if args.quick else (4, 8)
+    cpu = metrics_cpu(50_000 if args.quick else 200_000)
+    progress(f"metrics per call: {cpu * 1e6:.2f} µs of CPU")
+    figures = throughput(seconds, rounds, progress)
+    on, off = figures["on"], figures["off"]
+    ratio = median(on) / median(off)
+    low, high = quartiles([a / b for a, b in zip(on, off)])
+    rows = [Row(f"REST tool calls a second (wrk -c{CONNECTIONS}), metrics + call log on / both off", f"{median(on):,.0f} /s",
+                f"{median(off):,.0f} /s", ratio, f"≥ {GOAL}", ratio >= GOAL, f"{low:.2f}–{high:.2f}")]
+    rows.append(Row("CPU per call of the metrics (tool call + HTTP request counters and histograms)", f"{cpu * 1e6:.2f} µs", "",
+                    None, "", None, "cached children"))
+    # T (traces): the traces row here, from figures["traces"] against figures["off"] (goal ≥ 0.9).
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return rows, {"load": load}
+
+
+main = standalone(run, TITLE)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
