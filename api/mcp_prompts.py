@@ -21,23 +21,29 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import orjson
+import pydantic_core
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.subscriptions import PromptsListChanged, ServerEvent
 from mcp_types import (
     INTERNAL_ERROR, INVALID_PARAMS, CompleteRequestParams, CompleteResult, Completion, GetPromptRequestParams, GetPromptResult,
-    ListPromptsResult, PaginatedRequestParams, Prompt, SubscriptionFilter,
+    JSONRPCError, ListPromptsResult, PaginatedRequestParams, Prompt, RequestId, SubscriptionFilter,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from api import mcp_sdk
+from api.mcp_direct import first_header
 from api.mcp_tools import after
-from api.mcp_watch import Offer, offer_of
+from api.mcp_watch import Offer, offer_of, take_offer
 from api.services import Services
 from application.context import MCP
 from application.kinds.prompting import Listed, OffersPrompts
 from application.projected import topics_of
 from application.queries import call_context, cursor_after
-from domain.errors import InvalidInput, ModuleError, ToolNotCallable
+from domain.errors import InvalidInput, ModuleError, ToolNotCallable, UnknownRecord
 
 log = logging.getLogger("toolsmith.mcp")
 
@@ -218,3 +224,113 @@ class PromptWatch:
             if any(listener.sees(next((l for k in kinds if (l := k.listing(tenant, name)) is not None), None), name) for name in mine):
                 told.append(listener)
         return told
+
+
+# -- a session's plain prompts/get, answered in the request's task -------------------------------
+
+GET = "prompts/get"
+MAX_KEPT = 4_096
+
+
+def _plain_get(body: bytes) -> tuple[RequestId, str, dict[str, Any] | None] | None:
+    """The id, name and arguments of a body that is one `prompts/get` of the plainest shape, else None."""
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(decoded, dict) or decoded.get("method") != GET or decoded.get("jsonrpc") != "2.0":
+        return None
+    request_id, params = decoded.get("id"), decoded.get("params")
+    if type(request_id) not in (int, str) or not isinstance(params, dict) or not params.keys() <= {"name", "arguments"}:
+        return None
+    name, arguments = params.get("name"), params.get("arguments")
+    if not isinstance(name, str) or not (arguments is None or (isinstance(arguments, dict)
+                                                               and all(isinstance(v, str) for v in arguments.values()))):
+        return None
+    return request_id, name, arguments
+
+
+class FastPrompts:
+    """A handshake-era session's plain `prompts/get`, answered in the request's own task as
+    `api.mcp_direct.FastCalls` answers a `tools/call` (the same session checks, its offer kept per
+    caller and server while the store has not moved, the published prompt too): the SDK's session
+    loop and two thread hops cost more than rendering a prompt. Anything else (the 2026 era, a
+    server with tracing on, a request of another shape) is the SDK's to answer, as before."""
+
+    def __init__(self, services: Services, direct: Any, fast: Any) -> None:
+        self._services = services
+        self._direct = direct
+        self._fast = fast
+        self._offers: dict[tuple[Any, str | None], Offer] = {}
+        self._prompts: dict[tuple[str, str], tuple[int, Any, Any]] = {}  # (tenant, name): (generation, kind, published)
+
+    async def answer(self, manager: Any, scope: Any, body: bytes, principal: Any, server_id: str | None, send: Any) -> bool:
+        request = _plain_get(body)
+        if request is None or len(body) > manager.max_request_body_size or not self._fast._plain_server():
+            return False
+        version = first_header(scope, MCP_PROTOCOL_VERSION_HEADER.encode())
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return False
+        found = self._direct.serves(manager, scope)
+        if found is None:
+            return False
+        session, transport = found
+        if not getattr(session.connection, "initialize_accepted", False):
+            return False
+        request_id, name, arguments = request
+        started = mcp_sdk.call_started(transport)
+        try:
+            payload = await self._get(principal, server_id, request_id, name, arguments)
+        except UnknownRecord:
+            return False  # a server the tenant does not have: the gate's 404, on the SDK's path
+        finally:
+            if started:
+                mcp_sdk.call_ended(transport)
+        headers = [(b"content-type", b"application/json"), (MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode()),
+                   (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+        return True
+
+    async def _get(self, principal: Any, server_id: str | None, request_id: RequestId, name: str,
+                   arguments: dict[str, Any] | None) -> bytes:
+        services = self._services
+        generation = services.toolbox.generation()
+        key = (principal, server_id)
+        offer = self._offers.get(key)
+        kept = self._prompts.get((principal.tenant, name))
+        if offer is None or offer.generation != generation or kept is None or kept[0] != generation:
+            offer, kept = await anyio.to_thread.run_sync(self._take, principal, server_id, name, generation)
+            # Kept here, on the loop: the only place the kept offers and prompts change.
+            for found, at, value in ((self._offers, key, offer), (self._prompts, (principal.tenant, name), kept)):
+                found.pop(at, None)
+                if len(found) >= MAX_KEPT:
+                    found.pop(next(iter(found)), None)
+                found[at] = value
+        _, kind, published = kept
+        try:
+            if kind is None:
+                raise _unknown(name)
+            if not kind.listing_of(name, published).allowed(offer.permissions, offer.attached):
+                raise _unknown(name)
+            context = call_context(principal, MCP, str(request_id))
+            try:
+                rendered = await kind.render_published(published, principal.tenant, arguments, context, services.toolbox)
+            except ModuleError as error:
+                raise _refused(error) from None
+        except MCPError as error:
+            return JSONRPCError(jsonrpc="2.0", id=request_id, error=error.error).model_dump_json(by_alias=True, exclude_unset=True).encode()
+        # The rendered messages are the wire's shape already (a template's were checked at its save,
+        # a module's answer as it was read): written as they are.
+        return pydantic_core.to_json({"jsonrpc": "2.0", "id": request_id, "result": rendered})
+
+    def _take(self, principal: Any, server_id: str | None, name: str, generation: int) -> tuple[Offer, tuple[int, Any, Any]]:
+        """The caller's offer and the published prompt `name`, as of the store's position (blocking)."""
+        offer = take_offer(self._services, principal, server_id)
+        kept: tuple[int, Any, Any] = (generation, None, None)
+        for kind in prompt_kinds(self._services):
+            published = kind.published(principal.tenant, name)
+            if published is not None:
+                kept = (generation, kind, published)
+                break
+        return offer, kept

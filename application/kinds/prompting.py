@@ -55,6 +55,20 @@ class OffersPrompts(ABC):
         naming the argument for arguments that break the prompt's, `ToolNotCallable` when its module fails."""
 
     @abstractmethod
+    def listing_of(self, name: str, published: Any) -> Listed:
+        """How `prompts/list` shows what `published` answered for `name`."""
+
+    @abstractmethod
+    def published(self, tenant: str, name: str) -> Any | None:
+        """The published prompt `name` as `render_published` takes it (None when there is none):
+        what a caller may keep while the store has not moved."""
+
+    @abstractmethod
+    async def render_published(self, published: Any, tenant: str, arguments: Mapping[str, Any] | None, context: CallContext,
+                               tools: Any) -> dict[str, Any]:
+        """`render` of what `published` answered."""
+
+    @abstractmethod
     async def complete(self, tenant: str, name: str, argument: str, value: str, given: Mapping[str, str],
                        context: CallContext) -> list[str]:
         """`completion/complete` of one argument of the published prompt `name`: the values that

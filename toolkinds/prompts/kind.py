@@ -223,12 +223,12 @@ class PromptKind(ItemKind[Prompt], OffersPrompts):
     # -- MCP -----------------------------------------------------------------------------------
 
     def _listed(self, prompt: Prompt) -> Listed | None:
-        published = prompt.published
-        if published is None:
-            return None
+        return self.listing_of(prompt.item_id, prompt.published) if prompt.published is not None else None
+
+    def listing_of(self, name: str, published: Definition) -> Listed:
         arguments = tuple({"name": a["name"], **({"description": a["description"]} if a["description"] else {}),
                            "required": a["required"]} for a in published["arguments"])
-        return Listed(prompt.item_id, published["description"], published["title"], arguments, tuple(published["tags"]))
+        return Listed(name, published["description"], published["title"], arguments, tuple(published["tags"]))
 
     def listed(self, tenant: str) -> Sequence[Listed]:
         return [listed for prompt in self.items(tenant) if (listed := self._listed(prompt)) is not None]
@@ -263,6 +263,14 @@ class PromptKind(ItemKind[Prompt], OffersPrompts):
     async def render(self, tenant: str, name: str, arguments: Mapping[str, Any] | None, context: CallContext,
                      tools: Any = None) -> dict[str, Any]:
         return await self._render(self._published(tenant, name), tenant, arguments, context, tools)
+
+    def published(self, tenant: str, name: str) -> Definition | None:
+        prompt = self.find(tenant, name)
+        return prompt.published if prompt is not None else None
+
+    async def render_published(self, published: Definition, tenant: str, arguments: Mapping[str, Any] | None,
+                               context: CallContext, tools: Any) -> dict[str, Any]:
+        return await self._render(published, tenant, arguments, context, tools)
 
     async def test(self, tenant: str, name: str, arguments: Mapping[str, Any] | None, context: CallContext, tools: Any,
                    *, draft: bool = True) -> dict[str, Any]:
