@@ -21,13 +21,14 @@ from application.kinds.base import tagged
 from toolkinds.code.kind import CODE_TAG
 from toolkinds.code.pages import roles
 from application.modules import Written
-from application.toolbox import answered
+from application.toolbox import answered, test_entry
 from console.display import shown
 from console.routing import ConsoleRoute
 from console.security import Reader, Writer
 from console.language import plain
 from console.toast import Undo, toast
 from domain.errors import IdTaken, ImportCycle, ImportRefused, InvalidDefinition, InvalidInput, PreconditionFailed, QuotaExceeded, Violation
+from domain import annotations as tool_hints
 from domain.model import CodeModule
 from domain.rules import (
     DEFAULT_MEMORY_MB,
@@ -37,7 +38,7 @@ from domain.rules import (
     PARAMETER_TYPES,
     STYLES,
     TIMEOUT_RANGE,
-    input_schema,
+    tool_input_schema,
 )
 
 router = APIRouter(prefix="/console/modules", route_class=ConsoleRoute, include_in_schema=False)
@@ -145,8 +146,21 @@ def _page_context(request: Request, tenant: str, module: CodeModule, used_by: li
         "example_input": _example_input(tool),
         # B4's examples as the textarea shows them (JSON, escaped by the template like any text).
         "examples_text": json.dumps(tool["examples"], indent=2, ensure_ascii=False) if tool and tool.get("examples") else "",
+        # V6's schemas as their textareas show them (JSON), empty when the tool has none.
+        "input_schema_text": _json_text(tool, "inputSchema"),
+        "output_schema_text": _json_text(tool, "outputSchema"),
+        # R17: the admin's annotations, the hints derived from the draft's own code, the icons.
+        "annotations": (tool or {}).get("annotations") or {},
+        "hints": _HINTS,
+        "derived": tool_hints.module_facts("" if tool_hints.uses_http(definition["content"]) else None).derived,
+        "icons_text": _json_text(tool, "icons"),
         "blank_param": {"name": "", "description": "", "type": "string", "required": False, "default": ""},
     }
+
+
+def _json_text(tool: dict[str, Any] | None, key: str) -> str:
+    value = (tool or {}).get(key)
+    return "" if value is None else json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _param_row(param: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +178,12 @@ def _preview_json(module: CodeModule) -> str | None:
     entry = {
         "name": module.module_id,
         "description": definition["description"],
-        "inputSchema": input_schema(tool["inputParameters"]),
+        "inputSchema": tool_input_schema(tool),
+        **({"outputSchema": tool["outputSchema"]} if tool.get("outputSchema") is not None else {}),
+        **({"icons": list(tool_hints.icons(tool.get("icons")))} if tool.get("icons") else {}),
+        # R17, from the draft's own code (what its imports fetch counts too once published).
+        "annotations": tool_hints.annotations(
+            tool.get("annotations"), tool_hints.module_facts("" if tool_hints.uses_http(definition["content"]) else None)),
         "_meta": {"toolsmith/tags": list(tagged(tool["tags"], CODE_TAG))},
     }
     return json.dumps(entry, indent=2, ensure_ascii=False)
@@ -258,7 +277,55 @@ def _tool(form: FormData) -> dict[str, Any]:
         "tags": [tag.strip() for tag in _text(form, "tags").split(",") if tag.strip()],
         "style": _text(form, "style") or "module",
         "examples": _examples(form),
+        "inputSchema": _schema(form, "inputSchema"),
+        "outputSchema": _schema(form, "outputSchema"),
+        "annotations": _annotations(form),
+        "icons": _icons(form),
     }
+
+
+# R17's hints as the form shows them: the field, its label, what "yes" and "no" mean.
+_HINTS = (
+    ("readOnlyHint", "Read-only", "changes nothing", "may change things"),
+    ("destructiveHint", "Destructive", "may delete", "only adds"),
+    ("idempotentHint", "Idempotent", "repeatable", "each call adds"),
+    ("openWorldHint", "Open world", "outside systems", "a closed domain"),
+)
+
+
+def _annotations(form: FormData) -> dict[str, Any] | None:
+    """The annotations fields (R17): a title, and each hint as derived (empty), yes or no."""
+    given: dict[str, Any] = {}
+    title = _text(form, "annotationTitle").strip()
+    if title:
+        given["title"] = title
+    for hint, *_ in _HINTS:
+        value = _text(form, hint)
+        if value in ("true", "false"):
+            given[hint] = value == "true"
+    return given or None
+
+
+def _icons(form: FormData) -> Any:
+    """The icons textarea (R17): a JSON list, empty for none; the domain checks each icon."""
+    text = _text(form, "icons").strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise InvalidDefinition([Violation("tool.icons", "R17", f"must be a JSON list of icons: {error}")]) from None
+
+
+def _schema(form: FormData, name: str) -> Any:
+    """A schema textarea (V6): JSON, empty for none; the domain checks the schema itself."""
+    text = _text(form, name).strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise InvalidDefinition([Violation(f"tool.{name}", "V6", f"must be a JSON Schema written as JSON: {error}")]) from None
 
 
 def _examples(form: FormData) -> Any:
@@ -326,13 +393,16 @@ async def test_module(module_id: str, request: Request, visitor: Writer) -> Resp
         return render(request, "modules/_test_result.html", refused="Not run: the definition or the input breaks a rule.", violations=violations)
     except ImportCycle as cycle:
         return render(request, "modules/_test_result.html", refused=f"Not run: {plain(cycle.detail)}", violations=[])
-    out = execution_out(answered(result))
+    out = execution_out(answered(result, test_entry(mine["tool"])))
     error = out["error"]
-    output = shown(None if error else json.dumps(out["output"], indent=2, ensure_ascii=False))
+    # MCP content the code returned (ai.content) is shown as MCP sends it: its items, and the structured value.
+    value = out["output"] if "content" not in out else {
+        "content": out["content"], **({"structuredContent": out["output"]} if out["output"] is not None else {})}
+    output = shown(None if error else json.dumps(value, indent=2, ensure_ascii=False))
     # "Save as example" (B4) offers the run as an example of the tool section: its input and its
     # whole output (not one cut for the page), named after the examples already there.
     example = None
-    if mine["tool"] is not None and error is None and output is not None and not output["cut"]:
+    if mine["tool"] is not None and error is None and output is not None and not output["cut"] and "content" not in out:
         example = {"name": f"example_{len(mine['tool'].get('examples') or []) + 1}",
                    "input": json.dumps({} if given is None else given, ensure_ascii=False),
                    "output": json.dumps(out["output"], ensure_ascii=False)}
