@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, StatusCode
+from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
@@ -94,6 +94,8 @@ class _Visit:
     background: bool = False
     # When its first program was sent to a worker (`time.perf_counter()`): the end of its wait.
     sent: list[float] = dataclasses.field(default_factory=list)
+    # Its span, when traced: the parent of its programs' `http.fetch` requests.
+    span: Any = None
     # `Execution.events`: told of each log line and progress report while the program runs.
     events: Any = None
 
@@ -307,7 +309,7 @@ class EmbeddedSandbox(Sandbox):
         try:
             self._enter()
             try:
-                visit = self._visit_of(execution, check, capabilities, inputs)
+                visit = self._visit_of(execution, check, capabilities, inputs, traced)
                 answers = self._visit_when_warm(visit, started)
             finally:
                 self._leave()
@@ -331,7 +333,7 @@ class EmbeddedSandbox(Sandbox):
         try:
             self._enter()
             try:
-                visit = self._visit_of(execution, False, capabilities, ())
+                visit = self._visit_of(execution, False, capabilities, (), traced)
                 request = _request(visit, 0)
                 worker = self._take_idle() if self._warmed.is_set() and len(request) <= INLINE_REQUEST_BYTES else None
                 if worker is None:
@@ -360,7 +362,8 @@ class EmbeddedSandbox(Sandbox):
         with self._counting:
             self._active -= 1
 
-    def _visit_of(self, execution: Execution, check: bool, capabilities: Capabilities, inputs: Sequence[Any]) -> _Visit:
+    def _visit_of(self, execution: Execution, check: bool, capabilities: Capabilities, inputs: Sequence[Any],
+                  span: Span | None = None) -> _Visit:
         timeout = min(execution.timeout_millis, self.max_timeout_millis) / 1000
         memory_mb = min(execution.memory_limit_mb, self.max_memory_mb)
         programs = [build_program(execution, check=check, capabilities=capabilities)]
@@ -370,7 +373,7 @@ class EmbeddedSandbox(Sandbox):
         host = any(program.host for program in programs)
         context_json = json.dumps(execution.context) if host and capabilities.context else "{}"
         return _Visit(programs, _grants(host, capabilities), context_json, timeout, memory_mb, gated=check and bool(inputs),
-                      background=execution.background, events=None if check else execution.events)
+                      background=execution.background, events=None if check else execution.events, span=span)
 
     def _visit_when_warm(self, visit: _Visit, started: float) -> list[_Answer]:
         # Each program's wall-clock deadline counts from when it starts, starting a worker on
@@ -459,6 +462,10 @@ class EmbeddedSandbox(Sandbox):
                                 frames.fill()
                             continue
                         tag = frame[:1]
+                        if tag == b"H":
+                            if visit.span is not None:
+                                _fetched(visit.span, frame[1:])
+                            continue
                         if tag == b"P":
                             if visit.events is not None:
                                 _tell(visit.events, "progress", frame[1:])
@@ -580,6 +587,24 @@ def _visit_span() -> Span:
     """The span of one session of the pool (docs/observability.md): its wait and its run are two
     attributes, `toolsmith.sandbox.queue_wait_ms` and `toolsmith.sandbox.run_ms`."""
     return _TRACER.start_span("sandbox.visit", attributes={"toolsmith.sandbox": "embedded"})
+
+
+def _fetched(visit_span: Span, frame: bytes) -> None:
+    """The span of one `http.fetch` request a program made (its worker's `H` frame), a child of
+    the visit's: method, host, port and status only, at the times the worker measured."""
+    try:
+        method, host, port, status, began, ended = json.loads(frame)
+        span = _TRACER.start_span(f"HTTP {method}", context=trace.set_span_in_context(visit_span), kind=SpanKind.CLIENT,
+                                  start_time=int(began), attributes={
+                                      "http.request.method": str(method), "server.address": str(host), "server.port": int(port),
+                                      "toolsmith.fetch": "http.fetch"})
+    except (ValueError, TypeError):
+        return  # a worker's frame this supervisor cannot read: no span, the call goes on
+    if isinstance(status, int):
+        span.set_attribute("http.response.status_code", status)
+    else:
+        span.set_status(StatusCode.ERROR)
+    span.end(end_time=int(ended))
 
 
 def _visit_ended(span: Span, started: float, visit: _Visit | None) -> None:

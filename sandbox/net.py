@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infrastructure.egress.exchange import Egress, NetworkBackend, Request, Response, decoded
-from infrastructure.egress.policy import AllowList, AllowListPolicy, EgressConnectError, EgressError, EgressTimeout
+from infrastructure.egress.policy import AllowList, AllowListPolicy, EgressConnectError, EgressError, EgressTimeout, port_of
 from infrastructure.egress.resolve import Resolve, resolve_addresses
 
 __all__ = ["FETCH_JS", "AllowList", "FetchError", "Fetcher"]
@@ -61,6 +61,7 @@ class Fetcher:
         network_backend: NetworkBackend | None = None,
     ) -> None:
         self.allow = allow
+        self.last: list[Any] | None = None  # the last request's method, host, port and status (None: refused before)
         self.max_request_bytes = max_request_bytes
         self.max_seconds = max_seconds
         # `ssl_context` may trust a private CA; `network_backend` (tests only) makes the TCP
@@ -85,8 +86,14 @@ class Fetcher:
         `{"error": message}` out, both JSON. Never raises."""
         budget = min(remaining_seconds, self.max_seconds) if isinstance(remaining_seconds, (int, float)) else 0.0
         budget = budget if math.isfinite(budget) and budget > 0 else 0.0
+        self.last = None
         try:
-            return json.dumps(self._answer(self._egress.send(self._read(request), budget)))
+            read = self._read(request)
+            # What a trace may say of this request (docs/observability.md): method, host, port, status; never its path or query.
+            self.last = [read.method, read.url.host, port_of(read.url), None]
+            answer = self._egress.send(read, budget)
+            self.last[3] = answer.status
+            return json.dumps(self._answer(answer))
         except EgressTimeout:
             return json.dumps({"error": f"timed out after {budget:.3g} s"})
         except EgressConnectError as e:

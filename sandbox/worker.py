@@ -270,8 +270,25 @@ _OUT_OF_MEMORY = b'["memory","",[]]'
 def _fetcher(config: dict):  # noqa: ANN202
     from sandbox.net import AllowList, Fetcher
 
-    fetcher = Fetcher(AllowList.parse(config.get("allowed_domains", "")))
-    return fetcher.fetch
+    return Fetcher(AllowList.parse(config.get("allowed_domains", "")))
+
+
+def _reporting(fetcher, frames: Frames):  # noqa: ANN001, ANN202
+    """`http.fetch` telling the supervisor of each request it made (an `H` frame: method, host,
+    port, status, and its wall-clock start and end in nanoseconds), for the call's trace
+    (docs/observability.md); a request refused before it was made tells nothing."""
+    def fetch(request: str, remaining_seconds: float) -> str:
+        began = time.time_ns()
+        answer = fetcher.fetch(request, remaining_seconds)
+        made = fetcher.last
+        if made is not None:
+            try:
+                frames.send(json.dumps([*made, began, time.time_ns()]).encode(), b"H")
+            except OSError:
+                pass
+        return answer
+
+    return fetch
 
 
 def zygote(control: socket.socket, config: dict) -> None:
@@ -280,8 +297,8 @@ def zygote(control: socket.socket, config: dict) -> None:
     # Sandboxed code runs at a lower priority than the service that supervises it, so a machine
     # full of busy tools still answers, refuses (429) and kills on time.
     os.nice(WORKER_NICENESS)
-    fetch = _fetcher(config)
-    Engine(fetch).fresh()  # warms every import a worker needs (and fails here, not in a child)
+    fetcher = _fetcher(config)
+    Engine(fetcher.fetch).fresh()  # warms every import a worker needs (and fails here, not in a child)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     control.sendall(b"R")
     while True:
@@ -305,7 +322,7 @@ def zygote(control: socket.socket, config: dict) -> None:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when a worker ends
                 frames = Frames(socket.socket(fileno=fds[0]))
                 bound = MemoryBound(config.get("memory_allowance_mb", MEMORY_ALLOWANCE_MB))
-                serve(frames, Engine(fetch, emit=lambda line: frames.send(line.encode(), b"L"),
+                serve(frames, Engine(_reporting(fetcher, frames), emit=lambda line: frames.send(line.encode(), b"L"),
                                      progress=lambda report: frames.send(report.encode(), b"P")), bound)
             finally:
                 os._exit(0)

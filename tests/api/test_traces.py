@@ -290,3 +290,31 @@ def test_with_traces_off_nothing_is_made_and_no_exporter_thread_runs(tmp_path: P
         assert not [thread for thread in threading.enumerate() if "span" in thread.name.lower() or "otel" in thread.name.lower()]
         [record] = expect(client.get("/api/v1/admin/calls", params={"tool": name}), 200).json()
         assert record["traceId"] is None
+
+
+def test_http_fetch_from_a_module_is_a_client_span_of_the_sandbox_visit(upstream: Upstream, spans: InMemorySpanExporter) -> None:
+    from domain.ports import Execution, SourceUnit
+    from sandbox.embedded import EmbeddedSandbox
+
+    pool = EmbeddedSandbox(allowed_domains=upstream.allow, workers=1)
+    source = ("exports.run = async function (input) {\n"
+              "  const a = await http.fetch(input.url + '/v1/weather/Bern?units=" + SECRET_QUERY + "');\n"
+              "  const b = await http.fetch(input.url + '/status/503');\n"
+              "  return [a.status, b.status];\n"
+              "};")
+    try:
+        with trace.get_tracer("test").start_as_current_span("call"):
+            result = pool.run(Execution(units=(SourceUnit("fetcher", source),), input={"url": upstream.url}))
+    finally:
+        pool.close()
+    assert result.error is None and result.output == [200, 503], result
+    found = finished(spans)
+    [visit] = named(found, "sandbox.visit")
+    fetches = [span for span in found if span.kind == trace.SpanKind.CLIENT]
+    assert [span.attributes["http.response.status_code"] for span in fetches] == [200, 503]
+    assert all(parent_of(span, found) is visit for span in fetches)
+    assert all(span.attributes["server.address"] == "127.0.0.1" and span.attributes["server.port"] == upstream.port
+               and span.attributes["toolsmith.fetch"] == "http.fetch" for span in fetches)
+    assert visit.start_time <= fetches[0].start_time <= fetches[0].end_time <= fetches[1].start_time <= visit.end_time
+    text = every_attribute_text(found)
+    assert SECRET_QUERY not in text and "/v1/weather" not in text and "/status" not in text
