@@ -31,7 +31,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp_types import (
-    INVALID_PARAMS, EmptyResult, ListResourcesResult, ListResourceTemplatesResult, PaginatedRequestParams,
+    INVALID_PARAMS, BlobResourceContents, EmptyResult, ListResourcesResult, ListResourceTemplatesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, SubscribeRequestParams,
     SubscriptionFilter, TextResourceContents, UnsubscribeRequestParams,
 )
@@ -39,8 +39,9 @@ from mcp_types import (
 from api import mcp_sdk
 from api.mcp_watch import Offer, offer_of, take_offer
 from api.services import Services
-from application.queries import after_cursor, cursor_after
-from application.resources import READ_MAX_CHARS, ResourceItem, resource_sources
+from application.context import MCP
+from application.queries import after_cursor, call_context, cursor_after
+from application.resources import READ_MAX_CHARS, ResourceItem, ResourceTemplateItem, resource_sources
 from domain.errors import DocumentsUnavailable, UnknownRecord
 
 log = logging.getLogger("toolsmith.mcp")
@@ -65,8 +66,16 @@ def _checked_uri(uri: Any) -> str:
     return text
 
 
-def shows(offer: Offer, item: ResourceItem) -> bool:
-    """Whether the caller is offered, here, one of the tools the resource belongs to (no I/O)."""
+def shows(offer: Offer, item: ResourceItem | ResourceTemplateItem) -> bool:
+    """Whether the caller is offered, here, one of the tools the resource belongs to, or the
+    resource itself by its name or tags as a tool would be (no I/O)."""
+    if item.key is not None:
+        if offer.attached is not None and item.key not in offer.attached:
+            return False
+        permissions = offer.permissions
+        return permissions.everything or item.key in permissions.tools or not permissions.tags.isdisjoint(item.tags)
+    if isinstance(item, ResourceTemplateItem) and not item.shown_by:
+        return True
     return any(offer.tool(name) is not None for name in item.shown_by)
 
 
@@ -125,10 +134,16 @@ class ResourceHandlers:
         return await anyio.to_thread.run_sync(page)
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None) -> ListResourceTemplatesResult:
-        templates = [t for source in self._resources.sources for t in source.resource_templates()]
-        return ListResourceTemplatesResult(resource_templates=[
-            ResourceTemplate(uri_template=t.uri_template, name=t.name, title=t.title, description=t.description,
-                             mime_type=t.mime_type) for t in templates])
+        offer = offer_of(ctx)
+
+        def listed() -> ListResourceTemplatesResult:
+            templates = [t for source in self._resources.sources for t in source.resource_templates(offer.principal.tenant)
+                         if shows(offer, t)]
+            return ListResourceTemplatesResult(resource_templates=[
+                ResourceTemplate(uri_template=t.uri_template, name=t.name, title=t.title, description=t.description,
+                                 mime_type=t.mime_type) for t in templates])
+
+        return await anyio.to_thread.run_sync(listed)
 
     async def read_resource(self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams) -> ReadResourceResult:
         """The resource's text, at most `READ_MAX_CHARS` characters a read: a longer one says, in
@@ -145,7 +160,8 @@ class ResourceHandlers:
                 if not shows(offer, item):
                     break
                 try:
-                    page = source.resource_text(tenant, uri, READ_MAX_CHARS)
+                    context = call_context(offer.principal, MCP, None if ctx.request_id is None else str(ctx.request_id))
+                    page = source.resource_text(tenant, uri, READ_MAX_CHARS, context, self._services.toolbox)
                 except ValueError as error:
                     raise MCPError(INVALID_PARAMS, f"uri: {error}", {"uri": uri}) from None
                 except DocumentsUnavailable as error:
@@ -157,6 +173,8 @@ class ResourceHandlers:
                     meta[NEXT_META] = page.next_uri
                 if page.source_media_type:
                     meta[SOURCE_TYPE_META] = page.source_media_type
+                if page.blob is not None:
+                    return ReadResourceResult(contents=[BlobResourceContents(uri=uri, mime_type=page.mime_type, blob=page.blob, _meta=meta)])
                 return ReadResourceResult(contents=[TextResourceContents(uri=uri, mime_type=page.mime_type, text=page.text, _meta=meta)])
             raise _not_found(uri)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 # The most characters one `resources/read` answers with; a longer text is read in pages (its
 # `nextUri`, the same URI with `?offset=`), as the `fetch` capability pages it.
@@ -32,15 +32,22 @@ class ResourceItem:
     updated_at: str | None
     stamp: Hashable
     shown_by: tuple[str, ...]
+    # A resource offered by its own name (`key`) and tags, as a tool is (an admin's published
+    # resource), rather than by the tools it belongs to.
+    key: str | None = None
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ResourceTemplateItem:
     uri_template: str
     name: str
-    title: str
-    description: str
-    mime_type: str
+    title: str | None
+    description: str | None
+    mime_type: str | None
+    shown_by: tuple[str, ...] = ()  # neither this nor `key`: a shape every caller may know
+    key: str | None = None
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class ResourceText:
     total: int
     next_uri: str | None
     source_media_type: str | None = None
+    blob: str | None = None  # base64, for a binary resource (then `text` is empty)
 
 
 @runtime_checkable
@@ -68,12 +76,14 @@ class ResourceSource(Protocol):
     def resource_item(self, tenant: str, uri: str) -> ResourceItem | None:
         """The resource `uri` names (its `?offset=` aside), or None: not this kind's, or not there."""
 
-    def resource_text(self, tenant: str, uri: str, limit: int) -> ResourceText | None:
+    def resource_text(self, tenant: str, uri: str, limit: int, context: Any = None, tools: Any = None) -> ResourceText | None:
         """Up to `limit` characters of the resource's text from where `uri` says (a page's URI), or
-        None if it is not there. Raises ValueError for a page past the text's end."""
+        None if it is not there. Raises ValueError for a page past the text's end (or a rendering
+        that failed, with why). `context` is the request's `CallContext` and `tools` the toolbox, for
+        what a module renders."""
 
-    def resource_templates(self) -> Sequence[ResourceTemplateItem]:
-        """The URI templates this kind's resources follow."""
+    def resource_templates(self, tenant: str) -> Sequence[ResourceTemplateItem]:
+        """The URI templates the tenant's resources of this kind follow."""
 
 
 def resource_sources(kinds: Sequence[object]) -> list[ResourceSource]:

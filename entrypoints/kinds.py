@@ -16,6 +16,7 @@ from toolkinds.code.plugin import PLUGIN as CODE
 from toolkinds.declared.plugin import EXTERNAL_MCP, NATIVE
 from toolkinds.plans.plugin import PLUGIN as PLANS
 from toolkinds.prompts.plugin import PLUGIN as PROMPTS
+from toolkinds.resources.plugin import PLUGIN as RESOURCES
 from toolkinds.search_tools.plugin import PLUGIN as SEARCH_TOOLS
 
-DEFAULT_KINDS: tuple[KindPlugin, ...] = (EXTERNAL_MCP, NATIVE, PLANS, CODE, API_TOOLS, SEARCH_TOOLS, PROMPTS)
+DEFAULT_KINDS: tuple[KindPlugin, ...] = (EXTERNAL_MCP, NATIVE, PLANS, CODE, API_TOOLS, SEARCH_TOOLS, PROMPTS, RESOURCES)

@@ -69,6 +69,19 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/api/v1/admin/prompts/{id}/history"),
     ("GET", "/api/v1/admin/prompts/{id}/versions"),
     ("GET", "/api/v1/admin/prompts/{id}/usage"),
+    ("GET", "/api/v1/admin/resources"),
+    ("POST", "/api/v1/admin/resources"),
+    ("POST", "/api/v1/admin/resources/publish"),
+    ("GET", "/api/v1/admin/resources/{id}"),
+    ("PUT", "/api/v1/admin/resources/{id}"),
+    ("DELETE", "/api/v1/admin/resources/{id}"),
+    ("DELETE", "/api/v1/admin/resources/{id}/draft"),
+    ("POST", "/api/v1/admin/resources/{id}/publish"),
+    ("POST", "/api/v1/admin/resources/{id}/revert"),
+    ("POST", "/api/v1/admin/resources/{id}/test"),
+    ("GET", "/api/v1/admin/resources/{id}/history"),
+    ("GET", "/api/v1/admin/resources/{id}/versions"),
+    ("GET", "/api/v1/admin/resources/{id}/usage"),
     ("POST", "/api/v1/tools/{name}/call"),
     ("GET", "/api/v1/admin/tools"),
     ("GET", "/api/v1/admin/plans"),
@@ -143,7 +156,7 @@ ROUTES: list[tuple[str, str]] = [
 TARGET = "target"  # a published tool module every record below names
 UPLOAD = [("files", ("intruder.txt", b"an intruder's document"))]  # a document upload's multipart body
 RECORD_IDS = {"plans": "plan1", "agents": "agent1", "mcp-servers": "srv1", "usage-profiles": "profile1", "secrets": "secret1", "api-tools": "api1",
-              "search-tools": "search1", "prompts": "prompt1"}
+              "search-tools": "search1", "prompts": "prompt1", "resources": "resource1"}
 
 
 @dataclass
@@ -172,10 +185,12 @@ def world(probe: Probe) -> World:
         "api-tools": {"id": "api1", "description": "an API URL tool", "urlTemplate": "https://api.example.invalid/v1"},
         "search-tools": {"id": "search1", "description": "a File Search tool"},
         "prompts": {"id": "prompt1", "description": "a prompt", "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]},
+        "resources": {"id": "resource1", "description": "a resource", "uri": "test://resource1", "mimeType": "text/plain", "text": "hi"},
     }
     for kind, body in records.items():
         assert probe.send("POST", f"/api/v1/admin/{kind}", json=body).status_code == 201
     assert probe.send("POST", "/api/v1/admin/prompts/prompt1/publish").status_code == 200
+    assert probe.send("POST", "/api/v1/admin/resources/resource1/publish").status_code == 200
     uploaded = probe.send("POST", "/api/v1/admin/search-tools/search1/documents", files=[("files", ("a.txt", b"a document"))])
     assert uploaded.status_code == 202, uploaded.text
     # Its extraction records an event when it ends: wait for it, so that no write of the world's
@@ -241,6 +256,12 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return {"ids": ["prompt1"], "message": "intruder"}
     if path == "/api/v1/admin/prompts/{id}/test":
         return {"arguments": {}}
+    if path == "/api/v1/admin/resources":
+        return {"id": own, "description": "intruder", "uri": f"test://{own}", "mimeType": "text/plain", "text": "x"}
+    if path == "/api/v1/admin/resources/publish":
+        return {"ids": ["resource1"], "message": "intruder"}
+    if path == "/api/v1/admin/resources/{id}/test":
+        return {}
     if path == "/api/v1/admin/api-tools/{id}/test":
         return {"arguments": {}}
     if path == "/api/v1/admin/search-tools/{id}/test":
@@ -281,6 +302,7 @@ def body_for(method: str, path: str, principal: str) -> Any:
         "api-tools": {"description": "a2", "urlTemplate": "https://api.example.invalid/v2"},
         "search-tools": {"description": "f2"},
         "prompts": {"description": "p2"},
+        "resources": {"description": "r2"},
     }[kind]
     return fields if path.endswith("{id}") else {"id": own, **fields}
 

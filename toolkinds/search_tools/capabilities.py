@@ -17,6 +17,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from application.kinds.base import tagged, validated
 from domain.catalog import ToolEntry
 from domain.documents import MAX_QUERY_CHARS, READY, IndexUnavailable, query_terms, split_chunk_id
@@ -25,6 +27,7 @@ from domain.ports import ExecutionError, ExecutionResult
 from toolkinds.search_tools.model import (
     CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, enabled_capabilities,
 )
+from toolkinds.search_tools.uris import document_uri
 
 if TYPE_CHECKING:
     from toolkinds.search_tools.kind import SearchToolKind
@@ -52,12 +55,12 @@ class Capabilities:
         arguments = validated(capability_schema(capability, tool.config), arguments)
         try:
             output = getattr(self, f"_{capability}")(tenant, tool, arguments)
-            result = ExecutionResult(output=output)
+            result = ExecutionResult(output=output, content=_linked(tool, output) if capability == "search" else None)
         except _Failed as failed:
             result = ExecutionResult(error=ExecutionError(failed.kind, failed.message))
         except IndexUnavailable as error:
             result = ExecutionResult(error=ExecutionError("unavailable", f"the search index cannot be reached now ({error})"))
-        return ExecutionResult(output=result.output, error=result.error,
+        return ExecutionResult(output=result.output, error=result.error, content=result.content,
                                duration_millis=round((time.perf_counter() - started) * 1000, 3))
 
     def _ready(self, tool: SearchTool, document_ids: Sequence[str] | None) -> list[Document]:
@@ -79,8 +82,8 @@ class Capabilities:
             return {"query": args["query"], "results": []}
         hits = self.kind.chunk_index.search(tenant, tool.tool_id, terms, limit, document_ids)
         return {"query": args["query"], "results": [
-            {"id": h.chunk_id, "documentId": h.document_id, "title": h.title, "snippet": h.snippet,
-             "score": round(h.score, 6), **({"page": h.page} if h.page is not None else {})}
+            {"id": h.chunk_id, "documentId": h.document_id, "uri": document_uri(tool.tool_id, h.document_id), "title": h.title,
+             "snippet": h.snippet, "score": round(h.score, 6), **({"page": h.page} if h.page is not None else {})}
             for h in hits if h.document_id in ready_ids
         ]}
 
@@ -296,6 +299,18 @@ def parse(name: Any) -> tuple[str, str] | None:
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)], capability
     return None
+
+
+def _linked(tool: SearchTool, output: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """A search's MCP content: its answer as JSON text, then a `resource_link` to each document its
+    results come from (first seen first), which `resources/read` reads whole (docs/mcp.md)."""
+    links: dict[str, dict[str, Any]] = {}
+    for hit in output["results"]:
+        if hit["documentId"] not in links:
+            document = tool.documents.get(hit["documentId"])
+            links[hit["documentId"]] = {"type": "resource_link", "uri": hit["uri"], "name": document["name"] if document else hit["documentId"],
+                                        "title": hit["title"], "mimeType": "text/plain"}
+    return ({"type": "text", "text": orjson.dumps(output).decode()}, *links.values())
 
 
 def _title(document: Document) -> str:

@@ -105,7 +105,7 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
         found = self._resource_document(tenant, uri)
         return _resource(*found) if found is not None else None
 
-    def resource_text(self, tenant: str, uri: str, limit: int) -> ResourceText | None:
+    def resource_text(self, tenant: str, uri: str, limit: int, context: Any = None, tools: Any = None) -> ResourceText | None:
         found = self._resource_document(tenant, uri)
         if found is None:
             return None
@@ -119,7 +119,7 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
                             next_uri=page_uri(tool.tool_id, document["id"], end) if end < len(text) else None,
                             source_media_type=document["mediaType"])
 
-    def resource_templates(self) -> list[ResourceTemplateItem]:
+    def resource_templates(self, tenant: str) -> list[ResourceTemplateItem]:
         return [ResourceTemplateItem(
             uri_template=TEMPLATE, name="document", title="A document of a File Search tool",
             description="The text extracted from a document uploaded to a File Search tool: {tool} is the tool's name, "
