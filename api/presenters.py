@@ -14,7 +14,7 @@ from api.services import Services
 from domain.catalog import ToolEntry
 from domain.model import CodeModule
 from domain.ports import ExecutionResult
-from domain.rules import input_schema
+from domain.rules import tool_input_schema
 from infrastructure.audit import export_chunks
 
 
@@ -37,16 +37,21 @@ def _input_schema(module: CodeModule) -> dict[str, Any] | None:
     """What callers are offered: the published tool's arguments, or the draft's before a first publish."""
     definition = module.published if module.published is not None else module.draft
     tool = definition["tool"] if definition is not None else None
-    return None if tool is None else input_schema(tool["inputParameters"])
+    return None if tool is None else tool_input_schema(tool)
 
 
 def execution_out(result: ExecutionResult) -> dict[str, Any]:
-    return {
+    out = {
         "output": result.output,
         "error": result.error.as_dict() if result.error else None,
         "logs": list(result.logs),
         "durationMillis": result.duration_millis,
     }
+    if result.content is not None:
+        # MCP content the code returned (ai.content): the items, as MCP has them; `output` is the
+        # structured value (ai.result's second argument), or null.
+        out["content"] = list(result.content)
+    return out
 
 
 # What orjson writes itself, byte for byte as pydantic writes an `ExecutionOut` (compact, UTF-8, the

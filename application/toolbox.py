@@ -48,9 +48,11 @@ from application.projected import Follower
 from application.store import Store
 from domain import callers
 from domain.catalog import EVERYTHING, NOTHING, Permissions, ToolEntry, ranked
+from domain.content import ContentError, content_of, is_content
 from domain.errors import InvalidInput, ToolNotCallable, UnknownRecord
 from domain.ports import ExecutionError, ExecutionResult
 from domain.rules import undeclared_violations
+from domain.schemas import output_problem
 from domain.values import TOO_DEEP_RESULT, has_lone_surrogate, too_deep, well_formed
 
 ADMIN = "admin"
@@ -604,9 +606,9 @@ class Toolbox(Tools):
             kind = self.kind_of(entry)
             awaited = getattr(kind, "acall", None)
             if awaited is None:
-                result = answered(await anyio.to_thread.run_sync(kind.call, tenant, entry, arguments, context, self, 0))
+                result = answered(await anyio.to_thread.run_sync(kind.call, tenant, entry, arguments, context, self, 0), entry)
             else:
-                result = answered(await awaited(tenant, entry, arguments, context, self, 0))
+                result = answered(await awaited(tenant, entry, arguments, context, self, 0), entry)
         except Exception as error:
             failure = error
             self.call_log.called(tenant, name, entry, context, arguments, None, error, started, time.perf_counter() - clock)
@@ -652,25 +654,52 @@ class Toolbox(Tools):
     def _call_entry(self, tenant: str, entry: ToolEntry, arguments: Any, context: CallContext, depth: int) -> ExecutionResult:
         if not entry.enabled:
             raise ToolNotCallable(entry.name, "the tool is disabled")
-        return answered(self.kind_of(entry).call(tenant, entry, arguments, context, self, depth))
+        return answered(self.kind_of(entry).call(tenant, entry, arguments, context, self, depth), entry)
 
     def answer(self, result: ExecutionResult) -> ExecutionResult:
         return answered(result)
 
 
-def answered(result: ExecutionResult) -> ExecutionResult:
+def test_entry(tool: dict[str, Any] | None) -> ToolEntry | None:
+    """What `answered` needs of a draft's tool section, for its Test run: its `outputSchema`."""
+    schema = (tool or {}).get("outputSchema")
+    return None if schema is None else ToolEntry(name="(draft)", description="", call_type="CODE", output_schema=schema)
+
+
+def answered(result: ExecutionResult, entry: ToolEntry | None = None) -> ExecutionResult:
     """The one check every tool result passes before it is answered, over REST and MCP alike: an
-    output nested deeper than `MAX_DEPTH` is a `result` error (no encoder has to recurse into it),
-    and a lone surrogate in the output, the logs or the error's message becomes U+FFFD."""
+    output nested deeper than `MAX_DEPTH` is a `result` error (no encoder has to recurse into it);
+    MCP content the code returned (`ai.content`, domain.content) is read into `content`, with the
+    structured value as `output`; a tool with an `outputSchema` (`entry`) gets a `result` error
+    naming the path where its structured value does not match; and a lone surrogate in the output,
+    the content, the logs or the error's message becomes U+FFFD."""
     if result.error is None and too_deep(result.output):
         error = ExecutionError("result", TOO_DEEP_RESULT)
         result = dataclasses.replace(result, output=None, error=error)
+    if result.error is None and result.content is None and is_content(result.output):
+        try:
+            items, structured = content_of(result.output)
+        except ContentError as refused:
+            result = dataclasses.replace(result, output=None, error=ExecutionError("result", str(refused)))
+        else:
+            result = dataclasses.replace(result, output=structured, content=tuple(items))
+    schema = entry.output_schema if entry is not None else None
+    if schema is not None and result.error is None:
+        if result.output is None and result.content is not None:
+            problem = ("the tool declares an outputSchema, so its result needs a structured value: "
+                       "ai.result(content, structured)")
+        else:
+            problem = output_problem(schema, result.output)
+        if problem is not None:
+            result = dataclasses.replace(result, output=None, content=None, error=ExecutionError("result", problem))
     message = result.error.message if result.error is not None else None
-    if not has_lone_surrogate([result.output, list(result.logs), message]):
+    content = list(result.content) if result.content is not None else None
+    if not has_lone_surrogate([result.output, content, list(result.logs), message]):
         return result
     return dataclasses.replace(
         result,
         output=well_formed(result.output),
+        content=None if content is None else tuple(well_formed(content)),
         logs=tuple(well_formed(list(result.logs))),
         error=None if result.error is None else ExecutionError(result.error.type, well_formed(result.error.message)),
     )

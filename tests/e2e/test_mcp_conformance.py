@@ -7,9 +7,9 @@ by `scripts/conformance.sh install` into .engines/conformance/ (`make test` does
 saying how to install it.
 
 The server is given the tools the suite's scenarios call by name (`test_simple_text`,
-`test_error_handling`, ...) by `toolsmith examples load conformance` (the gallery's set,
-entrypoints/examples/conformance.json, through the REST API) and `json_schema_2020_12_tool` by
-its tools file, and is reached through a small proxy that
+`test_error_handling`, `test_image_content`, `json_schema_2020_12_tool`, ...) by `toolsmith
+examples load conformance` (the gallery's set, entrypoints/examples/conformance.json, through the
+REST API), and is reached through a small proxy that
 adds the bearer token: the suite's client sends none, and Toolsmith's MCP takes no anonymous
 caller. The proxy passes everything else through as it came (the Host and Origin headers too,
 which the suite's DNS rebinding scenario varies).
@@ -46,17 +46,6 @@ ADMIN_TOKEN = "tsa_conformance-admin-token"
 # The suite writes each scenario's checks to `server-<scenario>-<timestamp>/checks.json`.
 RESULT_DIR = re.compile(r"-\d{4}-\d{2}-\d{2}T[0-9-]+Z?\Z")
 
-# An external MCP tool (tools file) keeps its declared schema as given: the JSON Schema 2020-12
-# scenario only lists it, so its upstream need not exist.
-SCHEMA_2020_12 = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-    "additionalProperties": False,
-}
-TOOLS_FILE = {"mcp": [{"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features",
-                       "url": "https://conformance.invalid/mcp", "inputSchema": SCHEMA_2020_12, "exposeInChat": True}]}
 
 
 def runner() -> Path:
@@ -126,9 +115,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The MCP URL of a Toolsmith with the suite's tools, through the token proxy."""
     runner()  # no server is started for a suite that is not there
     root = tmp_path_factory.mktemp("conformance")
-    tools = root / "tools.json"
-    tools.write_text(json.dumps(TOOLS_FILE))
-    server = Server(data_dir=root / "data", env={"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSMITH_TOOLS_FILE": str(tools)})
+    server = Server(data_dir=root / "data", env={"TOOLSMITH_ADMIN_TOKEN": ADMIN_TOKEN})
     server.token = ADMIN_TOKEN
     server.start()
     try:

@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, JSONRPCResponse, TextContent
 from api import mcp_direct
 from api.mcp_tools import CALL_FAILED, mcp_result, not_offered_text, refusal_text, refused, wire_error, wire_result
 from domain.errors import ToolNotCallable
+from domain.content import content_of
 from domain.ports import ExecutionError, ExecutionResult
 
 RESULTS = [
@@ -25,6 +26,13 @@ RESULTS = [
     ExecutionResult(output=None, duration_millis=1e16),
     ExecutionResult(output={}, duration_millis=0.1),
     ExecutionResult(error=ExecutionError("runtime", "TypeError: no way ü"), logs=("before",), duration_millis=0.5),
+    # MCP content a module returned (ai.content), read as the toolbox reads it, with and without a structured value
+    ExecutionResult(content=tuple(content_of([
+        {"$mcp": "text", "text": "ä"}, {"$mcp": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"$mcp": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        {"$mcp": "resource", "uri": "test://r", "mimeType": "text/plain", "text": "t"}, {"$mcp": "resource", "uri": "test://b", "blob": "AAAA"},
+        {"$mcp": "link", "uri": "test://l", "name": "l", "mimeType": "text/plain", "description": "d"}])[0]), duration_millis=0.2),
+    ExecutionResult(output={"total": 2}, content=tuple(content_of({"$mcp": "text", "text": "two"})[0]), duration_millis=0.3),
 ]
 REFUSALS = [
     (wire_error(refusal_text(ToolNotCallable("x", "the tool is disabled"))), refused(ToolNotCallable("x", "the tool is disabled"))),

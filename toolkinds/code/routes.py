@@ -36,7 +36,7 @@ from api.schemas import (
 )
 from application.modules import UNSET, Written
 from domain.model import STATES
-from application.toolbox import answered
+from application.toolbox import answered, test_entry
 from application.principals import Principal
 from api.services import Services
 from projections.interface import MAX_LIMIT, ORDER_FIELDS
@@ -140,7 +140,7 @@ def test_module(body: TestRequest, services: ServicesDep, principal: Admin) -> d
         module_id=body.id,
         context=call_context(principal, REST),
     )
-    out = execution_out(answered(result))
+    out = execution_out(answered(result, test_entry(tool)))
     examples = services.execution.test_examples(principal.tenant, content=body.draftContent, imports=body.draftImports,
                                                 tool=tool, module_id=body.id, context=call_context(principal, REST))
     if examples:
