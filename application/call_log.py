@@ -45,6 +45,10 @@ DEFAULT_BATCH = 1_000
 FLUSH_SECONDS = 0.05
 WARN_EVERY_SECONDS = 60.0
 EXPIRE_EVERY_SECONDS = 3600.0
+# How often the writer reads which tools' values are captured (another replica may switch one).
+CAPTURE_EVERY_SECONDS = 5.0
+# How long the writer keeps a tenant's redactor (its secrets' values) for captured values.
+REDACTOR_SECONDS = 30.0
 MAX_PAGE = 500
 
 _VIA = {REST: calls.REST, MCP: calls.MCP, CONSOLE: calls.PLAYGROUND}
@@ -90,6 +94,12 @@ class CallRecords(Protocol):
     def restore(self, records: Iterable[dict[str, Any]]) -> int:
         """Stores records as they were exported (their hashes and places kept); answers how many."""
 
+    def set_capture(self, tenant: str, tool: str, max_bytes: int | None, by: str, at: float) -> dict[str, Any]:
+        """Switches value capture of `tool` on (its cap) or off (None), recorded in the chain."""
+
+    def captures(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """The tools whose values are captured, with their caps (`tenant`'s, else every tenant's)."""
+
     def close(self) -> None: ...
 
 
@@ -121,6 +131,13 @@ class CallLog:
         self._stopping = False
         self._warned_at = float("-inf")
         self._thread: threading.Thread | None = None
+        # Value capture (docs/calls.md): tenant -> tool -> cap in bytes, read from the store; and
+        # what redacts a tenant's secrets from captured values (set by the composition: the
+        # tenant's secrets' values), kept a moment per tenant by the writer.
+        self._capture: dict[str, dict[str, int]] = {}
+        self._next_capture_read = 0.0
+        self.redactor: Any = None  # (tenant) -> domain.redaction.Redactor
+        self._redactors: dict[str, tuple[float, Any]] = {}
         # Told of each call (tenant, tool, kind, via, outcome, seconds, whether the catalog knew the
         # tool): the metrics' counters (docs/observability.md); wired by the composition root.
         self.observe: Callable[[str, str, str | None, str, str, float, bool], None] | None = None
@@ -163,6 +180,7 @@ class CallLog:
             "via": via,
             "arguments": arguments, "result": result, "outcome": outcome, "duration_ms": elapsed * 1000.0,
             "trace_id": _trace_id(), "kind": kind, "definition": definition,
+            "capture": caps.get(name) if (caps := self._capture.get(tenant)) else None,
         })
         self._queued = next(self._count)
         if len(self._queue) >= self.batch:
@@ -180,6 +198,7 @@ class CallLog:
 
     def start(self) -> None:
         if self.on and self._thread is None:
+            self._read_captures()
             self._stopping = False
             self._thread = threading.Thread(target=self._run, name="call-log-writer", daemon=True)
             self._thread.start()
@@ -225,6 +244,8 @@ class CallLog:
             self._wake.wait(self._flush_seconds)
             self._wake.clear()
             self._write_all()
+            if time.monotonic() >= self._next_capture_read:
+                self._read_captures()
             if self.days is not None and time.monotonic() >= self._next_expiry:
                 self._next_expiry = time.monotonic() + EXPIRE_EVERY_SECONDS
                 self._expire_now()
@@ -239,6 +260,28 @@ class CallLog:
         if removed:
             log.info("call log: expired records removed", extra={"removed": removed, "days": self.days})
 
+    def _read_captures(self) -> None:
+        self._next_capture_read = time.monotonic() + CAPTURE_EVERY_SECONDS
+        try:
+            found = self.store.captures()  # type: ignore[union-attr]
+        except Exception as error:  # noqa: BLE001 - read again in a moment
+            log.error("call log: the value capture switches could not be read", extra={"error": type(error).__name__})
+            return
+        switched: dict[str, dict[str, int]] = {}
+        for row in found:
+            switched.setdefault(row["tenant"], {})[row["tool"]] = row["maxBytes"]
+        self._capture = switched  # replaced whole: the call path reads it without a lock
+
+    def _redactor_for(self, tenant: str) -> Any:
+        if self.redactor is None:
+            return None
+        now = time.monotonic()
+        kept = self._redactors.get(tenant)
+        if kept is None or kept[0] < now:
+            kept = (now + REDACTOR_SECONDS, self.redactor(tenant))
+            self._redactors[tenant] = kept
+        return kept[1]
+
     def _write_all(self) -> None:
         while self._queue:
             taken: list[dict[str, Any]] = []
@@ -249,7 +292,7 @@ class CallLog:
 
     def _write(self, taken: list[dict[str, Any]]) -> None:
         try:
-            self.store.append([_record(raw) for raw in taken])  # type: ignore[union-attr]
+            self.store.append([_record(raw, self._redactor_for) for raw in taken])  # type: ignore[union-attr]
             self.written += len(taken)
         except Exception as error:  # noqa: BLE001 - the calls were answered; the log says what it lost
             self.failed += len(taken)
@@ -283,6 +326,26 @@ class CallLog:
             return {}
         self.flush()
         return self.store.last_calls(tenant, tools)
+
+    # -- value capture ------------------------------------------------------------------------
+
+    def captures(self, tenant: str) -> list[dict[str, Any]]:
+        return [] if self.store is None else self.store.captures(tenant)
+
+    def set_capture(self, tenant: str, tool: str, max_bytes: int | None, by: str) -> dict[str, Any]:
+        """Switches value capture of `tool` on with a cap of `max_bytes` per value, or off (None):
+        the switch is a record of the tenant's chain; the calls queued after it follow it."""
+        if self.store is None:
+            raise RuntimeError("the call log is off")
+        self.flush()
+        record = self.store.set_capture(tenant, tool, max_bytes, by, self._clock())
+        switched = {t: dict(tools) for t, tools in self._capture.items()}
+        if max_bytes:
+            switched.setdefault(tenant, {})[tool] = int(max_bytes)
+        else:
+            switched.get(tenant, {}).pop(tool, None)
+        self._capture = switched
+        return record
 
     def activity(self, tenant: str, tool: str, names: Sequence[str] = ()) -> Any:
         """`tool`'s last 24 hours and 7 days (`application.call_activity.Activity`), of the calls of
@@ -339,8 +402,27 @@ def _trace_id() -> str | None:
     return format(context.trace_id, "032x") if context.is_valid else None
 
 
-def _record(raw: dict[str, Any]) -> dict[str, Any]:
-    """The stored record of a queued call (in the writer): its id, time and hashes."""
+def _captured(raw: dict[str, Any], redactor_for: Any) -> dict[str, Any]:
+    """What value capture keeps of a call: its arguments and result, the tenant's secrets replaced
+    (`domain.redaction`), each as canonical JSON cut to the tool's cap."""
+    cap = int(raw["capture"])
+    redactor = redactor_for(raw["tenant"]) if redactor_for is not None else None
+    result: ExecutionResult | None = raw["result"]
+    values: list[Any] = [raw["arguments"]]
+    if result is not None:
+        values.append(result.output if result.error is None else {"error": {"type": result.error.type, "message": result.error.message}})
+    if redactor:
+        values = [redactor.value(v) for v in values]
+    arguments, cut = calls.captured_text(values[0], cap)
+    kept: dict[str, Any] = {"maxBytes": cap, "arguments": arguments, "argumentsCut": cut, "result": None, "resultCut": False}
+    if len(values) > 1:
+        kept["result"], kept["resultCut"] = calls.captured_text(values[1], cap)
+    return kept
+
+
+def _record(raw: dict[str, Any], redactor_for: Any = None) -> dict[str, Any]:
+    """The stored record of a queued call (in the writer): its id, time and hashes, and its values
+    when the tool's are captured."""
     entry: ToolEntry | None = raw["entry"]
     result: ExecutionResult | None = raw["result"]
     if result is None:
@@ -360,5 +442,7 @@ def _record(raw: dict[str, Any]) -> dict[str, Any]:
         "arguments_sha256": canonical_sha256(raw["arguments"]), "result_sha256": result_sha256,
         "outcome": raw["outcome"], "duration_ms": round(raw["duration_ms"], 3), "trace_id": raw["trace_id"],
         "expired_through": None, "expired_hash": None,
+        # only when captured: a record without values hashes as it did before capture existed
+        **({"captured": _captured(raw, redactor_for)} if raw.get("capture") else {}),
     }
 

@@ -25,6 +25,7 @@ from application.kinds.base import ToolKind
 from application.store import Store
 from domain.errors import InvalidRecord, RecordTaken, SecretInUse, SecretUnreadable, UnknownRecord
 from domain.ports import SecretValues, SecretVault
+from domain.redaction import Redactor
 from domain.secrets import (
     Secret,
     secret_aggregate_id,
@@ -57,6 +58,23 @@ class Secrets(SecretValues):
         if value is None:
             raise SecretUnreadable(secret_id, "has no stored value matching its record; set its value again")
         return value
+
+    def redactor(self, tenant: str) -> Redactor:
+        """What replaces every form of the tenant's secrets' values (`domain.redaction`): for what
+        the call log captures of a tool's values (docs/calls.md). A value that cannot be read is
+        left out (it cannot be in a call's values either)."""
+        values = []
+        for secret_id in self._vault.ids(tenant):
+            secret = self._live(tenant, secret_id)
+            if secret is None:
+                continue
+            try:
+                value = self._vault.read(tenant, secret_id, secret.fingerprint)
+            except Exception:  # noqa: BLE001 - unreadable: no call could have used it
+                value = None
+            if value:
+                values.append(value)
+        return Redactor(values)
 
     # -- queries ------------------------------------------------------------------------------
 

@@ -36,7 +36,13 @@ PLAYGROUND = "playground"
 TEST = "test"
 VIAS = (REST, MCP, PLAN, PLAYGROUND, TEST)
 EXPIRY = "expiry"
+# An admin's switch of value capture for one tool: a record of the chain too (`capture_record`).
+CAPTURE = "capture"
+# Records that are the log's own bookkeeping, not calls: never listed, counted or shown as a call.
+BOOKKEEPING = (EXPIRY, CAPTURE)
 OK = "ok"
+# Value capture's size cap (docs/calls.md): each captured value's JSON is cut to at most this many bytes.
+CAPTURE_MAX_BYTES = 65_536
 
 # Every field of a record, in the order the REST API shows them.
 FIELDS = (
@@ -149,6 +155,30 @@ def verify_calls(records: Iterable[Mapping[str, Any]]) -> CallChainReport:
 def iso(at: float) -> str:
     """A record's time: ISO 8601, UTC, to the microsecond (sortable as text)."""
     return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def capture_record(tenant: str, at: float, tool: str, by: str, max_bytes: int | None) -> dict[str, Any]:
+    """The record an admin's switch of value capture leaves in `tenant`'s chain: on with its cap
+    (`max_bytes`), or off (None)."""
+    return {
+        "id": uuid4().hex, "tenant": tenant, "at": iso(at), "tool": tool, "kind": None, "version": None,
+        "definition_sha256": None, "caller": by, "caller_token": None, "caller_person": None,
+        "caller_client": None, "plan": None, "via": CAPTURE, "arguments_sha256": None, "result_sha256": None,
+        "outcome": f"capture on ({max_bytes} bytes)" if max_bytes else "capture off", "duration_ms": 0.0,
+        "trace_id": None, "expired_through": None, "expired_hash": None, "capture_max_bytes": max_bytes,
+    }
+
+
+def captured_text(value: Any, max_bytes: int) -> tuple[str, bool]:
+    """A value as canonical JSON, cut to at most `max_bytes` bytes (never inside a character), and
+    whether it was cut: what value capture keeps of an argument or a result."""
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        data = orjson.dumps(repr(value))
+    if len(data) <= max_bytes:
+        return data.decode(), False
+    return data[:max_bytes].decode("utf-8", errors="ignore"), True
 
 
 def expiry_record(tenant: str, at: float, through: int, through_hash: str, count: int) -> dict[str, Any]:

@@ -328,6 +328,7 @@ def bootstrap(settings: Settings, *, sandbox: Sandbox | None | object = _BUILD,
                             login_failures=settings.login_failures, invitation_hours=settings.invitation_hours)
     # Every call, from every way in, recorded where the toolbox and a module's Test run it (docs/calls.md).
     app.toolbox.call_log = app.execution.call_log = open_call_log(settings, store)
+    app.toolbox.call_log.redactor = app.secrets.redactor  # what value capture redacts (the tenant's secrets)
     identity = store_identity(store)
     read_model = build_read_model(settings, identity)
     channels = store_channels(settings, store, identity)

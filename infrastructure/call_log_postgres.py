@@ -30,6 +30,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS toolsmith_call_records_at ON {records} (at)",
     "CREATE INDEX IF NOT EXISTS toolsmith_call_records_tool_at ON {records} (tenant, tool, at)",
     "CREATE TABLE IF NOT EXISTS {heads} (tenant text PRIMARY KEY, n bigint NOT NULL, hash text NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {captures} (tenant text NOT NULL, tool text NOT NULL, max_bytes integer NOT NULL, "
+    "switched_by text NOT NULL, at text NOT NULL, PRIMARY KEY (tenant, tool))",
 )
 
 
@@ -42,12 +44,13 @@ class PostgresCallRecords(SqlCallRecords):
         schema = getattr(datastore, "schema", None) or "public"
         self.RECORDS = SQL("{}.{}").format(Identifier(schema), Identifier("toolsmith_call_records")).as_string(None)
         self.HEADS = SQL("{}.{}").format(Identifier(schema), Identifier("toolsmith_call_heads")).as_string(None)
+        self.CAPTURES = SQL("{}.{}").format(Identifier(schema), Identifier("toolsmith_call_capture")).as_string(None)
         created_despite_others(self._create)
 
     def _create(self) -> None:
         with self._transaction(write=True) as cursor:
             for statement in _SCHEMA:
-                cursor.execute(statement.format(records=self.RECORDS, heads=self.HEADS))
+                cursor.execute(statement.format(records=self.RECORDS, heads=self.HEADS, captures=self.CAPTURES))
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:

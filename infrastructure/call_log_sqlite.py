@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from domain.calls import GENESIS, chained, expiry_record
+from domain.calls import CAPTURE, EXPIRY, GENESIS, capture_record, chained, expiry_record
 
 FILE_MODE = 0o600
 _FILTERS = ("tool", "outcome", "via")
@@ -39,6 +39,7 @@ class SqlCallRecords:
     P = "?"
     RECORDS = "call_records"
     HEADS = "call_heads"
+    CAPTURES = "call_capture"
 
     # -- what an engine supplies ------------------------------------------------------------
 
@@ -88,7 +89,41 @@ class SqlCallRecords:
         batch.sort(key=lambda r: (r["tenant"], r["n"]))
         with self._transaction(write=True) as cursor:
             self._append(cursor, batch, as_stored=True)
+            # the switches of value capture as their records left them
+            for record in batch:
+                if record.get("via") == CAPTURE and record.get("tool"):
+                    self._switch(cursor, record["tenant"], record["tool"], record.get("capture_max_bytes"), record["caller"], record["at"])
         return len(batch)
+
+    # -- value capture ---------------------------------------------------------------------
+
+    def set_capture(self, tenant: str, tool: str, max_bytes: int | None, by: str, at: float) -> dict[str, Any]:
+        """Switches value capture of `tool` on (with its cap) or off (None), and records the switch in
+        the tenant's chain, in one transaction; answers the switch's record."""
+        record = capture_record(tenant, at, tool, by, max_bytes)
+        with self._transaction(write=True) as cursor:
+            self._head_for_update(cursor, tenant)  # the chain's lock first, as a batch takes it
+            self._append(cursor, [record])
+            self._switch(cursor, tenant, tool, max_bytes, by, record["at"])
+        return record
+
+    def _switch(self, cursor: Any, tenant: str, tool: str, max_bytes: int | None, by: str, at: str) -> None:
+        p = self.P
+        if max_bytes:
+            cursor.execute(f"INSERT INTO {self.CAPTURES} (tenant, tool, max_bytes, switched_by, at) VALUES ({p}, {p}, {p}, {p}, {p}) "
+                           f"ON CONFLICT (tenant, tool) DO UPDATE SET max_bytes = excluded.max_bytes, switched_by = excluded.switched_by, at = excluded.at",
+                           (tenant, tool, int(max_bytes), by, at))
+        else:
+            cursor.execute(f"DELETE FROM {self.CAPTURES} WHERE tenant = {p} AND tool = {p}", (tenant, tool))
+
+    def captures(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """The tools whose values are captured (of `tenant`, else of every tenant), with their caps."""
+        p = self.P
+        where, args = (f"WHERE tenant = {p}", [tenant]) if tenant is not None else ("", [])
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT tenant, tool, max_bytes, switched_by, at FROM {self.CAPTURES} {where} ORDER BY tenant, tool", args)
+            rows = cursor.fetchall()
+        return [{"tenant": t, "tool": tool, "maxBytes": int(m), "by": by, "at": at} for t, tool, m, by, at in rows]
 
     def expire(self, before: str) -> int:
         """Removes the records older than `before` of every tenant; each tenant's removal is a new
@@ -114,7 +149,7 @@ class SqlCallRecords:
 
     def page(self, tenant: str, where: Any, *, before: int | None, limit: int) -> tuple[list[dict[str, Any]], bool]:
         p = self.P
-        clauses, args = [f"tenant = {p}", f"via <> {p}"], [tenant, "expiry"]
+        clauses, args = [f"tenant = {p}", f"via <> {p}", f"via <> {p}"], [tenant, EXPIRY, CAPTURE]
         for name in _FILTERS:
             value = getattr(where, name)
             if value is not None:
@@ -153,9 +188,9 @@ class SqlCallRecords:
         names = list(dict.fromkeys(tools))
         marks = ", ".join([p] * len(names))
         sql = (f"SELECT record FROM {self.RECORDS} WHERE position IN (SELECT MAX(position) FROM {self.RECORDS} "
-               f"WHERE tenant = {p} AND tool IN ({marks}) AND via <> {p} GROUP BY tool)")
+               f"WHERE tenant = {p} AND tool IN ({marks}) AND via <> {p} AND via <> {p} GROUP BY tool)")
         with self._transaction(write=False) as cursor:
-            cursor.execute(sql, [tenant, *names, "test"])
+            cursor.execute(sql, [tenant, *names, "test", CAPTURE])
             rows = cursor.fetchall()
         found = [orjson.loads(row[0]) for row in rows]
         return {record["tool"]: record for record in found}
@@ -171,8 +206,8 @@ class SqlCallRecords:
         (what the percentiles are taken from)."""
         p = self.P
         names = list(dict.fromkeys(tools)) or [""]
-        where = f"tenant = {p} AND tool IN ({', '.join([p] * len(names))}) AND at >= {p} AND via <> {p} AND via <> {p}"
-        args = [tenant, *names, since, "test", "expiry"]
+        where = f"tenant = {p} AND tool IN ({', '.join([p] * len(names))}) AND at >= {p} AND via <> {p} AND via <> {p} AND via <> {p}"
+        args = [tenant, *names, since, "test", EXPIRY, CAPTURE]
         found: dict[str, Any] = {}
         with self._transaction(write=False) as cursor:
             cursor.execute(f"SELECT substr(at, 1, 13), COUNT(*), SUM(CASE WHEN outcome <> {p} THEN 1 ELSE 0 END) "
@@ -180,7 +215,7 @@ class SqlCallRecords:
             found["hours"] = [(str(h), int(c), int(e or 0)) for h, c, e in cursor.fetchall()]
             for key, start in (("callers", since), ("recent_callers", recent)):
                 cursor.execute(f"SELECT caller, COUNT(*) FROM {self.RECORDS} WHERE {where} "
-                               f"GROUP BY caller ORDER BY COUNT(*) DESC, caller LIMIT {int(top)}", [tenant, *names, start, "test", "expiry"])
+                               f"GROUP BY caller ORDER BY COUNT(*) DESC, caller LIMIT {int(top)}", [tenant, *names, start, "test", EXPIRY, CAPTURE])
                 found[key] = [(str(c or ""), int(n)) for c, n in cursor.fetchall()]
             cursor.execute(f"SELECT substr(at, 1, 13), {self.DURATION} FROM {self.RECORDS} WHERE {where} "
                            f"ORDER BY at DESC LIMIT {int(sample)}", args)
@@ -231,6 +266,8 @@ CREATE INDEX IF NOT EXISTS call_records_tool ON call_records (tenant, tool, posi
 CREATE INDEX IF NOT EXISTS call_records_at ON call_records (at);
 CREATE INDEX IF NOT EXISTS call_records_tool_at ON call_records (tenant, tool, at);
 CREATE TABLE IF NOT EXISTS call_heads (tenant TEXT PRIMARY KEY, n INTEGER NOT NULL, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS call_capture (tenant TEXT NOT NULL, tool TEXT NOT NULL, max_bytes INTEGER NOT NULL, switched_by TEXT NOT NULL,
+    at TEXT NOT NULL, PRIMARY KEY (tenant, tool));
 """
 
 

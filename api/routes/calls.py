@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import Reader, ServicesDep
+from api.deps import Admin, Reader, ServicesDep
 from api.paths import ADMIN_API
 from api.problems import documented
 from application import queries
@@ -49,6 +50,8 @@ def call_out(record: dict[str, Any]) -> dict[str, Any]:
     }
     if record["via"] == calls.EXPIRY:
         out["expired"] = {"through": record["expired_through"], "hash": record["expired_hash"]}
+    if "captured" in record:  # value capture was on for the tool (docs/calls.md)
+        out["captured"] = record["captured"]
     return out
 
 
@@ -95,6 +98,45 @@ def list_calls(
         following = request.url.include_query_params(cursor=queries.cursor_after(str(records[-1]["position"])))
         response.headers["Link"] = f'<{following}>; rel="next"'
     return [call_out(record) for record in records]
+
+
+class CaptureIn(BaseModel):
+    """Value capture switched on for one tool: each captured value's JSON is cut to `maxBytes` bytes."""
+
+    model_config = ConfigDict(extra="forbid")
+    maxBytes: int = Field(default=4096, ge=1, le=calls.CAPTURE_MAX_BYTES,  # noqa: N815 - the API's spelling
+                          description="each captured value's JSON is cut to at most this many bytes")
+
+
+def _capture_out(row: dict[str, Any]) -> dict[str, Any]:
+    return {"tool": row["tool"], "maxBytes": row["maxBytes"], "by": row["by"], "at": row["at"]}
+
+
+@router.get("/capture", response_model=list[dict[str, Any]])
+def list_captures(services: ServicesDep, principal: Reader) -> list[dict[str, Any]]:
+    """The tools whose calls' values are captured, with their caps; off for every other tool."""
+    return [_capture_out(row) for row in services.toolbox.call_log.captures(principal.tenant)]
+
+
+@router.put("/capture/{name}", response_model=dict[str, Any], responses=documented(400, 404))
+def switch_capture_on(services: ServicesDep, principal: Admin, body: CaptureIn,
+                      name: Annotated[str, Path(max_length=200)]) -> dict[str, Any]:
+    """Switches value capture on for one tool of the catalog: its calls' arguments and results are
+    kept in their records, the tenant's secrets replaced, each cut to `maxBytes`. The switch is a
+    record of the call log's chain."""
+    if services.toolbox.entry(principal.tenant, name) is None:
+        raise UnknownRecord("tool", name)
+    services.toolbox.call_log.set_capture(principal.tenant, name, body.maxBytes, principal.name)
+    return {"tool": name, "maxBytes": body.maxBytes, "capture": True}
+
+
+@router.delete("/capture/{name}", response_model=dict[str, Any], responses=documented(404))
+def switch_capture_off(services: ServicesDep, principal: Admin, name: Annotated[str, Path(max_length=200)]) -> dict[str, Any]:
+    """Switches value capture off for one tool (its records keep what they captured until they expire)."""
+    if not any(row["tool"] == name for row in services.toolbox.call_log.captures(principal.tenant)):
+        raise UnknownRecord("value capture", name)
+    services.toolbox.call_log.set_capture(principal.tenant, name, None, principal.name)
+    return {"tool": name, "capture": False}
 
 
 @router.get("/{id}", response_model=dict[str, Any], responses=documented(404))

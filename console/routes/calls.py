@@ -82,7 +82,7 @@ def tool_links(services: Any, tenant: str, record: dict[str, Any]) -> tuple[str 
 
 def row_of(services: Any, tenant: str, record: dict[str, Any]) -> dict[str, Any]:
     page, version_page = tool_links(services, tenant, record)
-    return {**record, "who": caller_words(record), "page": page, "versionPage": version_page,
+    return {**record, "captured": record.get("captured"), "who": caller_words(record), "page": page, "versionPage": version_page,
             "words": outcome_words(record["outcome"]), "ok": record["outcome"] == calls.OK,
             "viaWords": VIA_WORDS.get(record["via"], record["via"]), "duration": charts.millis(record.get("duration_ms"))}
 

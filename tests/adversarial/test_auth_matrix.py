@@ -136,6 +136,9 @@ ROUTES: list[tuple[str, str]] = [
     ("DELETE", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
     ("GET", "/api/v1/admin/audit/export"),
     ("GET", "/api/v1/admin/calls"),
+    ("GET", "/api/v1/admin/calls/capture"),
+    ("PUT", "/api/v1/admin/calls/capture/{name}"),
+    ("DELETE", "/api/v1/admin/calls/capture/{name}"),
     ("GET", "/api/v1/admin/calls/{id}"),
     ("GET", "/api/v1/admin/users"),
     ("POST", "/api/v1/admin/users"),
@@ -246,6 +249,8 @@ def body_for(method: str, path: str, principal: str) -> Any:
     own = f"x_{principal.replace('-', '_')}_{secrets.token_hex(3)}"
     if method == "GET" or method == "DELETE":
         return None
+    if path == "/api/v1/admin/calls/capture/{name}":
+        return {"maxBytes": 1024}
     if path == "/api/v1/admin/code-modules":
         return {"id": own, "description": "intruder", "draftContent": "exports.x = 1;"}
     if path == "/api/v1/admin/code-modules/publish":

@@ -354,3 +354,62 @@ def test_healthz_says_what_the_log_wrote_and_what_a_full_queue_dropped(client: T
         log.capacity = 50_000
     assert expect(client.get("/healthz"), 200).json()["callLog"]["dropped"] == 2
     assert len(calls(client, tool=name)) == 1
+
+
+def test_value_capture_keeps_one_tools_values_redacted_and_capped_once_an_admin_switches_it_on(client: TestClient) -> None:
+    secret_value = "sk-live-capture-0123456789abcdef"
+    secret_id = unique_id("key")
+    expect(client.post("/api/v1/admin/secrets", json={"id": secret_id, "value": secret_value}), 201)
+    name = publish(client)
+    other = publish(client)
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "before"}), 200)
+    assert "captured" not in only_call(client, name)  # off by default
+    assert expect(client.get(f"{CALLS}/capture"), 200).json() == []
+
+    switched = expect(client.put(f"{CALLS}/capture/{name}", json={"maxBytes": 64}), 200).json()
+    assert switched == {"tool": name, "maxBytes": 64, "capture": True}
+    listed = expect(client.get(f"{CALLS}/capture"), 200).json()
+    assert [(c["tool"], c["maxBytes"]) for c in listed] == [(name, 64)]
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": f"my key is {secret_value}"}), 200)
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "x" * 200}), 200)
+    expect(client.post(f"/api/v1/tools/{other}/call", json={"text": "not captured"}), 200)
+    long, keyed = calls(client, tool=name)[:2]
+    assert keyed["captured"]["arguments"] == json.dumps({"text": "my key is [secret]"}, separators=(",", ":"))
+    assert secret_value not in json.dumps(keyed) and "[secret]" in keyed["captured"]["result"]
+    assert keyed["argumentsSha256"] == sha({"text": f"my key is {secret_value}"})  # the hash is of what was sent
+    assert long["captured"]["argumentsCut"] is True and len(long["captured"]["arguments"].encode()) == 64
+    assert long["captured"]["maxBytes"] == 64
+    assert "captured" not in only_call(client, other)
+    from tests.console.test_console_others import console
+
+    page = expect(console(client, ADMIN_TOKEN).get("/console/calls", params={"tool": name}), 200).text
+    assert "Arguments kept" in page and "my key is [secret]" in page and secret_value not in page
+    assert "cut at 64 bytes" in page
+    # the switch itself is no call: not listed, not counted
+    assert len(calls(client, tool=name)) == 3
+
+    expect(client.delete(f"{CALLS}/capture/{name}"), 200)
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "after"}), 200)
+    assert "captured" not in calls(client, tool=name)[0]
+    assert expect(client.get(f"{CALLS}/capture"), 200).json() == []
+    # each switch is in the chain, which still verifies
+    from domain.calls import verify_calls
+
+    store = client.app.state.services.toolbox.call_log.store
+    chain = list(store.chains("default"))
+    switches = [r for r in chain if r["via"] == "capture" and r["tool"] == name]
+    assert [s["outcome"] for s in switches] == ["capture on (64 bytes)", "capture off"]
+    assert verify_calls(chain).intact
+
+
+def test_value_capture_is_for_a_tool_that_exists_with_a_cap_in_bounds_and_admins_only(client: TestClient) -> None:
+    name = publish(client)
+    assert client.put(f"{CALLS}/capture/{unique_id('ghost')}", json={"maxBytes": 10}).status_code == 404
+    for bad in ({"maxBytes": 0}, {"maxBytes": 10**7}, {"maxBytes": "many"}, {"cap": 5}):
+        refused = client.put(f"{CALLS}/capture/{name}", json=bad)
+        assert refused.status_code in (400, 422) and ("maxBytes" in refused.text or "cap" in refused.text), refused.text
+    assert client.delete(f"{CALLS}/capture/{name}").status_code == 404  # it was not on
+    issued = expect(client.post("/api/v1/admin/tokens", json={"name": "an auditor", "role": "auditor"}), 201).json()
+    auditor = {"Authorization": f"Bearer {issued['token']}"}
+    assert client.put(f"{CALLS}/capture/{name}", json={"maxBytes": 10}, headers=auditor).status_code == 403
+    assert client.get(f"{CALLS}/capture", headers=auditor).status_code == 200

@@ -227,3 +227,23 @@ def test_a_tools_activity_is_counted_by_hour_with_its_callers_and_durations(back
     # the newest call's duration only, when the sample is one: the week's percentiles say they are sampled
     one = summarize("echo", backend.store.activity("alpha", ["echo"], week_since, day_since, sample=1, top=1), now, sample=1)
     assert one.week.sampled and one.week.calls == 4 and one.week.p50 == 1.5
+
+
+def test_a_capture_switch_is_a_record_of_the_chain_and_an_import_restores_it(backend: Backend, tmp_path: Path) -> None:
+    backend.store.append([record("alpha")])
+    backend.store.set_capture("alpha", "echo", 128, "admin", time.time())
+    backend.store.set_capture("alpha", "sum", 64, "admin", time.time())
+    backend.store.set_capture("alpha", "sum", None, "admin", time.time())
+    assert [(c["tool"], c["maxBytes"]) for c in backend.store.captures("alpha")] == [("echo", 128)]
+    assert backend.store.captures("beta") == []
+    chain = list(backend.store.chains("alpha"))
+    assert [r["outcome"] for r in chain[1:]] == ["capture on (128 bytes)", "capture on (64 bytes)", "capture off"]
+    assert verify_calls(chain).intact
+    # switches are the log's bookkeeping: no call in a page, nor a tool's last call
+    assert len(backend.store.page("alpha", CallFilter(), before=None, limit=10)[0]) == 1
+    assert "sum" not in backend.store.last_calls("alpha", ["echo", "sum"])
+    copy = SqliteCallRecords(tmp_path / "restored.sqlite")
+    copy.restore(list(backend.store.chains()))
+    assert [(c["tool"], c["maxBytes"]) for c in copy.captures()] == [("echo", 128)]
+    assert verify_calls(copy.chains()).digest == verify_calls(backend.store.chains()).digest
+    copy.close()
