@@ -136,7 +136,7 @@ class PublishedPages:
             else:
                 fields = {"form": [f"Someone saved this {self.title} after you opened it: open it again to see their change."]}
             existing = kind.find(principal.tenant, name) if name is not None else None
-            return self.editor(request, values, item=existing, fields=fields, summary="Some fields need a change.", status=400)
+            return self.editor(request, values, item=existing, fields=fields, summary="Some fields need a change.")
         said = f"Saved the draft of {item_id}: publish it to offer it." if name is not None else f"Created {item_id}: publish it to offer it."
         return toast(request, self._redirect(self.page(item_id)), said)
 

@@ -29,7 +29,7 @@ def test_a_prompt_is_made_published_tested_and_deleted_from_its_pages(client: Te
     assert 'id="messages"' in expect(admin.get(f"{PAGES}/new"), 200).text
     # a placeholder that names no argument: refused at its field, what was typed kept
     bad = post(PAGES, form(id="greet", messages=json.dumps([{"role": "user", "content": {"type": "text", "text": "Hi {{whom}}"}}])))
-    assert bad.status_code == 400 and "names no argument" in bad.text and "Hi {{whom}}" in bad.text
+    assert bad.status_code == 200 and "names no argument" in bad.text and "Hi {{whom}}" in bad.text
     made = post(PAGES, form(id="greet"))
     assert made.status_code == 303 and made.headers["location"] == f"{PAGES}/greet"
     page = expect(admin.get(f"{PAGES}/greet"), 200).text
@@ -49,7 +49,7 @@ def test_a_prompt_is_made_published_tested_and_deleted_from_its_pages(client: Te
     assert "the argument &#39;who&#39; is required" in missing
     # a save from a page opened before that change is refused (If-Match from the form)
     stale = post(f"{PAGES}/greet", form(version="1"))
-    assert stale.status_code == 400 and "after you opened it" in stale.text
+    assert stale.status_code == 200 and "after you opened it" in stale.text
     expect(post(f"{PAGES}/greet/discard", {}), 303)
     assert client.get("/api/v1/admin/prompts/greet").json()["state"] == "PUBLISHED"
     listed = admin.get(PAGES).text
