@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator, SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from domain import annotations as tool_hints
 from domain.catalog import LOCAL, MCP, DeclaredTool, ToolEntry
 from domain.errors import Violation
 from domain.rules import MAX_TAG_LENGTH, MAX_TAGS, description_violations, id_violations
@@ -52,10 +53,15 @@ class _Declared(BaseModel):
     tags: list[str] = []
     expose_in_chat: bool = False
     enabled: bool = True
+    # R17: what the tool's own server (or its author) says of it; nothing is derived for these kinds.
+    annotations: dict[str, Any] | None = None
+    icons: list[Any] | None = None
 
     def entry(self, call_type: str, input_schema: dict[str, Any]) -> ToolEntry:
         return ToolEntry(name=self.name, description=self.description, call_type=call_type, input_schema=input_schema,
-                         tags=tuple(self.tags), expose_in_chat=self.expose_in_chat, enabled=self.enabled)
+                         tags=tuple(self.tags), expose_in_chat=self.expose_in_chat, enabled=self.enabled,
+                         annotations=tool_hints.annotations(self.annotations, tool_hints.UNKNOWN),
+                         icons=tool_hints.icons(self.icons))
 
 
 class _Native(_Declared):
@@ -92,6 +98,8 @@ def load_declared_tools(path: Path | None) -> list[DeclaredTool]:
         found += _tags_violations(spec.tags, f"{where}.tags")
         if spec.input_schema is not None:
             found += _schema_violations(spec.input_schema, f"{where}.inputSchema")
+        found += tool_hints.violations(spec.annotations, tool_hints.UNKNOWN, f"{where}.annotations")
+        found += tool_hints.icon_violations(spec.icons, f"{where}.icons")
         tool: DeclaredTool | None = None
         if isinstance(spec, _Native):
             tool = _native(spec, where, found)

@@ -132,3 +132,23 @@ def test_an_api_url_tool_s_hints_follow_its_method(client: TestClient) -> None:
     assert refused["annotations.destructiveHint"] == "cannot be false: its method is DELETE, which deletes"
     refused = refused_field(api_tool(client, "sneaky", "POST", annotations={"readOnlyHint": True}))
     assert refused["annotations.readOnlyHint"] == "cannot be true: its method is POST, which changes the resource it is sent to"
+
+
+def test_a_tools_file_tool_is_listed_with_what_its_server_says_and_bad_hints_stop_the_start(tmp_path: Any) -> None:
+    import json
+
+    from infrastructure.declared_tools import ToolsFileError, load_declared_tools
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    said = {"title": "Weather", "readOnlyHint": True, "openWorldHint": True}
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"mcp": [{"name": "weather", "description": "Today's weather", "url": "https://weather.example/mcp",
+                                         "inputSchema": schema, "annotations": said, "icons": [ICON]}]}))
+    (tool,) = load_declared_tools(path)
+    assert tool.entry.annotations == said and tool.entry.icons == (ICON,)
+    path.write_text(json.dumps({"mcp": [{"name": "weather", "description": "Today's weather", "url": "https://weather.example/mcp",
+                                         "inputSchema": schema, "annotations": {"readOnlyHint": "yes"}, "icons": [{"src": "ftp://x"}]}]}))
+    with pytest.raises(ToolsFileError) as refused:
+        load_declared_tools(path)
+    assert "mcp[0].annotations.readOnlyHint: must be true or false" in str(refused.value)
+    assert "mcp[0].icons[0].src" in str(refused.value)
