@@ -29,7 +29,6 @@ def tool_call(tenant: str, name: str, entry: ToolEntry | None, context: CallCont
     attributes: dict[str, Any] = {
         "toolsmith.tool": name, "toolsmith.tenant": tenant,
         "toolsmith.via": calls.PLAN if context.plan_step is not None else _VIA.get(context.way_in, context.way_in),
-        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
     }
     if entry is not None:
         attributes["toolsmith.kind"] = entry.call_type

@@ -6,8 +6,8 @@ SQLite, the embedded sandbox), each call with a `traceparent` header, in rounds 
 on and off. On: the SDK's tracer provider with a `BatchSpanProcessor` and the OTLP/HTTP exporter,
 sending to a receiver in a process of its own (it reads each export and answers 200), every call
 sampled (the request's, the tool call's and the sandbox visit's spans); off: no provider, as a
-service started without the `OTEL_*` settings. The row is `traces_row`, which `bench.observability`
-reports beside the metrics' and the call log's.
+service started without the `OTEL_*` settings. `bench.observability` uses the same switch
+(`Exporting`) for its traces row, under wrk, beside the metrics' and the call log's.
 
 Run: `python -m bench.traces [--quick]`.
 """
@@ -57,38 +57,55 @@ def _receiver() -> tuple[subprocess.Popen[str], str]:
     return process, f"http://127.0.0.1:{port}/v1/traces"
 
 
+class Exporting:
+    """Traces exported by OTLP/HTTP to a receiver in a process of its own, switched on and off in
+    place (what `tracing.configure` installs, lent to the process while on); `exported`: the spans
+    the receiver took."""
+
+    def __init__(self) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+
+        self.receiver, endpoint = _receiver()
+        self.exported = 0
+        outer = self
+
+        class Counting(OTLPSpanExporter):
+            def export(self, spans: Any) -> SpanExportResult:
+                result = super().export(spans)
+                outer.exported += len(spans) if result == SpanExportResult.SUCCESS else 0
+                return result
+
+        self.provider = TracerProvider(resource=Resource.create({"service.name": "toolsmith-bench"}))
+        self.provider.add_span_processor(BatchSpanProcessor(Counting(endpoint=endpoint)))
+
+    def switch(self, on: bool) -> None:
+        from opentelemetry import trace
+
+        from infrastructure import tracing
+
+        trace._TRACER_PROVIDER = self.provider if on else None  # type: ignore[attr-defined]
+        tracing.ON = on
+
+    def close(self) -> None:
+        self.switch(False)
+        self.provider.force_flush(10_000)
+        self.provider.shutdown()
+        self.receiver.terminate()
+        self.receiver.wait(10)
+
+
 def throughput(calls: int, rounds: int, progress: Progress) -> tuple[list[float], list[float], int]:
     """Calls a second with traces on and off, each round of `calls` calls; and the spans exported."""
     from fastapi.testclient import TestClient
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
     from entrypoints.compose import bootstrap
     from entrypoints.web import create_app
-    from infrastructure import tracing
 
-    receiver, endpoint = _receiver()
-    exported = 0
-
-    class Counting(OTLPSpanExporter):
-        def export(self, spans: Any) -> SpanExportResult:
-            nonlocal exported
-            result = super().export(spans)
-            exported += len(spans) if result == SpanExportResult.SUCCESS else 0
-            return result
-
-    provider = TracerProvider(resource=Resource.create({"service.name": "toolsmith-bench"}))
-    provider.add_span_processor(BatchSpanProcessor(Counting(endpoint=endpoint)))
+    exporting = Exporting()
     traceparent = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
-
-    def traces(on: bool) -> None:
-        # What `tracing.configure` installs, lent to the process for a round and taken back.
-        trace._TRACER_PROVIDER = provider if on else None  # type: ignore[attr-defined]
-        tracing.ON = on
-
     try:
         with tempfile.TemporaryDirectory() as data:
             settings = bench_settings(Path(data) / "data").model_copy(update={"rate_per_second": 0, "tenant_rate_per_second": 0})
@@ -102,26 +119,74 @@ def throughput(calls: int, rounds: int, progress: Progress) -> tuple[list[float]
                 assert made.status_code == 201, made.text
                 assert client.post("/api/v1/admin/code-modules/echo/publish").status_code == 200
                 for on in (True, False):  # warm: the catalog, the sandbox's workers, the exporter's connection
-                    traces(on)
+                    exporting.switch(on)
                     for _ in range(50):
                         client.post("/api/v1/tools/echo/call", json={"text": "warm"}, headers=traceparent)
                 for k in range(rounds):
                     for name in (("on", "off") if k % 2 == 0 else ("off", "on")):
-                        traces(name == "on")
+                        exporting.switch(name == "on")
                         started = time.perf_counter()
                         for _ in range(calls):
                             answer = client.post("/api/v1/tools/echo/call", json={"text": "hello"}, headers=traceparent)
                         figures[name].append(calls / (time.perf_counter() - started))
                         assert answer.status_code == 200, answer.text
                     progress(f"throughput round {k + 1}: {figures['on'][-1]:,.0f} traced, {figures['off'][-1]:,.0f} off calls/s")
-                traces(False)
-        provider.force_flush(10_000)
+                exporting.switch(False)
     finally:
-        traces(False)
-        provider.shutdown()
-        receiver.terminate()
-        receiver.wait(10)
-    return figures["on"], figures["off"], exported
+        exporting.close()
+    return figures["on"], figures["off"], exporting.exported
+
+
+def traces_cpu(n: int) -> float:
+    """CPU seconds of this process (its threads together: the exporter's encoding and sending
+    included) per call that traces add: a call's three spans as the service makes them (the
+    request's, continuing a `traceparent`; the tool call's; the sandbox visit's), exported."""
+    from opentelemetry import context as otel_context
+    from opentelemetry import propagate, trace
+    from opentelemetry.trace import SpanKind
+
+    exporting = Exporting()
+    exporting.switch(True)
+    tracer = trace.get_tracer("toolsmith")
+    carrier = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+
+    def call() -> None:
+        request = tracer.start_span("HTTP POST", context=propagate.extract(carrier), kind=SpanKind.SERVER, attributes={
+            "http.request.method": "POST", "url.path": "/api/v1/tools/addOne/call", "url.scheme": "http",
+            "network.protocol.version": "1.1"})
+        token = otel_context.attach(trace.set_span_in_context(request))
+        tool = tracer.start_span("tool.call addOne", attributes={
+            "toolsmith.tool": "addOne", "toolsmith.tenant": "default", "toolsmith.via": "rest", "toolsmith.kind": "CODE",
+            "toolsmith.version": 1})
+        inner = otel_context.attach(trace.set_span_in_context(tool))
+        visit = tracer.start_span("sandbox.visit", attributes={"toolsmith.sandbox": "embedded"})
+        visit.set_attribute("toolsmith.sandbox.queue_wait_ms", 0.01)
+        visit.set_attribute("toolsmith.sandbox.run_ms", 0.2)
+        visit.set_attribute("toolsmith.sandbox.programs", 1)
+        visit.end()
+        tool.set_attribute("toolsmith.outcome", "ok")
+        otel_context.detach(inner)
+        tool.end()
+        request.update_name("HTTP POST /api/v1/tools/{name}/call")
+        request.set_attribute("http.route", "/api/v1/tools/{name}/call")
+        request.set_attribute("http.response.status_code", 200)
+        otel_context.detach(token)
+        request.end()
+
+    try:
+        for _ in range(1000):
+            call()
+        exporting.provider.force_flush(10_000)
+        figures = []
+        for _ in range(5):
+            started = time.process_time()
+            for _ in range(n // 5):
+                call()
+            exporting.provider.force_flush(30_000)  # the export of these spans is their cost too
+            figures.append((time.process_time() - started) / (n // 5))
+    finally:
+        exporting.close()
+    return median(figures)
 
 
 def traces_row(calls: int, rounds: int, progress: Progress) -> Row:
@@ -140,7 +205,11 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
     args = parser.parse_args(argv)
     progress = Progress("traces", quiet=quiet)
     calls, rounds = (100, 4) if args.quick else (300, 8)
-    rows = [traces_row(calls, rounds, progress)]
+    cpu = traces_cpu(5_000 if args.quick else 20_000)
+    progress(f"traces per call: {cpu * 1e6:.1f} µs of CPU")
+    rows = [traces_row(calls, rounds, progress),
+            Row("CPU per call of the traces (3 spans made and exported, all threads)", f"{cpu * 1e6:.1f} µs", "", None, "",
+                None, "batch processor")]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     return rows, {"load": load}
 
