@@ -136,6 +136,10 @@ class Probe:
         exported = self.send("GET", "/api/v1/admin/audit/export")
         assert exported.status_code == 200
         self.assert_no_secret_in(exported.text, "GET /api/v1/admin/audit/export")
+        # the metrics' labels (docs/observability.md): never a token, an argument or a query string
+        scraped = self.send("GET", "/metrics", token=OPERATOR_TOKEN)
+        assert scraped.status_code == 200, scraped.text
+        self.assert_no_secret_in(scraped.text, "GET /metrics")
 
     def issue_token(self, role: str, usage_profile: str | None = None) -> str:
         body: dict[str, Any] = {"name": f"{role}-{secrets.token_hex(3)}", "role": role}
