@@ -169,7 +169,7 @@ def test_an_output_schema_is_listed_checked_and_sent_as_structured_content(clien
     for answer in (call(client, session, name, {"bad": True}), modern_call(client, name, {"bad": True})):
         bad = result_of(answer)
         assert bad["isError"] is True and "structuredContent" not in bad
-        assert "outputSchema at $.items[0]: 1 is not of type 'string'" in bad["content"][0]["text"]
+        assert "outputSchema at $.items[0]: 1 is not of type \"string\"" in bad["content"][0]["text"]
     rest = rest_call(client, name, {"bad": True}).json()
     assert rest["output"] is None and rest["error"]["type"] == "result" and "$.items[0]" in rest["error"]["message"]
 
@@ -183,7 +183,7 @@ def test_content_without_a_structured_value_fails_a_tool_with_an_output_schema(c
 def test_the_editors_test_checks_the_drafts_output_schema(client: TestClient) -> None:
     body = {"draftContent": "exports.run = function () { return {total: 1.5}; };", "tool": {"outputSchema": TOTAL_SCHEMA}}
     error = client.post(f"{BASE}/test", json=body).json()["error"]
-    assert error["type"] == "result" and "$.total: 1.5 is not of type 'integer'" in error["message"]
+    assert error["type"] == "result" and "$.total: 1.5 is not of type \"integer\"" in error["message"]
 
 
 # -- inputSchema -----------------------------------------------------------------------------------
