@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 # The durations the percentiles are taken from, at most; and the callers each window names.
-SAMPLE = 20_000
+SAMPLE = 5_000
 TOP = 5
 
 

@@ -9,6 +9,9 @@ throughput with the log on against off.
   background thread in batches (one transaction each) to `calls.sqlite` on a temporary data dir
   (and to PostgreSQL when `POSTGRES_HOST` names a server): records a second, queue to disk.
 - **Verify**: `verify_calls` over the stored chains, scaled to 100,000 records.
+- **A tool's activity**: `CallLog.activity` (the console's charts of one tool: 24 hours and 7 days,
+  four bounded queries) on a tool with 100,000 calls (20,000 in quick runs) spread over the week,
+  among another tool's as many, in SQLite.
 - **Throughput**: `POST /api/v1/tools/{name}/call` of a published code module (FastAPI's test client
   on `bootstrap`, SQLite, the embedded sandbox), rounds alternating the log on and off; the goal is
   ≥ 0.95 of the calls a second without it.
@@ -95,6 +98,42 @@ def verify_time(store: Any, progress: Progress) -> float:
     return per
 
 
+def activity_time(n: int, progress: Progress) -> float:
+    """Seconds one tool's activity takes to read, the tool having `n` calls over the last 7 days."""
+    from application.call_log import CallLog
+    from domain.calls import iso
+    from infrastructure.call_log_sqlite import SqliteCallRecords
+
+    now = time.time()
+    with tempfile.TemporaryDirectory() as data:
+        store = SqliteCallRecords(Path(data) / "calls.sqlite")
+        from datetime import datetime
+
+        from application.call_activity import bounds
+
+        since = datetime.fromisoformat(bounds(now)[3].replace("Z", "+00:00")).timestamp()
+        step = (now - since - 1) / n  # the week's window: from midnight (UTC) six days ago to now
+        for start in range(0, n, 5_000):
+            store.append([{
+                "id": os.urandom(16).hex(), "tenant": "bench", "at": iso(now - (i * step)), "tool": tool, "kind": "CODE", "version": 1,
+                "definition_sha256": "d" * 64, "caller": f"caller{i % 40}", "caller_token": None, "caller_person": None,
+                "caller_client": None, "plan": None, "via": "rest", "arguments_sha256": "a" * 64, "result_sha256": "b" * 64,
+                "outcome": "ok" if i % 20 else "runtime", "duration_ms": float(i % 97), "trace_id": None,
+                "expired_through": None, "expired_hash": None,
+            } for i in range(start, min(start + 5_000, n)) for tool in ("busy", "other")])
+        log = CallLog(store, clock=lambda: now)
+        times = []
+        for _ in range(7):
+            started = time.perf_counter()
+            activity = log.activity("bench", "busy")
+            times.append(time.perf_counter() - started)
+        assert activity.week.calls == n, activity.week.calls
+        store.close()
+    took = median(times)
+    progress(f"activity: {took * 1000:.1f} ms for a tool with {n:,} calls in 7 days")
+    return took
+
+
 def throughput(calls: int, rounds: int, progress: Progress) -> tuple[list[float], list[float]]:
     """Calls a second with the log on and off, each round of `calls` calls."""
     from fastapi.testclient import TestClient
@@ -176,6 +215,11 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
         finally:
             admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
             admin.close()
+
+    n_activity = 20_000 if args.quick else 100_000
+    took = activity_time(n_activity, progress)
+    rows.append(Row(f"a tool's activity (24 h and 7 days), {n_activity:,} calls in the week, SQLite", f"{took * 1000:.1f} ms", "",
+                    None, "4 bounded queries"))
 
     with_log, without = throughput(calls, rounds, progress)
     ratio = median(with_log) / median(without)

@@ -28,7 +28,8 @@ _SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS toolsmith_call_records_chain ON {records} (tenant, n)",
     "CREATE INDEX IF NOT EXISTS toolsmith_call_records_tool ON {records} (tenant, tool, position)",
     "CREATE INDEX IF NOT EXISTS toolsmith_call_records_at ON {records} (at)",
-    "CREATE INDEX IF NOT EXISTS toolsmith_call_records_tool_at ON {records} (tenant, tool, at)",
+    "DROP INDEX IF EXISTS toolsmith_call_records_tool_at",
+    "CREATE INDEX IF NOT EXISTS toolsmith_call_records_activity ON {records} (tenant, tool, at, via, outcome, caller)",
     "CREATE TABLE IF NOT EXISTS {heads} (tenant text PRIMARY KEY, n bigint NOT NULL, hash text NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {captures} (tenant text NOT NULL, tool text NOT NULL, max_bytes integer NOT NULL, "
     "switched_by text NOT NULL, at text NOT NULL, PRIMARY KEY (tenant, tool))",

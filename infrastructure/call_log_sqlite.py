@@ -200,10 +200,10 @@ class SqlCallRecords:
 
     def activity(self, tenant: str, tools: Sequence[str], since: str, recent: str, *, sample: int, top: int) -> dict[str, Any]:
         """The calls of `tools` (one tool, or a File Search tool's capabilities) at or after `since`
-        (a module's Tests and expiries left out), in bounded queries on the (tenant, tool, at)
-        index: each hour's calls and errors (one row an hour at most), the `top` callers since
-        `since` and since `recent`, and the durations of the newest `sample` calls with their hour
-        (what the percentiles are taken from)."""
+        (a module's Tests and the log's bookkeeping left out), in bounded queries on the index of
+        (tenant, tool, at, via, outcome, caller), which the counts read alone: each hour's calls
+        and errors (one row an hour at most), the `top` callers since `since` and since `recent`,
+        and the durations of the newest `sample` calls with their hour (for the percentiles)."""
         p = self.P
         names = list(dict.fromkeys(tools)) or [""]
         where = f"tenant = {p} AND tool IN ({', '.join([p] * len(names))}) AND at >= {p} AND via <> {p} AND via <> {p} AND via <> {p}"
@@ -264,7 +264,8 @@ CREATE TABLE IF NOT EXISTS call_records (
 CREATE UNIQUE INDEX IF NOT EXISTS call_records_chain ON call_records (tenant, n);
 CREATE INDEX IF NOT EXISTS call_records_tool ON call_records (tenant, tool, position);
 CREATE INDEX IF NOT EXISTS call_records_at ON call_records (at);
-CREATE INDEX IF NOT EXISTS call_records_tool_at ON call_records (tenant, tool, at);
+DROP INDEX IF EXISTS call_records_tool_at;
+CREATE INDEX IF NOT EXISTS call_records_activity ON call_records (tenant, tool, at, via, outcome, caller);
 CREATE TABLE IF NOT EXISTS call_heads (tenant TEXT PRIMARY KEY, n INTEGER NOT NULL, hash TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS call_capture (tenant TEXT NOT NULL, tool TEXT NOT NULL, max_bytes INTEGER NOT NULL, switched_by TEXT NOT NULL,
     at TEXT NOT NULL, PRIMARY KEY (tenant, tool));
