@@ -167,3 +167,19 @@ def icons(given: Any) -> tuple[dict[str, Any], ...]:
     if not isinstance(given, list):
         return ()
     return tuple({k: v for k, v in icon.items() if v is not None} for icon in given if isinstance(icon, dict))
+
+
+def combined(steps: list[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """A plan's hints from its steps' (each a tool's shown annotations, None when unknown): it
+    reads only if every step does, is idempotent if every step is, destructive if any step may
+    be (MCP's default for a tool that writes), and open-world if any step may be. None when a
+    step is unknown or there is none: nothing is claimed."""
+    if not steps or any(step is None for step in steps):
+        return None
+    read_only = all(step.get("readOnlyHint") is True for step in steps)  # type: ignore[union-attr]
+    shown: dict[str, Any] = {"readOnlyHint": read_only}
+    shown["destructiveHint"] = False if read_only else any(
+        step.get("readOnlyHint") is not True and step.get("destructiveHint") is not False for step in steps)  # type: ignore[union-attr]
+    shown["idempotentHint"] = all(step.get("readOnlyHint") is True or step.get("idempotentHint") is True for step in steps)  # type: ignore[union-attr]
+    shown["openWorldHint"] = any(step.get("openWorldHint") is not False for step in steps)  # type: ignore[union-attr]
+    return shown

@@ -152,3 +152,18 @@ def test_a_tools_file_tool_is_listed_with_what_its_server_says_and_bad_hints_sto
         load_declared_tools(path)
     assert "mcp[0].annotations.readOnlyHint: must be true or false" in str(refused.value)
     assert "mcp[0].icons[0].src" in str(refused.value)
+
+
+def test_a_plan_s_hints_combine_its_nodes_tools(client: TestClient) -> None:
+    module(client, "pure", PURE, tool={})
+    module(client, "fetching", FETCHING, tool={})
+    expect(api_tool(client, "dropitems", "DELETE"), 201)
+    plans = "/api/v1/admin/plans"
+    for name, nodes in (("calm", ["pure", "pure"]), ("reaching", ["pure", "fetching"]), ("dropping", ["pure", "dropitems"])):
+        expect(client.post(plans, json={"id": name, "description": f"The plan {name}.", "exposeAsTool": True, "exposeInChat": True,
+                                        "nodes": [{"toolName": n} for n in nodes]}), 201)
+    tools = listed(client)
+    assert tools["calm"]["annotations"] == {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    # A step that may write (nothing is known of its destructiveness) makes the plan destructive.
+    assert tools["reaching"]["annotations"] == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+    assert tools["dropping"]["annotations"] == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": True}

@@ -17,6 +17,7 @@ from typing import Any
 
 from application.context import CallContext
 from application.kinds.base import Ranked, ToolKind, Tools, tagged, validated
+from domain import annotations as tool_hints
 from domain import callers
 from domain.catalog import Permissions, ToolEntry
 from domain.errors import InvalidInput, ToolNotCallable, UnknownRecord
@@ -62,6 +63,26 @@ class PlanKind(ToolKind):
             schemas[plan_id] = schema
             return schema
 
+        hints: dict[str, dict[str, Any] | None] = {}
+
+        def hints_of(plan_id: str, seen: frozenset[str]) -> dict[str, Any] | None:
+            """R17: what its nodes' tools are, combined (a nested plan's in turn; a cycle: unknown)."""
+            if plan_id in hints:
+                return hints[plan_id]
+            steps: list[Any] = []
+            for node in plans[plan_id]["nodes"]:
+                name = node["toolName"]
+                winner = others.get(name)
+                if name in plans and not (winner is not None and others.outranks(winner.call_type, PLAN)):
+                    steps.append(None if name in seen | {plan_id} else hints_of(name, seen | {plan_id}))
+                elif winner is not None:
+                    steps.append(winner.annotations if winner.annotations is not None
+                                 else (tool_hints.READS_ITS_OWN.derived if winner.read_only else None))
+                else:
+                    steps.append(None)
+            hints[plan_id] = tool_hints.combined(steps)
+            return hints[plan_id]
+
         return [
             ToolEntry(
                 name=plan["id"],
@@ -71,6 +92,7 @@ class PlanKind(ToolKind):
                 tags=tagged(plan["tags"], PLAN_TAG),
                 expose_in_chat=plan["exposeInChat"],
                 runs_with="caller",
+                annotations=hints_of(plan["id"], frozenset()),
             )
             for plan in plans.values()
         ]
