@@ -231,6 +231,22 @@ def _measure_all(server: Server, args: argparse.Namespace, progress: Progress, i
                          "requests": len(arms["html"]), "meetsGoal": ratio <= GOAL}
         rows.append(Row(name, f"HTML {millis(html50)} / {millis(html95)}", f"JSON {millis(json50)} / {millis(json95)}",
                         ratio, f"≤ {GOAL:g}× (p50)", ratio <= GOAL, f"p95 ratio {html95 / json95:.2f}"))
+    # the Ctrl/Cmd+K palette over every module, server and page (informative: the answer as a
+    # person waits for it while typing, round trip included)
+    palette: list[float] = []
+    for r in range(args.warmup + args.requests):
+        query = ("dates", "mod12", "server", "zzz")[r % 4]
+        started = time.perf_counter()
+        answer = browser.get("/console/palette", params={"q": query})
+        elapsed = time.perf_counter() - started
+        if answer.status_code != 200 or "results" not in answer.json():
+            raise SystemExit(f"bench.console: the palette answered {answer.status_code}: {answer.text[:300]}")
+        if r >= args.warmup:
+            palette.append(elapsed)
+    p50, p95 = percentile(palette, 50), percentile(palette, 95)
+    figures["palette"] = {"p50Ms": p50 * 1e3, "p95Ms": p95 * 1e3, "requests": len(palette)}
+    rows.append(Row(f"palette search over {total} (Ctrl/Cmd+K, the answer's round trip)", f"{millis(p50)} / {millis(p95)}", "",
+                    None, "informative", None, f"{len(palette)} searches"))
     # what a first visit downloads
     list_assets = asset_sizes(browser, assets(browser, "/console/modules"))
     seen = {a["url"] for a in list_assets}

@@ -4,7 +4,6 @@ action for an auditor; and fast over 1,000 objects (measured, not timed as a pas
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -102,25 +101,22 @@ def test_another_tenants_objects_are_never_found(app: FastAPI, api: TestClient) 
     assert [h for h in found(signed_in(app, other_token), "their_secret") if h["label"] == theirs]
 
 
-def test_an_answer_over_a_thousand_objects_takes_a_few_milliseconds(app: FastAPI, api: TestClient) -> None:
-    """1,000 modules (half published as tools), 200 servers: the answer is measured and printed (the
-    issue's goal is under 50 ms); the assertion is only that it is not absurdly slow on a shared machine."""
+def test_over_many_objects_the_closest_come_first_and_the_answer_is_capped(app: FastAPI, api: TestClient) -> None:
+    """200 modules (half published as tools) and 40 servers: a query finds the one it names first,
+    and the answer holds at most the palette's limit. (Its speed over 10,000 modules is measured in
+    bench.console, not here.)"""
     services = app.state.services
-    for n in range(1_000):
+    for n in range(200):
         name = f"bench_module_{n:04d}"
         expect(api.post(MODULES, json={"id": name, "description": "d", "draftContent": "exports.run = function () { return 1; };",
                                        "tool": {"inputParameters": [], "exposeInChat": True}}), 201)
         if n % 2 == 0:
             expect(api.post(f"{MODULES}/{name}/publish"), 200)
-    for n in range(200):
+    for n in range(40):
         expect(api.post("/api/v1/admin/mcp-servers", json={"id": f"bench_server_{n:03d}", "tools": []}), 201)
     navigation = app.state.console_pages.env.globals["navigation"]
-    palette.search(services, "default", "bench", writer=True, navigation=navigation)  # warm
-    timings = []
-    for query in ("bench", "b_m_09", "module_0500", "server", "zzz"):
-        started = time.perf_counter()
-        hits = palette.search(services, "default", query, writer=True, navigation=navigation)
-        timings.append((time.perf_counter() - started) * 1000)
-        assert query == "zzz" or hits
-    print(f"palette over 1,200 objects: {', '.join(f'{t:.1f} ms' for t in timings)}")
-    assert max(timings) < 500
+    everything = palette.search(services, "default", "bench", writer=True, navigation=navigation)
+    assert len(everything) == palette.LIMIT
+    assert palette.search(services, "default", "bench_module_0150", writer=True, navigation=navigation)[0].label == "bench_module_0150"
+    assert palette.search(services, "default", "bench_server_017", writer=True, navigation=navigation)[0].label == "bench_server_017"
+    assert palette.search(services, "default", "zzz", writer=True, navigation=navigation) == []
