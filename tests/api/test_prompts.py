@@ -126,3 +126,33 @@ def test_a_prompt_rendered_by_a_module_needs_the_module_published_and_used_by_na
     assert missing.status_code == 400 and "arguments.code" in missing.text
     expect(client.post("/api/v1/admin/mcp-servers", json={"id": "writing", "description": "Writing", "tools": ["review"]}), 201)
     assert expect(client.get(f"{PROMPTS}/review/usage"), 200).json() == {"servers": ["writing"], "usageProfiles": []}
+
+
+def test_completions_come_from_a_published_module_and_a_failing_renderer_is_an_error_naming_it(client: TestClient) -> None:
+    from tests.kinds.mcp import McpSession
+
+    expect(client.post("/api/v1/admin/code-modules", json={
+        "id": "cities", "description": "Completes city names",
+        "draftContent": "exports.run = (i) => ['Paris', 'Porto', 'Prague', 'Oslo'].filter(c => c.startsWith(i.value));",
+        "tool": {"inputParameters": [{"name": "argument", "description": "the argument", "required": True},
+                                     {"name": "value", "description": "typed so far", "required": True},
+                                     {"name": "context", "type": "object", "description": "the others", "required": True}]}}), 201)
+    expect(client.post("/api/v1/admin/code-modules/cities/publish"), 200)
+    expect(client.post("/api/v1/admin/code-modules", json={
+        "id": "broken", "description": "Fails", "draftContent": "exports.run = () => { throw new Error('no words today'); };",
+        "tool": {"inputParameters": [{"name": "city", "description": "a city", "required": True}]}}), 201)
+    expect(client.post("/api/v1/admin/code-modules/broken/publish"), 200)
+    expect(client.post(PROMPTS, json={"id": "trip", "description": "Plans a trip", "module": "broken",
+                                       "arguments": [{"name": "city", "required": True, "completion": {"module": "cities"}}]}), 201)
+    expect(client.post(f"{PROMPTS}/trip/publish"), 200)
+    mcp = McpSession(client)
+    completed = mcp.request("completion/complete", {"ref": {"type": "ref/prompt", "name": "trip"},
+                                                     "argument": {"name": "city", "value": "P"}})
+    assert completed["completion"]["values"] == ["Paris", "Porto", "Prague"]
+    answer = client.post("/mcp", json={"jsonrpc": "2.0", "id": 7, "method": "prompts/get",
+                                       "params": {"name": "trip", "arguments": {"city": "Oslo"}}}, headers=mcp.headers)
+    error = answer.json()["error"]
+    assert error["code"] == -32603 and "broken" in error["message"] and "no words today" in error["message"]
+    missing = client.post("/mcp", json={"jsonrpc": "2.0", "id": 8, "method": "prompts/get", "params": {"name": "trip"}},
+                          headers=mcp.headers).json()["error"]
+    assert missing["code"] == -32602 and "'city'" in missing["message"]

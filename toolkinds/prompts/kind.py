@@ -6,7 +6,7 @@ A definition, in the API's camelCase:
 - `description`, `title` (optional), `tags`;
 - `arguments`: each `{name, description, required, completion}`, where `completion` is
   `{"values": [...]}` (offered by prefix) or `{"module": id}` (a published tool module called
-  with `{argument, value, arguments}` that answers a list of strings), or None;
+  with `{argument, value, context}` (the other arguments) that answers a list of strings), or None;
 - either `messages` (each `{role: "user"|"assistant", content}`, the content MCP's text, image or
   embedded resource, its text and a resource's `uri` and `text` holding `{{argument}}`
   placeholders), or `module`: a published tool module called with the arguments, which answers a
@@ -322,7 +322,7 @@ class PromptKind(ItemKind[Prompt], OffersPrompts):
         value = value if isinstance(value, str) else ""
         if "module" in completion:
             output = await self._run(tools, tenant, completion["module"],
-                                     {"argument": argument, "value": value, "arguments": dict(given or {})}, context)
+                                     {"argument": argument, "value": value, "context": dict(given or {})}, context)
             if not isinstance(output, list) or not all(isinstance(v, str) for v in output):
                 raise ToolNotCallable(completion["module"], "a completion module answers a list of texts")
             return output[:MAX_COMPLETIONS]
