@@ -4,7 +4,7 @@ queue, the extraction queue, a publish's checks, the engines' errors) is read at
 
 The engines' errors are counted where the service talks to them: OpenSearch by the client's
 transport (`CountingTransport`, every request that raised), PostgreSQL by the event store's
-recorder (`count_postgres_errors`: every `psycopg.Error` out of its reads and writes).
+recorder (`count_postgres_errors`: every error of the server out of its reads and writes).
 """
 
 from __future__ import annotations
@@ -49,15 +49,20 @@ _RECORDER_CALLS = ("insert_events", "select_events", "select_notifications", "ma
 
 
 def count_postgres_errors(recorder: Any) -> None:
-    """Wraps the PostgreSQL recorder's reads and writes so that each `psycopg.Error` they raise is counted."""
+    """Wraps the PostgreSQL recorder's reads and writes so that each error of the server they raise
+    is counted: psycopg's, or eventsourcing's translation of it (`PersistenceError`), but for an
+    `IntegrityError` (a conflict of concurrent writers, which the store answers itself)."""
     import psycopg  # loaded only with a PostgreSQL event store (libpq)
+    from eventsourcing.persistence import IntegrityError, PersistenceError
 
     def counted(function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 return function(*args, **kwargs)
-            except psycopg.Error:
+            except IntegrityError:
+                raise
+            except (psycopg.Error, PersistenceError):
                 _engine_error("postgresql")
                 raise
         return call

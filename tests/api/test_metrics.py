@@ -220,3 +220,25 @@ def test_the_metrics_address_serves_them_without_a_token(tmp_path: Any, shared_s
 def test_a_bad_metrics_address_refuses_the_start() -> None:
     with pytest.raises(ValueError, match="metrics_address"):
         Settings(metrics_address="no-port")
+
+
+def test_on_postgresql_calls_are_counted_and_its_errors_too(tmp_path: Any, shared_sandbox: object, postgres_store: dict[str, str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventsourcing.persistence import PersistenceError
+
+    for key, value in postgres_store.items():
+        monkeypatch.setenv(key, value)
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN,
+                        persistence_module=postgres_store["PERSISTENCE_MODULE"])
+    with TestClient(create_app(wire(settings, shared_sandbox)), base_url=URL, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
+        name = publish(client)
+        expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "pg"}), 200)
+        assert tool_calls(client)[(name, "rest", "ok")] == 1
+
+        def errors() -> float:
+            return dict((s["engine"], v) for s, v in samples(scrape(client), "toolsmith_engine_errors_total"))["postgresql"]
+
+        before = errors()
+        with pytest.raises(PersistenceError):  # a read the server refuses (a negative LIMIT)
+            client.app.state.services.store.recorder.select_notifications(1, -1)  # type: ignore[attr-defined]
+        assert errors() == before + 1
