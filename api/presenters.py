@@ -88,7 +88,13 @@ def tool_out(entry: ToolEntry) -> dict[str, Any]:
         "runsWith": entry.runs_with,
         "readOnly": entry.read_only,
         "group": entry.group,
+        # R17: as MCP's tools/list shows them (the kind's derived hints, the admin's over them).
+        "annotations": entry.annotations if entry.annotations is not None else (_READ_ONLY if entry.read_only else None),
+        "icons": list(entry.icons),
     }
+
+
+_READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
 def tenant_created(tenant: dict[str, Any], token: dict[str, Any], secret: str) -> dict[str, Any]:

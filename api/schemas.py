@@ -363,6 +363,9 @@ class ToolOut(BaseModel):
     )
     readOnly: bool = Field(False, description="the tool only reads what the server holds (MCP's readOnlyHint)")
     group: str | None = Field(None, description="the tool this entry is a capability of, for a tool that stands for several")
+    annotations: dict[str, Any] | None = Field(None, description="R17: MCP's annotations as tools/list shows them (title and the "
+                                               "four hints: derived by the kind, the admin's over them); null when nothing is known")
+    icons: list[dict[str, Any]] = Field([], description="R17: MCP's icons (2025-11-25)")
 
 
 class NodeIn(_Request):

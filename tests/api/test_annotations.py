@@ -123,6 +123,8 @@ def test_an_api_url_tool_s_hints_follow_its_method(client: TestClient) -> None:
     expect(api_tool(client, "additem", "POST", annotations={"destructiveHint": False, "title": "Add an item"}), 201)
     expect(api_tool(client, "internal", "GET", annotations={"openWorldHint": False}), 201)
     tools = listed(client)
+    catalog = {t["name"]: t for t in client.get("/api/v1/admin/tools").json()}
+    assert catalog["dropitems"]["annotations"] == tools["dropitems"]["annotations"]
     assert tools["getitems"]["annotations"] == {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": True}
     assert tools["dropitems"]["annotations"] == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": True}
     assert tools["additem"]["annotations"] == {"title": "Add an item", "readOnlyHint": False, "destructiveHint": False, "openWorldHint": True}
