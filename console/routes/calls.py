@@ -19,13 +19,13 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 
 from application.call_log import CallFilter
 from console import charts
 from console.routes.catalog import OUTCOME_WORDS, outcome_words, page_of
 from console.routing import ConsoleRoute
-from console.security import Reader
+from console.security import Reader, Refused, Writer
 from domain import calls
 from domain.calls import iso
 from domain.users import actor_of
@@ -147,8 +147,37 @@ async def tool_activity(
 ) -> Response:
     """One tool's last 24 hours and 7 days, the fragment its page shows; `name`: the names its calls
     are recorded under when they are not the tool's (a File Search tool's capabilities)."""
-    services = request.app.state.services
     names = [n for n in (name or []) if n and len(n) <= 200][:MAX_NAMES]
+    return await _activity(request, visitor, tool, names)
+
+
+@router.post("/capture")
+async def switch_capture(request: Request, visitor: Writer) -> Response:
+    """Value capture of one tool switched on (with its cap) or off, from its activity card; answers
+    the card again (htmx), or leads back to the tool's calls."""
+    form = await request.form()
+    tool = str(form.get("tool", "")).strip()
+    services = request.app.state.services
+    tenant = visitor.principal.tenant
+    if not tool or services.toolbox.entry(tenant, tool) is None:
+        raise Refused(404, f"There is no tool {tool!r} in this organization.", title="Not found")
+    error = ""
+    if str(form.get("capture", "")) == "on":
+        text = str(form.get("maxBytes", "")).strip()
+        cap = int(text) if text.isdigit() else 0
+        if not 1 <= cap <= calls.CAPTURE_MAX_BYTES:
+            error = f"Bytes kept of each value: a whole number from 1 to {calls.CAPTURE_MAX_BYTES:,}."
+        else:
+            await run_in_threadpool(services.toolbox.call_log.set_capture, tenant, tool, cap, visitor.principal.name)
+    elif any(row["tool"] == tool for row in services.toolbox.call_log.captures(tenant)):
+        await run_in_threadpool(services.toolbox.call_log.set_capture, tenant, tool, None, visitor.principal.name)
+    if request.headers.get("hx-request") != "true":
+        return RedirectResponse("/console/calls?" + urlencode({"tool": tool}), status_code=303)
+    return await _activity(request, visitor, tool, [], error=error, status=400 if error else 200)
+
+
+async def _activity(request: Request, visitor: Any, tool: str, names: list[str], *, error: str = "", status: int = 200) -> Response:
+    services = request.app.state.services
     activity = await run_in_threadpool(services.toolbox.call_log.activity, visitor.principal.tenant, tool, names)
     windows = []
     if activity is not None:
@@ -156,7 +185,12 @@ async def tool_activity(
             windows.append({"window": window, "bars": charts.bars(window.buckets, what), "lines": charts.lines(window.buckets, what),
                             "callers": charts.shares(window.callers), "p50": charts.millis(window.p50), "p95": charts.millis(window.p95),
                             "peak": charts.millis(max((b.p95 for b in window.buckets if b.p95 is not None), default=None))})
+    # value capture is switched per tool: offered on a tool's own card, not on a File Search tool's
+    capture = None if names or activity is None else next(
+        (row for row in services.toolbox.call_log.captures(visitor.principal.tenant) if row["tool"] == tool), None)
     return request.app.state.console_pages.render(
-        request, "calls/_activity.html", tool=tool, windows=windows, on=activity is not None,
+        request, "calls/_activity.html", status=status, tool=tool, windows=windows, on=activity is not None,
         calls_link="/console/calls?" + urlencode({"tool": tool}) if not names else "/console/calls",
+        capture=capture, capturable=not names and activity is not None, capture_error=error,
+        capture_max=calls.CAPTURE_MAX_BYTES,
     )

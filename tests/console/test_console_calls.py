@@ -118,3 +118,27 @@ def test_a_tools_activity_costs_four_queries_of_the_log(client: TestClient, admi
         store._reader.set_trace_callback(None)
     queries = [s for s in statements if "call_records" in s]
     assert len(queries) == 4 and all("LIMIT" in q or "GROUP BY" in q for q in queries)
+
+
+def test_an_admin_switches_value_capture_on_and_off_from_the_tools_card(client: TestClient, admin: TestClient, auditor: TestClient) -> None:
+    from tests.console.test_console_others import post
+
+    name = module_tool(client)
+    card = expect(admin.get("/console/calls/activity", params={"tool": name}), 200).text
+    assert "Value capture" in card and "Off: the log keeps the SHA-256" in card and "Capture values" in card
+    assert "Capture values" not in auditor.get("/console/calls/activity", params={"tool": name}).text  # auditors read only
+
+    page = f"/console/modules/{name}"
+    bad = post(admin, "/console/calls/capture", {"tool": name, "capture": "on", "maxBytes": "0"}, page=page, headers={"HX-Request": "true"})
+    assert bad.status_code == 400 and "a whole number from 1 to 65,536" in bad.text
+    on = post(admin, "/console/calls/capture", {"tool": name, "capture": "on", "maxBytes": "100"}, page=page, headers={"HX-Request": "true"})
+    assert on.status_code == 200 and "cut to 100 bytes" in on.text and "Stop capturing values" in on.text
+    assert [c["tool"] for c in expect(client.get("/api/v1/admin/calls/capture"), 200).json()] == [name]
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"n": 41}), 200)
+    assert "Arguments kept" in admin.get("/console/calls", params={"tool": name}).text
+
+    off = post(admin, "/console/calls/capture", {"tool": name, "capture": "off"}, page=page)
+    assert off.status_code == 303 and off.headers["location"] == f"/console/calls?tool={name}"
+    assert expect(client.get("/api/v1/admin/calls/capture"), 200).json() == []
+    assert post(admin, "/console/calls/capture", {"tool": "no_such_tool", "capture": "on", "maxBytes": "9"}, page=page).status_code == 404
+    assert post(auditor, "/console/calls/capture", {"tool": name, "capture": "on", "maxBytes": "9"}, page=page).status_code == 403
