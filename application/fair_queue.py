@@ -88,6 +88,13 @@ class FairQueue(Generic[J]):
         with self._ready:
             return len(self._waiting.get(tenant, ()))
 
+    def by_tenant(self) -> dict[str, tuple[int, int]]:
+        """Each tenant's jobs queued and running now (those with any): the metrics' figures."""
+        with self._ready:
+            tenants = {*self._waiting, *self._running}
+            return {t: (len(self._waiting.get(t, ())), self._running.get(t, 0)) for t in tenants
+                    if self._waiting.get(t) or self._running.get(t)}
+
     def close(self, timeout: float | None = None) -> list[J]:
         """Stops starting jobs, waits up to `timeout` for the running ones, and answers the jobs
         that never started (in no particular order)."""

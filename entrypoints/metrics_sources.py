@@ -118,9 +118,18 @@ def wire_metrics(metrics: Metrics, *, call_log: CallLog, execution: Execution, s
         yield counter("toolsmith_call_log_failed", "Call records a failing store could not take.", values=[((), call_log.failed)])
 
     def extraction() -> Iterable[Metric]:
-        pending = sum(getattr(getattr(kind, "ingest", None), "pending", 0) for kind in toolbox.kinds)
+        ingests = [ingest for kind in toolbox.kinds if (ingest := getattr(kind, "ingest", None)) is not None]
         yield gauge("toolsmith_extraction_queue", "Documents queued for text extraction or being extracted now.",
-                    values=[((), pending)])
+                    values=[((), sum(ingest.pending for ingest in ingests))])
+        tenants: dict[str, tuple[int, int]] = {}
+        for ingest in ingests:
+            for tenant, (waiting, running) in ingest.extractions_by_tenant().items():
+                was = tenants.get(tenant, (0, 0))
+                tenants[tenant] = (was[0] + waiting, was[1] + running)
+        yield gauge("toolsmith_extractions_queued", "Each tenant's extractions waiting for a worker.", ("tenant",),
+                    (((tenant,), figures[0]) for tenant, figures in tenants.items()))
+        yield gauge("toolsmith_extractions_running", "Each tenant's extractions running now.", ("tenant",),
+                    (((tenant,), figures[1]) for tenant, figures in tenants.items()))
 
     def checks() -> Iterable[Metric]:
         yield counter("toolsmith_publish_checks", "A publish's checks (R10 with its examples) run, dry runs and "

@@ -154,3 +154,16 @@ def test_close_answers_the_jobs_never_started_and_refuses_more(jobs: Jobs) -> No
     assert sorted(left + [j for j in jobs.started if j != "alpha-0"]) == ["alpha-1", "beta-0"]
     with pytest.raises(RuntimeError):
         queue.put("alpha", "alpha-2")
+
+
+def test_each_tenants_queued_and_running_jobs_are_counted(jobs: Jobs) -> None:
+    queue: FairQueue[str] = FairQueue(jobs.run, jobs.expire, workers=2, per_tenant=1, foreground=1)
+    for job in ("alpha-0", "alpha-1", "alpha-2", "beta-0"):
+        queue.put(job.split("-")[0], job)
+    jobs.until(lambda: len(jobs.started) == 2, "one job of each tenant starts")
+    assert queue.by_tenant() == {"alpha": (2, 1), "beta": (0, 1)}
+    for event in ("alpha-0", "alpha-1", "alpha-2", "beta-0"):
+        jobs.gate(event).set()
+    jobs.until(lambda: len(jobs.started) == 4 and not any(jobs.running.values()), "every job ran")
+    queue.close()
+    assert queue.by_tenant() == {}

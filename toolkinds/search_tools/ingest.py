@@ -106,6 +106,11 @@ class Ingest:
         """Documents queued for extraction or being extracted now (the metrics' extraction queue)."""
         return self._pending
 
+    def extractions_by_tenant(self) -> dict[str, tuple[int, int]]:
+        """Each tenant's extractions queued and running now (the metrics' per-tenant figures)."""
+        extractions = self._extractions
+        return extractions.by_tenant() if extractions is not None else {}
+
     @property
     def files(self) -> Files:
         return self.kind.files
