@@ -249,6 +249,7 @@ def api_entry(tool: ApiTool) -> ToolEntry:
         enabled=config["enabled"],
         annotations=tool_hints.annotations(config.get("annotations"), tool_hints.http_facts(config["method"])),
         icons=tool_hints.icons(config.get("icons")),
+        output_schema=config.get("outputSchema"),
     )
 
 

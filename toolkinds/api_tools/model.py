@@ -31,6 +31,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from uritemplate import URITemplate
 
 from domain import annotations as tool_hints
+from domain.schemas import schema_violations
 from domain import jmes
 from domain.configured import Configured
 from domain.errors import Violation
@@ -136,7 +137,7 @@ def normalise(given: dict[str, Any]) -> Config:
         "connectTimeoutMillis": _or(given.get("connectTimeoutMillis"), CONNECT_DEFAULT),
         "maxRedirects": _or(given.get("maxRedirects"), REDIRECTS_DEFAULT),
         # R17: only when given, so that a configuration stored before them compares equal to itself.
-        **{key: given[key] for key in ("annotations", "icons") if given.get(key) is not None},
+        **{key: given[key] for key in ("annotations", "icons", "outputSchema") if given.get(key) is not None},
     }
 
 
@@ -175,6 +176,8 @@ def violations(config: Config) -> list[Violation]:
     if isinstance(config["method"], str):
         found += tool_hints.violations(config.get("annotations"), tool_hints.http_facts(config["method"]), "annotations")
     found += tool_hints.icon_violations(config.get("icons"), "icons")
+    if config.get("outputSchema") is not None:
+        found += schema_violations(config["outputSchema"], "outputSchema")  # V6
     return found
 
 

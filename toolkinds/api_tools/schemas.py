@@ -87,9 +87,12 @@ class ApiToolBody(ConfiguredBody):
         "what is not given is derived from the method (GET: read-only and idempotent; DELETE: destructive), and a "
         "hint the method contradicts is refused (a POST, PUT, PATCH or DELETE is never read-only)"))
     icons: list[dict[str, Any]] | None = Field(None, description="R17: MCP's icons (2025-11-25): src, mimeType, sizes, theme")
+    outputSchema: dict[str, Any] | None = Field(None, description=(
+        "V6: a JSON Schema 2020-12 document of an object; the result (after jmespath and the module) is checked against "
+        "it (a mismatch is a `result` error naming the path), sent as structuredContent and listed as MCP's outputSchema"))
 
     def as_config(self) -> dict[str, Any]:
-        given = self.model_dump(exclude={"id", "auth", "headers", "parameters", *(k for k in ("annotations", "icons") if getattr(self, k) is None)})
+        given = self.model_dump(exclude={"id", "auth", "headers", "parameters", *(k for k in ("annotations", "icons", "outputSchema") if getattr(self, k) is None)})
         given["auth"] = self.auth.as_config()
         given["headers"] = {k: (v.model_dump() if isinstance(v, SecretRef) else v) for k, v in self.headers.items()}
         given["parameters"] = [p.model_dump(exclude_none=True) | ({"default": p.default} if p.default is not None else {})

@@ -270,6 +270,32 @@ _WHAT = {
 }
 
 
+# What each capability answers (its structured value), as MCP's outputSchema: one document per
+# capability for every tool, so each validator is compiled once (domain.schemas).
+_S, _I, _N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "search": _object({"query": _S, "results": {"type": "array", "items": _object(
+        {"id": _S, "documentId": _S, "uri": _S, "title": _S, "snippet": _S, "score": _N, "page": _I},
+        ["id", "documentId", "title", "snippet", "score"])}}, ["query", "results"]),
+    "fetch": _object({"id": _S, "title": _S, "name": _S, "text": _S, "offset": _I, "nextOffset": {"type": ["integer", "null"]},
+                      "totalCharacters": _I}, ["id", "text", "offset", "nextOffset", "totalCharacters"]),
+    "list_documents": _object({"documents": {"type": "array", "items": _object(
+        {"id": _S, "name": _S, "title": _S, "mediaType": _S, "size": _I, "characters": _I, "updatedAt": _S}, ["id", "name"])},
+        "nextCursor": {"type": ["string", "null"]}}, ["documents", "nextCursor"]),
+    "find_text": _object({"text": _S, "matches": {"type": "array", "items": _object(
+        {"documentId": _S, "title": _S, "offset": _I, "text": _S, "contextOffset": _I}, ["documentId", "offset", "text"])},
+        "truncated": {"type": "boolean"}}, ["text", "matches", "truncated"]),
+    "read_context": _object({"chunkId": _S, "documentId": _S, "title": _S, "chunks": {"type": "array", "items": _object(
+        {"id": _S, "n": _I, "start": _I, "end": _I, "text": _S, "page": _I}, ["id", "text"])}}, ["chunkId", "documentId", "chunks"]),
+}
+
+
 def capability_entries(tool: SearchTool) -> list[ToolEntry]:
     """The tool's enabled capabilities as catalog entries (a disabled capability is never listed)."""
     config = tool.config
@@ -285,6 +311,7 @@ def capability_entries(tool: SearchTool) -> list[ToolEntry]:
             enabled=config["enabled"],
             read_only=True,
             group=tool.tool_id,
+            output_schema=OUTPUT_SCHEMAS.get(capability),
         )
         for capability in enabled_capabilities(config)
     ]
