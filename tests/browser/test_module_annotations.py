@@ -61,3 +61,30 @@ def test_the_editor_shows_derived_hints_refuses_a_false_one_and_saves_honest_one
     published = api.post(f"{BASE}/{name}/publish")
     assert published.status_code == 200, published.text
     assert published.json()["published"]["tool"]["annotations"]["title"] == "Status of example.com"
+
+
+def test_an_api_url_tool_s_annotations_are_edited_and_a_false_one_refused(page, console_server, watch) -> None:  # noqa: ANN001
+    watch.allowed_console += [re.compile(r"status of 400"), re.compile(r"Error Code 400 from /console/api-tools")]
+    name = f"drop{uuid4().hex[:6]}"
+    api = console_server.client()
+    created = api.post("/api/v1/admin/api-tools", json={"id": name, "description": "Deletes an item", "method": "DELETE",
+                                                         "urlTemplate": "https://api.example.com/items/{id}",
+                                                         "parameters": [{"name": "id", "required": True, "location": "path"}],
+                                                         "annotations": {"title": "Delete an item"}})
+    assert created.status_code == 201, created.text
+    sign_in(page, then=f"/console/api-tools/{name}")
+    section = page.get_by_role("group", name="Annotations")
+    expect(page.get_by_label("Title", exact=True)).to_have_value("Delete an item")  # what REST set is shown, and kept
+    page.get_by_label("Read-only").select_option("true")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_text("Annotations, Read-only: cannot be true: its method is DELETE, which deletes").first).to_be_visible()
+    section.scroll_into_view_if_needed()
+    shot(page, "api-tool-annotations-refused")
+    page.get_by_label("Read-only").select_option("")
+    page.get_by_label("Open world").select_option("false")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#toasts")).to_contain_text(f"Saved {name}")
+    assert api.get(f"/api/v1/admin/api-tools/{name}").json()["annotations"] == {"title": "Delete an item", "openWorldHint": False}
+    assert_accessible(page, "an API URL tool's annotations", within="#annotations")
+    section.scroll_into_view_if_needed()
+    shot(page, "api-tool-annotations-saved")

@@ -31,7 +31,7 @@ FIELD_LABELS = {
     "id": "Name", "description": "Description", "tags": "Tags", "method": "Method", "urlTemplate": "URL template",
     "parameters": "Parameters", "fixedQuery": "Fixed query", "fixedBody": "Fixed body", "headers": "Headers",
     "timeoutMillis": "Timeout", "connectTimeoutMillis": "Connect timeout", "maxRedirects": "Redirects followed",
-    "exposeInChat": "Callable in chat", "enabled": "Enabled", "response": "Response",
+    "exposeInChat": "Callable in chat", "enabled": "Enabled", "response": "Response", "annotations": "Annotations", "icons": "Icons",
     "response.maxBytes": "Response, bytes read at most", "response.jmespath": "Response, JMESPath",
     "response.module": "Response, post-processing module", "response.maxOutputChars": "Response, output characters at most",
     "auth.type": "Auth type", "auth.in": "API key sent in", "auth.name": "API key name", "auth.secret": "Auth secret id",
@@ -108,7 +108,28 @@ def values_of(config: dict[str, Any] | None, tool_id: str = "", version: int | N
         "maxRedirects": text(config.get("maxRedirects")),
         "exposeInChat": config.get("exposeInChat", True),
         "enabled": config.get("enabled", True),
+        # R17: the admin's annotations (a hint: "", "true" or "false") and the icons as JSON.
+        "annotations": _annotation_values(config.get("annotations") or {}),
+        "icons": json.dumps(config["icons"], indent=2, ensure_ascii=False) if config.get("icons") else "",
     }
+
+
+# R17's hints as the form shows them: the field, its label, what "yes" and "no" mean.
+HINTS = (
+    ("readOnlyHint", "Read-only", "changes nothing", "may change things"),
+    ("destructiveHint", "Destructive", "may delete", "only adds"),
+    ("idempotentHint", "Idempotent", "repeatable", "each call adds"),
+    ("openWorldHint", "Open world", "outside systems", "a closed domain"),
+)
+HINT_LABELS = {hint: label for hint, label, *_ in HINTS}
+
+
+def _annotation_values(given: dict[str, Any]) -> dict[str, str]:
+    values = {"title": given.get("title") or ""}
+    for hint, *_ in HINTS:
+        value = given.get(hint)
+        values[hint] = "" if value is None else ("true" if value else "false")
+    return values
 
 
 def _default_text(default: Any, type_: str) -> str:
@@ -160,6 +181,9 @@ def form_values(form: Any, tool_id: str | None = None) -> Values:
         **{f: _text(form, f).strip() for f in WHOLE_FIELDS},
         "exposeInChat": form.get("exposeInChat") == "on",
         "enabled": form.get("enabled") == "on",
+        "annotations": {"title": _text(form, "annotationTitle").strip(),
+                        **{hint: v if (v := _text(form, hint)) in ("true", "false") else "" for hint, *_ in HINTS}},
+        "icons": _text(form, "icons"),
     }
 
 
@@ -222,6 +246,16 @@ def body_of(values: Values) -> tuple[dict[str, Any], list[Violation]]:
         "exposeInChat": values["exposeInChat"],
         "enabled": values["enabled"],
     }
+    given = values["annotations"]
+    annotations: dict[str, Any] = {"title": given["title"]} if given["title"] else {}
+    annotations.update({hint: given[hint] == "true" for hint, *_ in HINTS if given[hint]})
+    if annotations:
+        body["annotations"] = annotations
+    if values["icons"].strip():
+        try:
+            body["icons"] = json.loads(values["icons"])
+        except ValueError as error:
+            found.append(Violation("icons", "R17", f"is not JSON: {_json_error(error)}"))
     return body, found
 
 
@@ -277,6 +311,13 @@ def anchor_of(field: str, values: Values) -> tuple[str, str]:
     if field.startswith("response"):
         part = field[len("response."):] if field.startswith("response.") else "jmespath"
         return f"response-{part}", FIELD_LABELS.get(field, "Response")
+    if field.startswith("annotations."):
+        part = field[len("annotations."):]
+        if part in HINT_LABELS:
+            return f"hint-{part}", f"Annotations, {HINT_LABELS[part]}"
+        return ("annotation-title", "Annotations, Title") if part == "title" else ("annotations", "Annotations")
+    if field.startswith("icons"):
+        return "icons", "Icons"
     root = re.match(r"[A-Za-z]+", field)
     name = root.group(0) if root else ""
     if name in FIELD_LABELS:

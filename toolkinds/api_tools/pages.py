@@ -45,7 +45,7 @@ def _secret_ids(request: Request, tenant: str) -> list[str]:
 def _editor_context(request: Request, tool: Any) -> dict[str, Any]:
     """What the editor shows besides the tool: the secrets to pick, the rows to add, the choices."""
     return {"secret_ids": _secret_ids(request, request.state.visitor.principal.tenant), "blank_param": forms.blank_param(),
-            "blank_pair": forms.blank_pair(), "auth_fields": forms.AUTH_FIELDS, **forms.CHOICES,
+            "blank_pair": forms.blank_pair(), "auth_fields": forms.AUTH_FIELDS, **forms.CHOICES, "hints": forms.HINTS,
             # The docked Test panel's first arguments (the browser then keeps the last ones typed).
             "raw": forms.example_arguments(tool.config["parameters"]) if tool is not None else "", "problems": [], "result": None}
 
