@@ -53,7 +53,7 @@ from api import problems
 from api.admission import Refusal, client_address
 from api import mcp_batch, mcp_sdk
 from api.mcp_direct import DirectCalls, FastCalls, read_body, replay_body
-from api.mcp_resources import ResourceHandlers, ResourceWatch
+from api.mcp_resources import FastReads, ResourceHandlers, ResourceWatch
 from api.mcp_prompts import FastPrompts, PromptHandlers, PromptWatch
 from api.mcp_progress import SessionLevels
 from api.mcp_tools import ToolHandlers
@@ -192,6 +192,8 @@ class McpEndpoint:
         self.fast.seal()
         # A session's plain prompts/get, likewise (api.mcp_prompts).
         self.fast_prompts = FastPrompts(services, self.direct, self.fast)
+        # A session's plain resources/read, likewise (api.mcp_resources).
+        self.fast_reads = FastReads(services, self.resource_watch.resources, self.direct, self.fast)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
@@ -267,6 +269,8 @@ class McpEndpoint:
                 if await self.fast.answer(manager, scope, body, principal, server_id, send):
                     return
                 if await self.fast_prompts.answer(manager, scope, body, principal, server_id, send):
+                    return
+                if await self.fast_reads.answer(manager, scope, body, principal, server_id, send):
                     return
         try:
             offer = await anyio.to_thread.run_sync(take_offer, self.services, principal, server_id)

@@ -27,16 +27,21 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import orjson
 from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp_types import (
-    INVALID_PARAMS, BlobResourceContents, EmptyResult, ListResourcesResult, ListResourceTemplatesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, SubscribeRequestParams,
-    SubscriptionFilter, TextResourceContents, UnsubscribeRequestParams,
+    INVALID_PARAMS, BlobResourceContents, EmptyResult, JSONRPCError, ListResourcesResult, ListResourceTemplatesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, RequestId, Resource, ResourceTemplate,
+    SubscribeRequestParams, SubscriptionFilter, TextResourceContents, UnsubscribeRequestParams,
 )
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from api import mcp_sdk
+from api.mcp_direct import first_header
 from api.mcp_watch import Offer, offer_of, take_offer
 from api.services import Services
 from application.context import MCP
@@ -108,6 +113,34 @@ class Resources:
         return {item.uri: item.stamp for item in self.items(offer.principal.tenant)[1] if shows(offer, item)}
 
 
+def read_page(services: Services, resources: Resources, offer: Offer, uri: str, trace: str | None) -> ReadResourceResult:
+    """`resources/read` of `uri` for `offer`'s caller (blocking: the store, a module's run)."""
+    tenant = offer.principal.tenant
+    for source in resources.sources:
+        item = source.resource_item(tenant, uri)
+        if item is None:
+            continue
+        if not shows(offer, item):
+            break
+        try:
+            page = source.resource_text(tenant, uri, READ_MAX_CHARS, call_context(offer.principal, MCP, trace), services.toolbox)
+        except ValueError as error:
+            raise MCPError(INVALID_PARAMS, f"uri: {error}", {"uri": uri}) from None
+        except DocumentsUnavailable as error:
+            raise MCPError(INVALID_PARAMS, f"resource-unavailable: {error.detail}", {"uri": uri}) from None
+        if page is None:
+            break
+        meta: dict[str, Any] = {TOTAL_META: page.total, OFFSET_META: page.offset}
+        if page.next_uri is not None:
+            meta[NEXT_META] = page.next_uri
+        if page.source_media_type:
+            meta[SOURCE_TYPE_META] = page.source_media_type
+        if page.blob is not None:
+            return ReadResourceResult(contents=[BlobResourceContents(uri=uri, mime_type=page.mime_type, blob=page.blob, _meta=meta)])
+        return ReadResourceResult(contents=[TextResourceContents(uri=uri, mime_type=page.mime_type, text=page.text, _meta=meta)])
+    raise _not_found(uri)
+
+
 class ResourceHandlers:
     def __init__(self, services: Services, watch: ResourceWatch) -> None:
         self._services = services
@@ -150,35 +183,8 @@ class ResourceHandlers:
         its `_meta`, the URI of the next page (`?offset=`) and the text's length."""
         uri = _checked_uri(params.uri)
         offer = offer_of(ctx)
-        tenant = offer.principal.tenant
-
-        def read() -> ReadResourceResult:
-            for source in self._resources.sources:
-                item = source.resource_item(tenant, uri)
-                if item is None:
-                    continue
-                if not shows(offer, item):
-                    break
-                try:
-                    context = call_context(offer.principal, MCP, None if ctx.request_id is None else str(ctx.request_id))
-                    page = source.resource_text(tenant, uri, READ_MAX_CHARS, context, self._services.toolbox)
-                except ValueError as error:
-                    raise MCPError(INVALID_PARAMS, f"uri: {error}", {"uri": uri}) from None
-                except DocumentsUnavailable as error:
-                    raise MCPError(INVALID_PARAMS, f"resource-unavailable: {error.detail}", {"uri": uri}) from None
-                if page is None:
-                    break
-                meta: dict[str, Any] = {TOTAL_META: page.total, OFFSET_META: page.offset}
-                if page.next_uri is not None:
-                    meta[NEXT_META] = page.next_uri
-                if page.source_media_type:
-                    meta[SOURCE_TYPE_META] = page.source_media_type
-                if page.blob is not None:
-                    return ReadResourceResult(contents=[BlobResourceContents(uri=uri, mime_type=page.mime_type, blob=page.blob, _meta=meta)])
-                return ReadResourceResult(contents=[TextResourceContents(uri=uri, mime_type=page.mime_type, text=page.text, _meta=meta)])
-            raise _not_found(uri)
-
-        return await anyio.to_thread.run_sync(read)
+        trace = None if ctx.request_id is None else str(ctx.request_id)
+        return await anyio.to_thread.run_sync(read_page, self._services, self._resources, offer, uri, trace)
 
     async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
         uri = _checked_uri(params.uri)
@@ -334,3 +340,93 @@ class ResourceWatch:
                 if events:
                     told.append((watcher, events))
         return told
+
+
+# -- a session's plain resources/read, answered in the request's task -----------------------------
+
+READ = "resources/read"
+MAX_KEPT = 4_096
+
+
+def _plain_read(body: bytes) -> tuple[RequestId, str] | None:
+    """The id and URI of a body that is one `resources/read` of the plainest shape, else None."""
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(decoded, dict) or decoded.get("method") != READ or decoded.get("jsonrpc") != "2.0":
+        return None
+    request_id, params = decoded.get("id"), decoded.get("params")
+    if type(request_id) not in (int, str) or not isinstance(params, dict) or params.keys() != {"uri"}:
+        return None
+    uri = params["uri"]
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS:
+        return None
+    return request_id, uri
+
+
+class FastReads:
+    """A handshake-era session's plain `resources/read`, answered in the request's own task as
+    `api.mcp_direct.FastCalls` answers a `tools/call` and `api.mcp_prompts.FastPrompts` a
+    `prompts/get` (the same session checks, the caller's offer kept while the store has not moved,
+    then one trip to a thread for the read): the SDK's session loop and its thread hops cost more
+    than reading a resource. Anything else is the SDK's to answer, as before."""
+
+    def __init__(self, services: Services, resources: Resources, direct: Any, fast: Any) -> None:
+        self._services = services
+        self._resources = resources
+        self._direct = direct
+        self._fast = fast
+        self._offers: dict[tuple[Any, str | None], Offer] = {}
+
+    async def answer(self, manager: Any, scope: Any, body: bytes, principal: Any, server_id: str | None, send: Any) -> bool:
+        request = _plain_read(body)
+        if request is None or len(body) > manager.max_request_body_size or not self._fast._plain_server():
+            return False
+        version = first_header(scope, MCP_PROTOCOL_VERSION_HEADER.encode())
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return False
+        found = self._direct.serves(manager, scope)
+        if found is None:
+            return False
+        session, transport = found
+        if not getattr(session.connection, "initialize_accepted", False):
+            return False
+        request_id, uri = request
+        started = mcp_sdk.call_started(transport)
+        try:
+            payload = await self._read(principal, server_id, request_id, uri)
+        except UnknownRecord:
+            return False  # a server the tenant does not have: the gate's 404, on the SDK's path
+        finally:
+            if started:
+                mcp_sdk.call_ended(transport)
+        headers = [(b"content-type", b"application/json"), (MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode()),
+                   (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+        return True
+
+    async def _read(self, principal: Any, server_id: str | None, request_id: RequestId, uri: str) -> bytes:
+        generation = self._services.toolbox.generation()
+        key = (principal, server_id)
+        offer = self._offers.get(key)
+        fresh = offer is None or offer.generation != generation
+
+        def read() -> tuple[Offer, ReadResourceResult | MCPError]:
+            taken = take_offer(self._services, principal, server_id) if fresh else offer
+            try:
+                return taken, read_page(self._services, self._resources, taken, uri, str(request_id))  # type: ignore[arg-type]
+            except MCPError as error:
+                return taken, error
+
+        taken, result = await anyio.to_thread.run_sync(read)
+        if fresh:  # kept here, on the loop: the only place the kept offers change
+            self._offers.pop(key, None)
+            if len(self._offers) >= MAX_KEPT:
+                self._offers.pop(next(iter(self._offers)), None)
+            self._offers[key] = taken
+        if isinstance(result, MCPError):
+            return JSONRPCError(jsonrpc="2.0", id=request_id, error=result.error).model_dump_json(by_alias=True, exclude_unset=True).encode()
+        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": wire})

@@ -16,7 +16,7 @@ from bench import list_cost
 from bench import console_browser
 from bench import request_path
 from bench import call_log, oauth
-from bench import prompts_get
+from bench import prompts_get, resources_read
 from bench import output_schema
 from bench import observability, traces
 from bench._common import format_table, machine_line
@@ -30,7 +30,7 @@ def _load(load: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "console_browser", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost", "request_path", "oauth", "call_log", "observability", "traces", "prompts_get", "output_schema"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "console_browser", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost", "request_path", "oauth", "call_log", "observability", "traces", "prompts_get", "output_schema", "resources_read"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                                (oauth, "oauth"), (call_log, "call_log"), (observability, "observability"),
                                (traces, "traces"),
                                # issue 33: a prompt rendered by a module against a call of the module
-                               (prompts_get, "prompts_get"), (output_schema, "output_schema")):
+                               (prompts_get, "prompts_get"), (output_schema, "output_schema"),
+                               # issue 33: a resource rendered by a module against a call of the module
+                               (resources_read, "resources_read")):
         if args.only in (None, name):
             rows, info = bench_module.run(common)
             notes = getattr(bench_module, "NOTES", None)

@@ -8,7 +8,8 @@ A definition, in the API's camelCase:
   matching one or more characters a URI may hold unescaped, but `/`, `?` and `#`);
 - `mimeType`, the media type a read answers;
 - one of `text` (its `{{name}}` placeholders take the template's variables), `blob` (base64) or
-  `module`: a published tool module called with the template's variables and `uri`, which answers
+  `module`: a published tool module called with the template's variables (and `uri`, if it declares
+  that parameter), which answers
   a text, or `{"text": …}` or `{"blob": base64}` (either with an optional `mimeType`).
 
 A caller is offered a resource as it is a tool: by its id or its tags in its usage profile, and on
@@ -73,6 +74,10 @@ class ResourceKind(ItemKind[PublishedResource]):
     call_type = RESOURCE
     label = LABEL
     index_name = "resources"
+
+    def __init__(self, deps: Any) -> None:
+        super().__init__(deps)
+        self._kept: dict[str, tuple[int, list[tuple[PublishedResource, Definition]]]] = {}
 
     # -- the definition ------------------------------------------------------------------------
 
@@ -168,7 +173,17 @@ class ResourceKind(ItemKind[PublishedResource]):
         return tuple((item.item_id, item.published_version) for item in self.items(tenant))
 
     def _published(self, tenant: str) -> list[tuple[PublishedResource, Definition]]:
-        return [(item, item.published) for item in self.items(tenant) if item.published is not None]
+        """The tenant's published resources, kept while the store has not moved (a read asks twice:
+        which resource a URI is, then its content)."""
+        position = self.deps.store.position()
+        kept = self._kept.get(tenant)
+        if kept is not None and kept[0] == position:
+            return kept[1]
+        found = [(item, item.published) for item in self.items(tenant) if item.published is not None]
+        if len(self._kept) >= 1_024:
+            self._kept.pop(next(iter(self._kept)), None)
+        self._kept[tenant] = (position, found)
+        return found
 
     @staticmethod
     def _item(item: PublishedResource, definition: Definition, uri: str) -> ResourceItem:
@@ -223,8 +238,12 @@ class ResourceKind(ItemKind[PublishedResource]):
             return ResourceText(uri=uri, mime_type=media, text="", offset=0, total=len(definition["blob"]), next_uri=None,
                                 blob=definition["blob"])
         module = definition["module"]
-        # The resource runs its own module, whoever may read the resource.
-        result = tools.call(tenant, module, {**values, "uri": uri}, permissions=EVERYTHING, context=context)
+        # The resource runs its own module, whoever may read the resource; `uri` is given to a module
+        # that declares it (a tool's arguments are closed: one it does not declare would be refused).
+        entry = tools.entry(tenant, module)
+        declared = ((entry.input_schema or {}).get("properties") or {}) if entry is not None else {}
+        result = tools.call(tenant, module, {**values, **({"uri": uri} if "uri" in declared else {})},
+                            permissions=EVERYTHING, context=context)
         if result.error is not None:
             raise ValueError(f"the resource's module {module!r} failed: {result.error.message}")
         output = result.output
