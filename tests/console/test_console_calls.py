@@ -142,3 +142,16 @@ def test_an_admin_switches_value_capture_on_and_off_from_the_tools_card(client: 
     assert expect(client.get("/api/v1/admin/calls/capture"), 200).json() == []
     assert post(admin, "/console/calls/capture", {"tool": "no_such_tool", "capture": "on", "maxBytes": "9"}, page=page).status_code == 404
     assert post(auditor, "/console/calls/capture", {"tool": name, "capture": "on", "maxBytes": "9"}, page=page).status_code == 403
+
+
+def test_a_file_search_tools_activity_is_its_capabilities_calls(client: TestClient, admin: TestClient) -> None:
+    from tests.console.test_console_search_tools import made
+    from tests.helpers import unique_id
+
+    name = unique_id("docs").lower()
+    made(client, name)
+    page = expect(admin.get(f"/console/search-tools/{name}"), 200).text
+    slot = re.search(r'hx-get="/console/calls/activity\?([^"]+)"', page)
+    assert slot and slot.group(1).startswith(f"tool={name}&amp;name={name}_")
+    card = expect(admin.get("/console/calls/activity?" + slot.group(1).replace("&amp;", "&")), 200).text
+    assert "Last 24 hours" in card and "Value capture" not in card  # switched per capability, over the API
