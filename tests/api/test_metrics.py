@@ -242,3 +242,23 @@ def test_on_postgresql_calls_are_counted_and_its_errors_too(tmp_path: Any, share
         with pytest.raises(PersistenceError):  # a read the server refuses (a negative LIMIT)
             client.app.state.services.store.recorder.select_notifications(1, -1)  # type: ignore[attr-defined]
         assert errors() == before + 1
+
+
+def test_a_metrics_address_already_taken_leaves_the_metrics_on_the_service_port(tmp_path: Any, shared_sandbox: object,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token=OPERATOR_TOKEN,
+                            metrics_address=f"127.0.0.1:{port}")
+        with caplog.at_level("WARNING", logger="toolsmith.services"):
+            with TestClient(create_app(wire(settings, shared_sandbox))) as client:
+                assert client.app.state.services.metrics.address is None  # type: ignore[attr-defined]
+                assert "toolsmith_http_requests_total" in scrape(client)
+        assert any("metrics address taken" in r.getMessage() for r in caplog.records)
+    finally:
+        taken.close()
