@@ -18,10 +18,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
+from opentelemetry import trace
+from opentelemetry.trace import StatusCode
 
 from domain.errors import SandboxBusy, SandboxUnavailable
 from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
@@ -33,6 +36,7 @@ from sandbox.wire import (
 )
 
 log = logging.getLogger("toolsmith.sandbox.remote")
+_TRACER = trace.get_tracer("toolsmith")
 
 
 class RemoteSandbox(Sandbox):
@@ -148,12 +152,27 @@ class RemoteSandbox(Sandbox):
             headers[PRIORITY_HEADER] = BACKGROUND
         if not execution.service_log:
             headers[SERVICE_LOG_HEADER] = SERVICE_LOG_OFF
+        # The visit's span (docs/observability.md), inside a recording one: the service queues and
+        # runs the program, so its wait is not seen here; `run_ms` is the whole round trip.
+        span = _TRACER.start_span("sandbox.visit", attributes={"toolsmith.sandbox": "remote"}) \
+            if trace.get_current_span().is_recording() else None
+        began = time.perf_counter()
+        response = None
         try:
-            return self._client.post(path, content=body, headers=headers, timeout=timeout)
+            response = self._client.post(path, content=body, headers=headers, timeout=timeout)
+            if span is not None:
+                span.set_attribute("http.response.status_code", response.status_code)
+            return response
         except httpx.TimeoutException:
             raise SandboxUnavailable(f"the code sandbox at {self.url} did not answer within {seconds:g} s") from None
         except httpx.HTTPError as e:
             raise SandboxUnavailable(f"the code sandbox at {self.url} cannot be reached: {_reason(e)}") from None
+        finally:
+            if span is not None:
+                span.set_attribute("toolsmith.sandbox.run_ms", round((time.perf_counter() - began) * 1000, 3))
+                if response is None:
+                    span.set_status(StatusCode.ERROR)  # unreachable, or no answer in time
+                span.end()
 
     def _read(self, body: Any, where: str = "") -> ExecutionResult:
         """One result of a 200 answer, as the embedded runner would give it."""

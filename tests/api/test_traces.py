@@ -318,3 +318,23 @@ def test_http_fetch_from_a_module_is_a_client_span_of_the_sandbox_visit(upstream
     assert visit.start_time <= fetches[0].start_time <= fetches[0].end_time <= fetches[1].start_time <= visit.end_time
     text = every_attribute_text(found)
     assert SECRET_QUERY not in text and "/v1/weather" not in text and "/status" not in text
+
+
+def test_a_remote_sandboxs_visit_is_one_span_of_its_round_trip(tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    from domain.ports import Execution, SourceUnit
+    from tests.sandbox_service import SECRET, remote, running_service
+
+    with running_service(tmp_path, CODESANDBOX_SECRET=SECRET) as service:
+        sandbox = remote(service)
+        try:
+            with trace.get_tracer("test").start_as_current_span("call"):
+                result = sandbox.run(Execution(units=(SourceUnit("adder", "exports.run = (i) => i.n + 1;"),), input={"n": 41}))
+            sandbox.run(Execution(units=(SourceUnit("adder", "exports.run = (i) => i.n + 1;"),), input={"n": 1}))  # no trace: no span
+        finally:
+            sandbox.close()
+    assert result.error is None and result.output == 42, result
+    found = finished(spans)
+    [visit] = named(found, "sandbox.visit")
+    assert parent_of(visit, found).name == "call"
+    assert visit.attributes["toolsmith.sandbox"] == "remote" and visit.attributes["http.response.status_code"] == 200
+    assert visit.attributes["toolsmith.sandbox.run_ms"] > 0
