@@ -53,6 +53,9 @@ def _answer(client: TestClient, method: str, path: str, **kwargs: object) -> tup
             body.pop("durationMillis", None)  # the call's own time
             if isinstance(body.get("readModel"), dict):
                 body["readModel"].pop("lagSeconds", None)
+            if isinstance(body.get("callLog"), dict):  # the call log's counts move as the calls are written
+                for moving in ("queued", "written"):
+                    body["callLog"].pop(moving, None)
     headers.pop("content-length", None)
     return response.status_code, headers, body
 
