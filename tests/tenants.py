@@ -41,11 +41,12 @@ MODULES = f"{ADMIN_API}/code-modules"
 LIBRARY, TOOL, DRAFT, STAMP = "dates", "report", "sketch", "stamp"
 API_TOOL, SEARCH_TOOL, SECRET = "weather", "handbook", "apikey"
 PLAN, AGENT, SERVER, PROFILE = "daily", "helper", "main", "callers"
+PROMPT = "greeting"
 # What only beta owns, one of each sort: every one must be unknown to alpha.
 BETA_ONLY = {
     "module": "beta_only", "library": "beta_lib", "api-tool": "beta_tool", "search-tool": "beta_docs",
     "secret": "beta_secret", "plan": "beta_plan", "agent": "beta_agent", "server": "beta_server",
-    "profile": "beta_profile",
+    "profile": "beta_profile", "prompt": "beta_prompt",
 }
 # Ids that no tenant ever had, of the same sorts: what an unknown id answers.
 GHOSTS = {sort: f"ghost_{sort.replace('-', '_')}" for sort in BETA_ONLY}
@@ -125,6 +126,8 @@ def populate(http: Any, tenant: Tenant, *, extras: bool) -> None:
     post("agents", {"id": AGENT, "description": f"Helper {mark}", "allowedTools": [TOOL, API_TOOL]})
     post("mcp-servers", {"id": SERVER, "description": f"Main {mark}", "tools": [TOOL, f"{SEARCH_TOOL}_search"]})
     post("usage-profiles", {"id": PROFILE, "description": f"Callers {mark}", "allowedTools": [TOOL, f"{SEARCH_TOOL}_search", API_TOOL]})
+    post("prompts", {"id": PROMPT, "description": f"Greets {mark}", "messages": [{"role": "user", "content": {"type": "text", "text": f"Hi from {mark}"}}]})
+    expect(http.post(f"{ADMIN_API}/prompts/{PROMPT}/publish", headers=h), 200)
     if extras:
         b = BETA_ONLY
         post("code-modules", {"id": b["library"], "description": f"Beta's library {mark}", "draftContent": f"exports.mark = '{mark}';"})
@@ -145,6 +148,10 @@ def populate(http: Any, tenant: Tenant, *, extras: bool) -> None:
         post("mcp-servers", {"id": b["server"], "description": f"Beta's server {mark}",
                              "tools": [b["module"], b["api-tool"], f"{b['search-tool']}_search"]})
         post("usage-profiles", {"id": b["profile"], "description": f"Beta's profile {mark}", "allowedTools": [b["module"]]})
+        # beta's prompt, published: a text of beta's own
+        post("prompts", {"id": b["prompt"], "description": f"Beta's prompt {mark}", "arguments": [{"name": "who", "required": True}],
+                         "messages": [{"role": "user", "content": {"type": "text", "text": f"Hello {{{{who}}}} from {mark}"}}]})
+        expect(http.post(f"{ADMIN_API}/prompts/{b['prompt']}/publish", headers=h), 200)
     # tokens of every role (the caller within the shared profile)
     for role, profile in (("auditor", None), ("caller", PROFILE)):
         issued = post("tokens", {"name": f"{role}-{mark}", "role": role, "usageProfile": profile})

@@ -35,7 +35,7 @@ from infrastructure.settings import Settings
 from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect, page_csrf
 from tests.tenants import (
-    AGENT, ALPHA, API_TOOL, BETA, BETA_ONLY, DRAFT, GHOSTS, LIBRARY, MODULES, PLAN, PROFILE, SEARCH_TOOL, SECRET,
+    AGENT, ALPHA, API_TOOL, BETA, BETA_ONLY, DRAFT, GHOSTS, LIBRARY, MODULES, PLAN, PROFILE, PROMPT, SEARCH_TOOL, SECRET,
     SECRET_VALUES, SERVER, STAMP, TOOL, LogLines, Tenant, create_tenant, events_of, populate, serving, settle,
 )
 
@@ -44,8 +44,9 @@ ROLES = ("admin", "auditor", "caller")
 GHOST_USER = "0123456789abcdef"  # a person id nobody has (docs/users.md)
 GHOST_TENANT, GHOST_TOKEN_ID, GHOST_DOCUMENT, GHOST_CHANGESET = "ghost-tenant", "feedfacefeedface", "f" * 20, "cs_" + "0" * 20
 GHOST_CALL = "0" * 32
-# The tool names alpha calls: a module, an API URL tool, a File Search capability, a plan, a library.
-BETA_TOOLS = [BETA_ONLY["module"], BETA_ONLY["api-tool"], f"{BETA_ONLY['search-tool']}_search", BETA_ONLY["plan"], BETA_ONLY["library"]]
+# The tool names alpha calls: a module, an API URL tool, a File Search capability, a plan, a library (and a prompt).
+BETA_TOOLS = [BETA_ONLY["module"], BETA_ONLY["api-tool"], f"{BETA_ONLY['search-tool']}_search", BETA_ONLY["plan"], BETA_ONLY["library"],
+              BETA_ONLY["prompt"]]
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 MCP_VERSION, MODERN = "2025-11-25", "2026-07-28"
 
@@ -191,7 +192,7 @@ SORT_OF_SEGMENT = {
     "secrets": "secret", "api-tools": "api-tool", "search-tools": "search-tool", "changesets": "changeset",
     "tokens": "token", "tenants": "tenant", "modules": "module", "servers": "server", "profiles": "profile",
     "users": "user",
-    "calls": "call",
+    "calls": "call", "prompts": "prompt",
 }
 
 
@@ -238,6 +239,13 @@ def body_of(method: str, route: str) -> Body | None:
         "/api/v1/admin/users": lambda s: {"email": f"{s.fresh()}@example.com", "name": "intruder", "role": "caller",
                                           "usageProfile": s["profile"]},
         "/api/v1/admin/users/{id}": lambda s: {"role": "caller", "usageProfile": s["profile"]},
+        "/api/v1/admin/prompts": lambda s: {"id": s.fresh(), "description": "intruder",
+                                            "messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]},
+        "/api/v1/admin/prompts/publish": lambda s: {"ids": [s["prompt"]], "message": "intruder"},
+        "/api/v1/admin/prompts/{id}": lambda s: {"description": "overwritten"},
+        "/api/v1/admin/prompts/{id}/publish": lambda s: {"message": "intruder"},
+        "/api/v1/admin/prompts/{id}/revert": lambda s: {"version": 1},
+        "/api/v1/admin/prompts/{id}/test": lambda s: {"arguments": {"who": "alpha"}, "draft": False},
         "/api/v1/admin/users/{id}/disable": lambda s: None,
         "/api/v1/admin/users/{id}/enable": lambda s: None,
         "/api/v1/admin/users/{id}/invitation": lambda s: None,
@@ -471,7 +479,8 @@ def console(world: World) -> Iterator[Callable[[str], Send]]:
 def own_ids(world: World) -> dict[str, str]:
     alpha = world.alpha
     return {"module": LIBRARY, "plan": PLAN, "agent": AGENT, "server": SERVER, "profile": PROFILE, "secret": SECRET,
-            "api-tool": API_TOOL, "search-tool": SEARCH_TOOL, "changeset": alpha.changeset, "tenant": ALPHA, "call": alpha.call}
+            "api-tool": API_TOOL, "search-tool": SEARCH_TOOL, "changeset": alpha.changeset, "tenant": ALPHA, "call": alpha.call,
+            "prompt": PROMPT}
 
 
 @pytest.mark.parametrize("role", ROLES)
