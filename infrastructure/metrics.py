@@ -129,8 +129,11 @@ class Metrics:
 
     def _tool_label(self, tenant: str, tool: str) -> str:
         labelled = self._labelled.get(tenant)
-        if labelled is not None and tool in labelled:
-            return tool
+        if labelled is not None:
+            if tool in labelled:
+                return tool
+            if len(labelled) >= self.max_tools:  # full: the calls of the tenant's other tools take no lock
+                return OTHER
         with self._lock:
             labelled = self._labelled.setdefault(tenant, set())
             if tool in labelled or len(labelled) < self.max_tools:
