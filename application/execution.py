@@ -16,6 +16,7 @@ from typing import Any
 
 import networkx as nx
 
+from application import spans
 from application.call_log import CallLog
 from application.context import CallContext, for_code
 from application.fair_share import TenantSessions
@@ -87,14 +88,20 @@ class Execution:
     ) -> ExecutionResult:
         """POST /test: runs a definition as the editor holds it; nothing is saved. The run, or its
         refusal, is a record of the call log (`via` test, the draft's hash as its definition)."""
+        traced = spans.tool_call(tenant, module_id or "(draft)", None, context, via=TEST, kind="CODE")
+        result = failure = None
         started, clock = time.time(), time.perf_counter()
         definition = {"content": content, "imports": imports, "tool": tool}
         try:
             result = self._test(tenant, content=content, imports=imports, tool=tool, input=input, module_id=module_id, context=context)
         except Exception as error:
+            failure = error
             self.call_log.called(tenant, module_id or "(draft)", None, context, input, None, error, started,
                                  time.perf_counter() - clock, via=TEST, kind="CODE", definition=definition)
             raise
+        finally:
+            if traced is not None:
+                spans.ended(traced, result, failure)
         self.call_log.called(tenant, module_id or "(draft)", None, context, input, result, None, started,
                              time.perf_counter() - clock, via=TEST, kind="CODE", definition=definition)
         return result

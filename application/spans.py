@@ -21,15 +21,19 @@ _TRACER = trace.get_tracer("toolsmith")
 _VIA = {REST: calls.REST, MCP: calls.MCP, CONSOLE: calls.PLAYGROUND}
 
 
-def tool_call(tenant: str, name: str, entry: ToolEntry | None, context: CallContext) -> tuple[Span, object] | None:
+def tool_call(tenant: str, name: str, entry: ToolEntry | None, context: CallContext, *, via: str | None = None,
+              kind: str | None = None) -> tuple[Span, object] | None:
     """The started and current span of a call of `name`, with the token that ends its being
-    current; None when no recording span is current (traces off)."""
+    current; None when no recording span is current (traces off). `via` and `kind` for a run of
+    what is no tool of the catalog (a module's Test of its draft)."""
     if not trace.get_current_span().is_recording():
         return None
     attributes: dict[str, Any] = {
         "toolsmith.tool": name, "toolsmith.tenant": tenant,
-        "toolsmith.via": calls.PLAN if context.plan_step is not None else _VIA.get(context.way_in, context.way_in),
+        "toolsmith.via": via or (calls.PLAN if context.plan_step is not None else _VIA.get(context.way_in, context.way_in)),
     }
+    if kind is not None:
+        attributes["toolsmith.kind"] = kind
     if entry is not None:
         attributes["toolsmith.kind"] = entry.call_type
         version = getattr(entry, "version", None)

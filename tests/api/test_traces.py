@@ -338,3 +338,18 @@ def test_a_remote_sandboxs_visit_is_one_span_of_its_round_trip(tmp_path: Path, s
     assert parent_of(visit, found).name == "call"
     assert visit.attributes["toolsmith.sandbox"] == "remote" and visit.attributes["http.response.status_code"] == 200
     assert visit.attributes["toolsmith.sandbox.run_ms"] > 0
+
+
+def test_a_modules_test_run_is_a_tool_span_via_test(client: TestClient, spans: InMemorySpanExporter) -> None:
+    name = unique_id("draft")
+    draft = {"id": name, "draftContent": "exports.run = function (i) { return 1; };", "draftImports": [],
+             "tool": {"inputParameters": [{"name": "text", "type": "string", "required": True}], "exposeInChat": True},
+             "input": {"text": SECRET_ARGUMENT}}
+    expect(client.post(f"{MODULES}/test", json=draft, headers={"traceparent": TRACEPARENT}), 200)
+    found = finished(spans)
+    [tool] = named(found, "tool.call")
+    assert tool.attributes["toolsmith.via"] == "test" and tool.attributes["toolsmith.kind"] == "CODE"
+    assert tool.attributes["toolsmith.outcome"] == "ok" and format(tool.context.trace_id, "032x") == TRACE
+    [visit] = named(found, "sandbox.visit")
+    assert parent_of(visit, found) is tool
+    assert SECRET_ARGUMENT not in every_attribute_text(found)
