@@ -25,10 +25,12 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+import anyio.to_thread
+
 from application.kinds.published import ItemKind
 from application.resources import ResourceItem, ResourceTemplateItem, ResourceText
 from domain.catalog import EVERYTHING
-from domain.errors import InvalidDefinition, Violation
+from domain.errors import InvalidDefinition, InvalidInput, Violation
 from domain.published import Definition
 from domain.rules import MAX_TAG_LENGTH, MAX_TAGS, description_violations, id_violations
 from toolkinds.resources.model import LABEL, RESOURCE, PublishedResource
@@ -264,25 +266,33 @@ class ResourceKind(ItemKind[PublishedResource]):
             raise ValueError(f"the resource's module {module!r} answered a text that is not one of at most {MAX_TEXT:,} characters")
         return ResourceText(uri=uri, mime_type=media, text=text[:limit], offset=0, total=len(text), next_uri=None)
 
-    def test(self, tenant: str, name: str, uri: str | None, context: Any, tools: Any, *, draft: bool = True) -> dict[str, Any]:
-        """The resource's draft (or published version) read at `uri` as `resources/read` would (REST's test)."""
+    async def test(self, tenant: str, name: str, arguments: Mapping[str, Any] | None, context: Any, tools: Any, *,
+                   draft: bool = True) -> dict[str, Any]:
+        """The console's and REST's test: `arguments` is `{"uri": …}` (none: the resource's own URI)."""
+        uri = (arguments or {}).get("uri")
+        if uri is not None and not isinstance(uri, str):
+            raise InvalidInput([Violation("uri", "RS7", "a URI, as a text")])
+        return await anyio.to_thread.run_sync(lambda: self.read_test(tenant, name, uri, context, tools, draft=draft))
+
+    def read_test(self, tenant: str, name: str, uri: str | None, context: Any, tools: Any, *, draft: bool = True) -> dict[str, Any]:
+        """The resource's draft (or published version) read at `uri` as `resources/read` would (blocking)."""
         item = self.get(tenant, name)
         definition = item.current if draft else item.published
         if definition is None:
-            raise InvalidDefinition([Violation("draft", "RS7", "the resource is not published")])
+            raise InvalidInput([Violation("draft", "RS7", "the resource is not published")])
         given = uri or definition["uri"]
         values: dict[str, str] = {}
         if definition["uriTemplate"] is not None:
             found = template_pattern(definition["uriTemplate"]).fullmatch(given or "")
             if found is None:
-                raise InvalidDefinition([Violation("uri", "RS7", f"give a URI the template {definition['uriTemplate']!r} matches")])
+                raise InvalidInput([Violation("uri", "RS7", f"give a URI the template {definition['uriTemplate']!r} matches")])
             values = found.groupdict()
         elif given != definition["uri"]:
-            raise InvalidDefinition([Violation("uri", "RS7", f"the resource's URI is {definition['uri']!r}")])
+            raise InvalidInput([Violation("uri", "RS7", f"the resource's URI is {definition['uri']!r}")])
         try:
             page = self.read(tenant, definition, given, values, context, tools)
         except ValueError as error:
-            raise InvalidDefinition([Violation("module", "RS5", str(error))]) from None
+            raise InvalidInput([Violation("module", "RS5", str(error))]) from None
         content: dict[str, Any] = {"uri": given, "mimeType": page.mime_type}
         content.update({"blob": page.blob} if page.blob is not None else {"text": page.text})
         return {"contents": [content]}

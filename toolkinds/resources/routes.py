@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio.to_thread
 from fastapi import APIRouter
 
 from api.deps import Admin, ServicesDep
@@ -26,4 +25,4 @@ async def test_resource(id: str, body: ReadRequest, services: ServicesDep, princ
     """Read the resource (its draft, or its published version) at `uri`, as `resources/read` would; nothing is saved."""
     kind = services.toolbox.kind(ResourceKind)
     context = call_context(principal, REST)
-    return await anyio.to_thread.run_sync(lambda: kind.test(principal.tenant, id, body.uri, context, services.toolbox, draft=body.draft))
+    return await kind.test(principal.tenant, id, {"uri": body.uri}, context, services.toolbox, draft=body.draft)
