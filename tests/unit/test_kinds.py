@@ -49,6 +49,8 @@ def test_two_kinds_cannot_share_a_call_type() -> None:
 
 
 def test_the_default_registry_orders_r15_as_design_says() -> None:
-    # MCP, native, plan, then the rest (docs/kinds/index.md): code modules, API URL tools, File Search tools
-    assert tuple(p.call_type for p in DEFAULT_KINDS) == ("MCP", "LOCAL", "PLAN", "CODE", "API_URL", "FILE_SEARCH")
-    assert [p.kind.label for p in DEFAULT_KINDS] == ["MCP tool", "native tool", "plan", "module", "API URL tool", "File Search tool"]
+    # MCP, native, plan, then the rest (docs/kinds/index.md): code modules, API URL tools, File Search tools;
+    # then the published kinds that are not tools but hold their names (R2): prompts and resources
+    assert tuple(p.call_type for p in DEFAULT_KINDS) == ("MCP", "LOCAL", "PLAN", "CODE", "API_URL", "FILE_SEARCH", "PROMPT", "RESOURCE")
+    assert [p.kind.label for p in DEFAULT_KINDS] == ["MCP tool", "native tool", "plan", "module", "API URL tool", "File Search tool",
+                                                     "prompt", "resource"]
