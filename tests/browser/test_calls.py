@@ -81,3 +81,32 @@ def test_the_calls_page_filters_and_links_to_the_version_and_the_tool_shows_its_
     shots(page, "tool-activity")
     activity.get_by_role("link", name=re.compile("All its calls")).click()
     page.wait_for_url(f"**/console/calls?tool={name}")
+
+
+def test_an_admin_switches_value_capture_on_from_the_card_and_the_calls_page_shows_what_was_kept(page, console_server, watch) -> None:  # noqa: ANN001
+    watch.allowed_console += [re.compile(r"status of 400"), re.compile(r"Error Code 400 from /console/calls/capture")]  # the refused cap, on purpose
+    name = published_tool(console_server, source="exports.run = function (i) { return {twice: i.n * 2}; };",
+                          params=[{"name": "n", "type": "integer", "required": True, "description": "a number"}])
+    sign_in(page, then=f"/console/modules/{name}")
+    card = page.get_by_role("region", name="Activity")
+    expect(card.get_by_text("Off: the log keeps the SHA-256")).to_be_visible()
+    card.get_by_label("Bytes kept of each value").fill("0")
+    card.get_by_role("button", name="Capture values").click()
+    expect(page.get_by_role("region", name="Activity").get_by_role("alert")).to_contain_text("a whole number from 1 to 65,536")
+    page.get_by_role("region", name="Activity").get_by_label("Bytes kept of each value").fill("512")
+    page.get_by_role("region", name="Activity").get_by_role("button", name="Capture values").click()
+    expect(page.get_by_role("region", name="Activity").get_by_role("button", name="Stop capturing values")).to_be_visible()
+    expect(page.get_by_role("region", name="Activity")).to_contain_text("cut to 512 bytes")
+    with console_server.client() as rest:
+        assert rest.post(f"/api/v1/tools/{name}/call", json={"n": 21}).status_code == 200
+
+    page.goto(f"/console/calls?tool={name}")
+    row = page.locator("tr.call-detail-row").first
+    row.get_by_text("Record").click()
+    expect(row.locator("pre.captured").first).to_have_text('{"n":21}')
+    expect(row.locator("pre.captured").nth(1)).to_have_text('{"twice":42}')
+    assert_accessible(page, "a call with its values kept")
+
+    page.goto(f"/console/modules/{name}")
+    page.get_by_role("region", name="Activity").get_by_role("button", name="Stop capturing values").click()
+    expect(page.get_by_role("region", name="Activity").get_by_role("button", name="Capture values")).to_be_visible()
