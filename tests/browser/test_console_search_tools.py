@@ -249,6 +249,7 @@ def test_a_documents_page_shows_its_text_by_page_its_chunks_and_why_it_failed(pa
     expect(fact(page, "State")).to_have_text("Ready")
     expect(fact(page, "Text")).to_contain_text(re.compile(r"on 2 pages, in \d+ chunk"))
     expect(fact(page, "Uploaded").locator("time")).to_have_text(re.compile(r"just now|seconds? ago|minutes? ago"))
+    expect(fact(page, "MCP resource")).to_contain_text(re.compile(rf"toolsmith://search-tools/{name}/documents/[0-9a-f]{{20}}"))
     text = page.get_by_role("region", name=re.compile("^Extracted text"))
     expect(text).to_contain_text("Page 1 (1 of 2)")
     expect(text).to_contain_text("weather")

@@ -39,6 +39,7 @@ from toolkinds.search_tools.kind import SearchToolKind
 from toolkinds.search_tools.model import CAPABILITIES, MAX_NAME, cap_key, capability_name
 from toolkinds.search_tools.schemas import SearchToolBody, public
 from toolkinds.search_tools.uploads import spooled, uploaded
+from toolkinds.search_tools.uris import document_uri
 
 DOCUMENTS_PER_PAGE = 20
 CHUNKS_PER_PAGE = 20
@@ -342,6 +343,8 @@ async def document_page(name: str, doc_id: str, request: Request, visitor: Reade
         "chunks": listed, "chunk_page": chunk_page, "chunk_pages": chunk_pages, "total_chunks": total_chunks,
         "chunk_wanted": wanted, "failed": display.failure(document["reason"]) if document["state"] == FAILED else None,
         "processing": document["state"] == PROCESSING, "reads": reads, **_words(),
+        # What an MCP client reads it by (`resources/read`), once it is ready.
+        "resource_uri": document_uri(tool.tool_id, document["id"]) if document["state"] == READY else None,
     }
     headers = {"Vary": "HX-Request", "Cache-Control": "no-store"}
     section = request.headers.get("hx-target", "")
