@@ -149,12 +149,16 @@ def icon_violations(icons: Any, where: str) -> list[Violation]:
 
 def annotations(given: Mapping[str, Any] | None, facts: Facts) -> dict[str, Any] | None:
     """The annotations a client is shown (MCP's wire names): the kind's derived hints, then the
-    admin's (already checked), with the title if one was given. None when there is nothing."""
+    admin's (checked when given), with the title if one was given. None when there is nothing."""
     shown: dict[str, Any] = {}
     if given and given.get("title"):
         shown["title"] = given["title"]
     for hint in HINTS:
         value = given.get(hint) if given else None
+        if value is not None and value == SAFE[hint] and hint in facts.unsafe:
+            # A claim that has become false since it was accepted (a library it imports now
+            # fetches): the fact is shown, never the claim.
+            value = None
         if value is None:
             value = facts.derived.get(hint)
         if value is not None:

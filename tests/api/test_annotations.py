@@ -67,10 +67,15 @@ def test_a_module_s_hints_are_derived_from_its_code_and_its_imports(client: Test
 def test_a_library_that_starts_fetching_makes_its_importers_open_world(client: TestClient) -> None:
     module(client, "lib", "exports.v = function () { return 1; };")
     module(client, "user", "exports.run = function () { return lib.v(); };", imports=["lib"], tool={})
+    module(client, "claims", "exports.run = function () { return lib.v(); };", imports=["lib"],
+           tool={"annotations": {"openWorldHint": False, "title": "Closed"}})
     assert listed(client)["user"]["annotations"]["openWorldHint"] is False
     expect(client.put(f"{CODE_MODULES}/lib", json={"draftContent": "exports.v = function () { return http.fetch('https://a.example/').status; };"}), 200)
     expect(client.post(f"{CODE_MODULES}/lib/publish"), 200)
-    assert listed(client)["user"]["annotations"] == {"openWorldHint": True}
+    tools = listed(client)
+    assert tools["user"]["annotations"] == {"openWorldHint": True}
+    # A claim that was true when made and is not any more: the fact is listed, not the claim.
+    assert tools["claims"]["annotations"] == {"title": "Closed", "openWorldHint": True}
 
 
 def test_the_admin_s_hints_title_and_icons_are_listed_and_versioned(client: TestClient) -> None:
