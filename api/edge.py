@@ -69,6 +69,51 @@ def nested_deeper_than(body: bytes, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+_PATH_SCAN_CHARS = 65_536  # a refused body's place is looked for in its first characters only
+_PATH_PARTS = 4
+
+
+def too_deep_at(body: bytes, limit: int = MAX_DEPTH) -> str | None:
+    """Where a body `nested_deeper_than(limit)` starts to nest: its first keys and indexes on the
+    way down (`tool.inputSchema.properties.a`), or None when they are not found in its first
+    `_PATH_SCAN_CHARS` characters or hold no key. Only for a refusal's message: it walks the text."""
+    text = body[:_PATH_SCAN_CHARS].decode("utf-8", "replace")
+    stack: list[list[object]] = []  # [kind, key or index]
+    i, end = 0, len(text)
+    while i < end:
+        c = text[i]
+        if c == '"':
+            try:
+                value, i = json.decoder.scanstring(text, i + 1)
+            except ValueError:
+                return None
+            j = i
+            while j < end and text[j] in " \t\r\n":
+                j += 1
+            if stack and stack[-1][0] == "{" and j < end and text[j] == ":":
+                stack[-1][1] = value
+            continue
+        if c in "{[":
+            stack.append([c, None if c == "{" else 0])
+            if len(stack) > limit:
+                parts = []
+                for kind, at in stack[:-1][:_PATH_PARTS]:
+                    if kind == "{" and isinstance(at, str):
+                        parts.append(("." if parts else "") + at)
+                    elif kind == "[":
+                        parts.append(f"[{at}]")
+                    else:
+                        break
+                return "".join(parts) or None
+        elif c in "}]":
+            if stack:
+                stack.pop()
+        elif c == "," and stack and stack[-1][0] == "[":
+            stack[-1][1] = int(stack[-1][1]) + 1  # type: ignore[call-overload]
+        i += 1
+    return None
+
+
 class _NotJson(ValueError):
     """What Python's JSON reader accepts and RFC 8259 does not; `code` names the problem."""
 
@@ -112,10 +157,13 @@ def body_problem(body: bytes) -> Response | None:
     if not body:
         return None
     if nested_deeper_than(body):
+        # The field it happens in, when the body's first keys say it (a 10,000-deep inputSchema: `tool.inputSchema…`).
+        at = too_deep_at(body)
+        where = f" (at {at}…)" if at else ""
         return problems.problem(
             400, "body-too-deep",
-            f"the body nests objects and arrays more than {MAX_DEPTH} levels deep; the limit is {MAX_DEPTH}",
-            errors=[{"field": "body", "rule": "max-depth", "message": f"nested more than {MAX_DEPTH} levels deep"}],
+            f"the body nests objects and arrays more than {MAX_DEPTH} levels deep{where}; the limit is {MAX_DEPTH}",
+            errors=[{"field": at or "body", "rule": "max-depth", "message": f"nested more than {MAX_DEPTH} levels deep"}],
         )
     try:
         text = body.decode("utf-8")

@@ -61,8 +61,9 @@ def test_a_body_nested_deeper_than_the_limit_is_400_on_every_json_route(client: 
     for method, path in routes:
         for levels in (MAX_DEPTH + 1, 500, 100_000):
             problem = assert_problem(post_raw(client, path, '{"id": "a", "x": ' + nested(levels) + "}", method), 400, "body-too-deep")
-            assert problem["errors"] == [{"field": "body", "rule": "max-depth", "message": f"nested more than {MAX_DEPTH} levels deep"}]
-            assert str(MAX_DEPTH) in problem["detail"]
+            # the field it happens in, by its first keys and indexes on the way down
+            assert problem["errors"] == [{"field": "x[0][0][0]", "rule": "max-depth", "message": f"nested more than {MAX_DEPTH} levels deep"}]
+            assert str(MAX_DEPTH) in problem["detail"] and "(at x[0][0][0]…)" in problem["detail"]
     # brackets inside strings are text, not nesting; at the limit a body is read as usual
     text = json.dumps({"id": unique_id(), "description": "[" * 500, "draftContent": ""})
     assert post_raw(client, MODULES, text).status_code == 201

@@ -254,7 +254,8 @@ def test_a_schema_nested_10000_deep_is_a_clear_400_and_the_service_keeps_serving
     body = '{"id": "deep", "description": "d", "draftContent": "exports.run = () => 1;", "tool": {"inputSchema": ' + \
         '{"type": "object", "properties": {"a": ' * 10_000 + "{}" + "}}" * 10_000 + "}}"
     refused = client.post(BASE, content=body, headers={"Content-Type": "application/json"})
-    assert refused.status_code == 400 and refused.json()["errors"][0]["rule"] == "max-depth", refused.text
+    assert refused.status_code == 400 and refused.json()["errors"][0] == {
+        "field": "tool.inputSchema.properties.a", "rule": "max-depth", "message": "nested more than 100 levels deep"}, refused.text
     assert client.post(f"{BASE}/test", json={"draftContent": "exports.run = () => 'alive';"}).json()["output"] == "alive"
 
 
