@@ -155,3 +155,24 @@ def test_a_file_search_tools_activity_is_its_capabilities_calls(client: TestClie
     assert slot and slot.group(1).startswith(f"tool={name}&amp;name={name}_")
     card = expect(admin.get("/console/calls/activity?" + slot.group(1).replace("&amp;", "&")), 200).text
     assert "Last 24 hours" in card and "Value capture" not in card  # switched per capability, over the API
+
+
+def test_another_organizations_admin_sees_none_of_these_calls_nor_their_activity(client: TestClient, admin: TestClient) -> None:
+    from tests.console.test_console_others import console
+    from tests.helpers import OPERATOR_TOKEN, unique_id
+
+    name = module_tool(client)
+    expect(client.post(f"/api/v1/tools/{name}/call", json={"n": 1}), 200)
+    assert name in admin.get("/console/calls").text
+    made = expect(client.post("/api/v1/operator/tenants", json={"id": unique_id("beta").lower().replace("_", "-"), "name": "Beta"},
+                              headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}), 201).json()
+    theirs = console(client, made["adminToken"])
+    page = expect(theirs.get("/console/calls"), 200).text
+    assert name not in page and "No tool was called yet." in page
+    card = expect(theirs.get("/console/calls/activity", params={"tool": name}), 200).text
+    assert card.count("No call.") == 2
+    from tests.console.test_console_others import post
+
+    refused = post(theirs, "/console/calls/capture", {"tool": name, "capture": "on", "maxBytes": "9"}, page="/console/calls")
+    assert refused.status_code == 404
+    assert expect(client.get("/api/v1/admin/calls/capture"), 200).json() == []
