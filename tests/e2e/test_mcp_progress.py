@@ -122,3 +122,22 @@ def test_a_flood_of_progress_reports_is_thinned_and_the_call_ends(server: Server
     assert 2 <= len(progress) <= 0.6 / 0.05 + 3, progress
     assert progress == sorted(set(progress)) and progress[-1] == reports  # increasing, the last state kept
     assert seconds < 10
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+def test_tools_list_carries_the_annotations_and_icons_in_both_eras(server: Server, mode: str) -> None:
+    icon = {"src": "https://example.com/steps.png", "mimeType": "image/png", "sizes": ["48x48"]}
+    with server.client() as http:
+        body = {"id": "titled", "description": "Counts steps.", "draftContent": "exports.run = function () { return 1; };",
+                "tool": {"inputParameters": [], "exposeInChat": True, "annotations": {"title": "Steps"}, "icons": [icon]}}
+        expect(http.post(CODE_MODULES, json=body), 201)
+        expect(http.post(f"{CODE_MODULES}/titled/publish"), 200)
+
+    async def scenario() -> Any:
+        async with client(server, mode) as connected:
+            return {tool.name: tool for tool in (await connected.list_tools()).tools}
+
+    tool = anyio.run(scenario)["titled"]
+    assert tool.annotations.title == "Steps" and tool.annotations.read_only_hint is True
+    assert tool.annotations.open_world_hint is False and tool.annotations.idempotent_hint is True
+    assert [i.model_dump(by_alias=True, exclude_none=True) for i in tool.icons] == [icon]
