@@ -5,6 +5,7 @@ and, with traces off, nothing made and no exporter thread."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -55,6 +56,11 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     _EXPORTER.clear()
     yield _EXPORTER
     _EXPORTER.clear()
+    # The tracers that found this provider (the MCP SDK's, the service's) forget it: later tests
+    # of this process run with traces off, as a service without the settings does.
+    for found in gc.get_objects():
+        if type(found) is trace.ProxyTracer:
+            found._real_tracer = None
 
 
 @pytest.fixture
@@ -277,6 +283,32 @@ def test_the_otel_settings_decide_whether_traces_are_on() -> None:
     assert not tracing.wanted({**endpoint, "OTEL_TRACES_EXPORTER": "console"})
 
 
+def test_configure_installs_the_batch_exporter_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.util._once import Once
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
+    monkeypatch.setattr(tracing, "ON", False)
+    monkeypatch.setattr(tracing, "_PROVIDER", None)
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    assert not tracing.configure({**endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})  # not sent: traces stay off
+    assert not tracing.configure({})
+    assert not tracing.ON and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert not exporter_threads()
+    assert tracing.configure({**endpoint, "OTEL_SERVICE_NAME": "toolsmith-test"})
+    provider = trace.get_tracer_provider()
+    try:
+        assert tracing.ON and isinstance(provider, TracerProvider)
+        assert provider.resource.attributes["service.name"] == "toolsmith-test"
+        assert [thread.name for thread in exporter_threads()] == ["OtelBatchSpanRecordProcessor"]
+    finally:
+        provider.shutdown()
+
+
+def exporter_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.is_alive() and thread.name.startswith("OtelBatch")]
+
+
 def test_with_traces_off_nothing_is_made_and_no_exporter_thread_runs(tmp_path: Path, shared_sandbox: Any,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
@@ -287,7 +319,7 @@ def test_with_traces_off_nothing_is_made_and_no_exporter_thread_runs(tmp_path: P
         name = publish(client)
         expect(client.post(f"/api/v1/tools/{name}/call", json={"text": "a"}, headers={"traceparent": TRACEPARENT}), 200)
         assert not tracing.ON and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-        assert not [thread for thread in threading.enumerate() if "span" in thread.name.lower() or "otel" in thread.name.lower()]
+        assert not exporter_threads() and not [thread for thread in threading.enumerate() if "otel" in thread.name.lower()]
         [record] = expect(client.get("/api/v1/admin/calls", params={"tool": name}), 200).json()
         assert record["traceId"] is None
 
