@@ -160,7 +160,8 @@ def _nav_entries(navigation: Iterable[Any]) -> Iterator[tuple[str, str]]:
 
 
 def search(services: Any, tenant: str, query: str, *, writer: bool, navigation: Iterable[Any], limit: int = LIMIT) -> list[Hit]:
-    """The best `limit` matches, closest first; one per page (a code tool is its module's page)."""
+    """The best `limit` matches, closest first; one per page (a code tool is its module's page). With
+    nothing typed, every page and action (a bounded list, whatever the tenant holds)."""
     seen: dict[str, Hit] = {}
     for hit in candidates(services, tenant, query, writer=writer, navigation=navigation):
         key = hit.url or hit.action
@@ -170,7 +171,7 @@ def search(services: Any, tenant: str, query: str, *, writer: bool, navigation: 
     order = {"Page": 0, "Action": 1}
     ranked = sorted(seen.values(), key=lambda h: (h.score, order.get(h.kind, 2) if not query else 0, len(h.label),
                                                   h.label.casefold()))
-    return ranked[:limit]
+    return ranked[:limit] if query else ranked
 
 
 @router.get("")
