@@ -46,3 +46,14 @@ def test_the_content_cap_counts_every_item() -> None:
     half = "A" * (MAX_CONTENT_CHARS // 2 + 4)
     with pytest.raises(ContentError, match=r"content\[1\].data: the result's content is over"):
         content_of([{"$mcp": "image", "data": half, "mimeType": "image/png"}, {"$mcp": "audio", "data": half, "mimeType": "audio/wav"}])
+
+
+def test_the_publish_review_shows_a_changed_schema_as_json() -> None:
+    from toolkinds.code.lifecycle import definition_diff
+
+    tool = {"inputParameters": [], "timeoutMillis": 3000, "memoryLimitMb": 128, "exposeInChat": True, "enabled": True, "tags": [],
+            "style": "module", "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    after = {**tool, "outputSchema": {"type": "object", "properties": {"n": {"type": "string"}}}}
+    diff = definition_diff({"content": "", "tool": tool}, {"content": "", "tool": after}, "v1", "the draft")
+    row = next(row for row in diff["tool"] if row["field"] == "Output schema")
+    assert row["changed"] and '"type": "string"' in row["after"] and '"type": "integer"' in row["before"]

@@ -368,7 +368,7 @@ def definition_diff(before: dict[str, Any] | None, after: dict[str, Any] | None,
 
 TOOL_FIELDS = {
     "timeoutMillis": "Timeout (ms)", "memoryLimitMb": "Memory (MB)", "exposeInChat": "Callable in chat",
-    "enabled": "Enabled", "tags": "Tags", "style": "Style",
+    "enabled": "Enabled", "tags": "Tags", "style": "Style", "inputSchema": "Input schema", "outputSchema": "Output schema",
 }
 
 
@@ -390,6 +390,8 @@ def _tool_rows(tool: dict[str, Any] | None) -> dict[str, str]:
             rows[label] = "yes" if value else "no"
         elif isinstance(value, list):
             rows[label] = ", ".join(str(v) if not isinstance(v, dict) else json.dumps(v, ensure_ascii=False) for v in value) or "none"
+        elif isinstance(value, dict):  # a schema (V6), annotations: as the JSON it is
+            rows[label] = json.dumps(value, ensure_ascii=False, sort_keys=True)
         else:
             rows[label] = "none" if value is None else str(value)
     return rows
