@@ -42,11 +42,12 @@ LIBRARY, TOOL, DRAFT, STAMP = "dates", "report", "sketch", "stamp"
 API_TOOL, SEARCH_TOOL, SECRET = "weather", "handbook", "apikey"
 PLAN, AGENT, SERVER, PROFILE = "daily", "helper", "main", "callers"
 PROMPT = "greeting"
+RESOURCE = "notice"  # an admin's resource, at memo://<its id>
 # What only beta owns, one of each sort: every one must be unknown to alpha.
 BETA_ONLY = {
     "module": "beta_only", "library": "beta_lib", "api-tool": "beta_tool", "search-tool": "beta_docs",
     "secret": "beta_secret", "plan": "beta_plan", "agent": "beta_agent", "server": "beta_server",
-    "profile": "beta_profile", "prompt": "beta_prompt",
+    "profile": "beta_profile", "prompt": "beta_prompt", "resource": "beta_resource",
 }
 # Ids that no tenant ever had, of the same sorts: what an unknown id answers.
 GHOSTS = {sort: f"ghost_{sort.replace('-', '_')}" for sort in BETA_ONLY}
@@ -128,6 +129,9 @@ def populate(http: Any, tenant: Tenant, *, extras: bool) -> None:
     post("usage-profiles", {"id": PROFILE, "description": f"Callers {mark}", "allowedTools": [TOOL, f"{SEARCH_TOOL}_search", API_TOOL]})
     post("prompts", {"id": PROMPT, "description": f"Greets {mark}", "messages": [{"role": "user", "content": {"type": "text", "text": f"Hi from {mark}"}}]})
     expect(http.post(f"{ADMIN_API}/prompts/{PROMPT}/publish", headers=h), 200)
+    post("resources", {"id": RESOURCE, "description": f"Notice {mark}", "uri": f"memo://{RESOURCE}", "mimeType": "text/plain",
+                       "text": f"A notice from {mark}"})
+    expect(http.post(f"{ADMIN_API}/resources/{RESOURCE}/publish", headers=h), 200)
     if extras:
         b = BETA_ONLY
         post("code-modules", {"id": b["library"], "description": f"Beta's library {mark}", "draftContent": f"exports.mark = '{mark}';"})
@@ -152,6 +156,10 @@ def populate(http: Any, tenant: Tenant, *, extras: bool) -> None:
         post("prompts", {"id": b["prompt"], "description": f"Beta's prompt {mark}", "arguments": [{"name": "who", "required": True}],
                          "messages": [{"role": "user", "content": {"type": "text", "text": f"Hello {{{{who}}}} from {mark}"}}]})
         expect(http.post(f"{ADMIN_API}/prompts/{b['prompt']}/publish", headers=h), 200)
+        # beta's resource, published: at memo://beta_resource, a text of beta's own
+        post("resources", {"id": b["resource"], "description": f"Beta's resource {mark}", "uri": f"memo://{b['resource']}",
+                           "mimeType": "text/plain", "text": f"Beta alone reads this, {mark}"})
+        expect(http.post(f"{ADMIN_API}/resources/{b['resource']}/publish", headers=h), 200)
     # tokens of every role (the caller within the shared profile)
     for role, profile in (("auditor", None), ("caller", PROFILE)):
         issued = post("tokens", {"name": f"{role}-{mark}", "role": role, "usageProfile": profile})

@@ -35,7 +35,7 @@ from infrastructure.settings import Settings
 from tests.conftest import wire
 from tests.helpers import ADMIN_TOKEN, expect, page_csrf
 from tests.tenants import (
-    AGENT, ALPHA, API_TOOL, BETA, BETA_ONLY, DRAFT, GHOSTS, LIBRARY, MODULES, PLAN, PROFILE, PROMPT, SEARCH_TOOL, SECRET,
+    AGENT, ALPHA, API_TOOL, BETA, BETA_ONLY, DRAFT, GHOSTS, LIBRARY, MODULES, PLAN, PROFILE, PROMPT, RESOURCE, SEARCH_TOOL, SECRET,
     SECRET_VALUES, SERVER, STAMP, TOOL, LogLines, Tenant, create_tenant, events_of, populate, serving, settle,
 )
 
@@ -46,7 +46,7 @@ GHOST_TENANT, GHOST_TOKEN_ID, GHOST_DOCUMENT, GHOST_CHANGESET = "ghost-tenant", 
 GHOST_CALL = "0" * 32
 # The tool names alpha calls: a module, an API URL tool, a File Search capability, a plan, a library (and a prompt).
 BETA_TOOLS = [BETA_ONLY["module"], BETA_ONLY["api-tool"], f"{BETA_ONLY['search-tool']}_search", BETA_ONLY["plan"], BETA_ONLY["library"],
-              BETA_ONLY["prompt"]]
+              BETA_ONLY["prompt"], BETA_ONLY["resource"]]
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 MCP_VERSION, MODERN = "2025-11-25", "2026-07-28"
 
@@ -192,7 +192,7 @@ SORT_OF_SEGMENT = {
     "secrets": "secret", "api-tools": "api-tool", "search-tools": "search-tool", "changesets": "changeset",
     "tokens": "token", "tenants": "tenant", "modules": "module", "servers": "server", "profiles": "profile",
     "users": "user",
-    "calls": "call", "prompts": "prompt",
+    "calls": "call", "prompts": "prompt", "resources": "resource",
 }
 
 
@@ -246,6 +246,13 @@ def body_of(method: str, route: str) -> Body | None:
         "/api/v1/admin/prompts/{id}/publish": lambda s: {"message": "intruder"},
         "/api/v1/admin/prompts/{id}/revert": lambda s: {"version": 1},
         "/api/v1/admin/prompts/{id}/test": lambda s: {"arguments": {"who": "alpha"}, "draft": False},
+        "/api/v1/admin/resources": lambda s: {"id": s.fresh(), "description": "intruder", "uri": f"memo://{s.fresh()}",
+                                              "mimeType": "text/plain", "text": "x"},
+        "/api/v1/admin/resources/publish": lambda s: {"ids": [s["resource"]], "message": "intruder"},
+        "/api/v1/admin/resources/{id}": lambda s: {"description": "overwritten"},
+        "/api/v1/admin/resources/{id}/publish": lambda s: {"message": "intruder"},
+        "/api/v1/admin/resources/{id}/revert": lambda s: {"version": 1},
+        "/api/v1/admin/resources/{id}/test": lambda s: {"draft": False},
         "/api/v1/admin/users/{id}/disable": lambda s: None,
         "/api/v1/admin/users/{id}/enable": lambda s: None,
         "/api/v1/admin/users/{id}/invitation": lambda s: None,
@@ -480,7 +487,7 @@ def own_ids(world: World) -> dict[str, str]:
     alpha = world.alpha
     return {"module": LIBRARY, "plan": PLAN, "agent": AGENT, "server": SERVER, "profile": PROFILE, "secret": SECRET,
             "api-tool": API_TOOL, "search-tool": SEARCH_TOOL, "changeset": alpha.changeset, "tenant": ALPHA, "call": alpha.call,
-            "prompt": PROMPT}
+            "prompt": PROMPT, "resource": RESOURCE}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -609,6 +616,9 @@ def mcp_messages(tool: str, document: str) -> list[tuple[str, dict[str, Any]]]:
         ("resources/list", {}),
         ("resources/templates/list", {}),
         ("resources/read", {"uri": f"toolsmith://{tool}"}),
+        ("resources/read", {"uri": f"memo://{tool}"}),
+        ("resources/read", {"uri": f"toolsmith://search-tools/{SEARCH_TOOL}/documents/{document}"}),
+        ("resources/subscribe", {"uri": f"memo://{tool}"}),
         ("prompts/list", {}),
         ("prompts/get", {"name": tool}),
         ("completion/complete", {"ref": {"type": "ref/prompt", "name": tool}, "argument": {"name": "a", "value": ""}}),
