@@ -32,6 +32,7 @@ FIELD_LABELS = {
     "parameters": "Parameters", "fixedQuery": "Fixed query", "fixedBody": "Fixed body", "headers": "Headers",
     "timeoutMillis": "Timeout", "connectTimeoutMillis": "Connect timeout", "maxRedirects": "Redirects followed",
     "exposeInChat": "Callable in chat", "enabled": "Enabled", "response": "Response", "annotations": "Annotations", "icons": "Icons",
+    "outputSchema": "Output schema",
     "response.maxBytes": "Response, bytes read at most", "response.jmespath": "Response, JMESPath",
     "response.module": "Response, post-processing module", "response.maxOutputChars": "Response, output characters at most",
     "auth.type": "Auth type", "auth.in": "API key sent in", "auth.name": "API key name", "auth.secret": "Auth secret id",
@@ -111,6 +112,8 @@ def values_of(config: dict[str, Any] | None, tool_id: str = "", version: int | N
         # R17: the admin's annotations (a hint: "", "true" or "false") and the icons as JSON.
         "annotations": _annotation_values(config.get("annotations") or {}),
         "icons": json.dumps(config["icons"], indent=2, ensure_ascii=False) if config.get("icons") else "",
+        # V6: the output schema as JSON.
+        "outputSchema": json.dumps(config["outputSchema"], indent=2, ensure_ascii=False) if config.get("outputSchema") else "",
     }
 
 
@@ -184,6 +187,7 @@ def form_values(form: Any, tool_id: str | None = None) -> Values:
         "annotations": {"title": _text(form, "annotationTitle").strip(),
                         **{hint: v if (v := _text(form, hint)) in ("true", "false") else "" for hint, *_ in HINTS}},
         "icons": _text(form, "icons"),
+        "outputSchema": _text(form, "outputSchema"),
     }
 
 
@@ -256,6 +260,11 @@ def body_of(values: Values) -> tuple[dict[str, Any], list[Violation]]:
             body["icons"] = json.loads(values["icons"])
         except ValueError as error:
             found.append(Violation("icons", "R17", f"is not JSON: {_json_error(error)}"))
+    if values.get("outputSchema", "").strip():
+        try:
+            body["outputSchema"] = json.loads(values["outputSchema"])
+        except ValueError as error:
+            found.append(Violation("outputSchema", "V6", f"is not JSON: {_json_error(error)}"))
     return body, found
 
 
@@ -318,6 +327,8 @@ def anchor_of(field: str, values: Values) -> tuple[str, str]:
         return ("annotation-title", "Annotations, Title") if part == "title" else ("annotations", "Annotations")
     if field.startswith("icons"):
         return "icons", "Icons"
+    if field.startswith("outputSchema"):
+        return "outputSchema", "Output schema"
     root = re.match(r"[A-Za-z]+", field)
     name = root.group(0) if root else ""
     if name in FIELD_LABELS:
