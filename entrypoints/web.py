@@ -31,7 +31,7 @@ from console import web as console
 from console.security import secure
 from entrypoints.compose import Services
 from infrastructure import logs, tracing
-from infrastructure.metrics import Metrics
+from infrastructure.metrics import UNMATCHED, Metrics
 from projections.runner import health
 
 
@@ -113,6 +113,7 @@ class Edge:
         begins once the edge has read the body, dated from the request's arrival): the access-log
         line, written inside it, carries the trace id the MCP request's own span continues."""
         method = scope["method"]
+        root = scope.get("root_path", "")
         parent = propagate.extract(scope["headers"], getter=_HEADERS)
         began = time_ns()
         span: Any = None
@@ -157,8 +158,10 @@ class Edge:
             if failed is not None:
                 span.set_attribute("error.type", type(failed).__qualname__)
                 span.set_status(StatusCode.ERROR)
-            route = scope.get("route")
-            template = getattr(route, "path", None) or scope.get(ROUTE_TEMPLATE)
+            # The route's template as the metrics label it (a mount's prefix included), else the route's own.
+            template: str | None = self.metrics.route_label(scope, root) if self.metrics is not None else None
+            if template is None or template == UNMATCHED:
+                template = getattr(scope.get("route"), "path", None) or scope.get(ROUTE_TEMPLATE)
             if template is not None:
                 span.update_name(f"HTTP {method} {template}")
                 span.set_attribute("http.route", template)

@@ -187,6 +187,7 @@ def test_mcp_calls_of_both_eras_continue_the_trace_of_their_meta(client: TestCli
         assert parent_of(tool, found) is method and tool.attributes["toolsmith.via"] == "mcp", era
         # the HTTP request's span continues the same trace (its access-log line says it)
         [request] = [span for span in found if span.kind == trace.SpanKind.SERVER and span.name.startswith("HTTP POST")]
+        assert request.name == "HTTP POST /mcp", era
         assert format(request.context.trace_id, "032x") == trace_id and format(request.parent.span_id, "016x") == PARENT, era
         [visit] = named(found, "sandbox.visit")
         assert parent_of(visit, found) is tool, era
