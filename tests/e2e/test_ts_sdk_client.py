@@ -108,13 +108,18 @@ def test_tools_rich_content_and_structured_results(seen: dict[str, Any]) -> None
     tools = seen["tools"]
     assert {"test_simple_text", "test_image_content", "test_multiple_content_types", "ts_totals"} <= set(tools)
     assert tools["ts_totals"]["outputSchema"] == TOTALS and tools["test_simple_text"]["outputSchema"] is None
+    # derived annotations: a module that does not fetch is closed-world
+    assert tools["test_simple_text"]["annotations"]["openWorldHint"] is False
     assert tools["json_schema_2020_12_tool"]["inputSchema"]["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
     assert seen["simpleText"]["content"] == [{"type": "text", "text": "This is a simple text response for testing."}]
     assert not seen["simpleText"].get("isError")
     image = seen["image"]["content"]
     assert image == [{"type": "image", "data": PNG, "mimeType": "image/png"}]
-    assert [c["type"] for c in seen["mixed"]["content"]] == ["text", "image", "resource"]
+    mixed = seen["mixed"]["content"]
+    assert [c["type"] for c in mixed] == ["text", "image", "resource"]
+    assert mixed[2]["resource"]["uri"] == "test://mixed-content-resource" and mixed[2]["resource"]["mimeType"] == "application/json"
+    assert json.loads(mixed[2]["resource"]["text"]) == {"test": "data", "value": 123}
     assert seen["failing"]["isError"] is True
     assert "intentionally returns an error" in seen["failing"]["content"][0]["text"]
     # the SDK itself validated it against the outputSchema it listed
