@@ -272,6 +272,9 @@ class ModuleList(BaseModel):
 
 
 class Usage(BaseModel):
+    """R12's list; besides these, each kind whose items name the module by its plural (`prompts`)."""
+
+    model_config = ConfigDict(extra="allow")
     modules: list[str]
     plans: list[str]
     agents: list[str]

@@ -284,7 +284,8 @@ class Modules:
             subject = self._commands.subject(module, module_id, expected)
             graph = self._store.graph(tenant, for_update=True)
             users = self._store.registry(tenant).users_of(module_id)
-            used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], **users}
+            used_by = {"modules": [m for m in graph.importers_of(module_id) if m != module_id], **users,
+                       **self._store.users_of(tenant, module_id)}
             if any(used_by.values()):
                 raise InUse(module_id, used_by)
             module.delete(by)

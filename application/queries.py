@@ -167,7 +167,8 @@ def module_view(services: Sources, tenant: str, module_id: str, as_of: datetime 
 def usage(services: Sources, tenant: str, module_id: str) -> dict[str, list[str]]:
     """The modules, plans and agents that use the module (R12's list)."""
     services.store.module(tenant, module_id)
-    return {"modules": used_by(services, tenant, module_id), **services.records.users_of(tenant, module_id)}
+    return {"modules": used_by(services, tenant, module_id), **services.records.users_of(tenant, module_id),
+            **services.store.users_of(tenant, module_id)}
 
 
 def publish_preview(services: Sources, context: CallContext, module_id: str) -> dict[str, Any]:

@@ -243,6 +243,10 @@ class Store(Application):
         """The kind of tool that holds `name` (R2), as the kinds say; None when none does."""
         return self._tool_names.holder_of(tenant, name)
 
+    def users_of(self, tenant: str, name: str) -> dict[str, list[str]]:
+        """What of the kinds names the tool `name` besides plans and agents (R12), as the kinds say."""
+        return self._tool_names.users_of(tenant, name)
+
     def is_module(self, tenant: str, name: str) -> bool:
         """Whether a (non-deleted) module holds `name`, from the event store."""
         module = self.find(tenant, name)

@@ -134,6 +134,11 @@ class ToolNames(ABC):
         """What R2 calls the kind of tool that holds `name` (`MCP tool`, `native tool`, `plan`,
         `module`, …), or None when the name is free."""
 
+    def users_of(self, tenant: str, name: str) -> dict[str, list[str]]:
+        """R12 beyond plans and agents: what of the kinds names the tool `name` (a prompt its
+        rendering module), by the kind's plural (`prompts`); empty when nothing does."""
+        return {}
+
 
 class NoOtherTools(ToolNames):
     """An event store opened without the kinds (a CLI command): no name is held."""

@@ -170,6 +170,11 @@ class ToolKind(ABC):
     def holds(self, tenant: str, name: str) -> bool:
         """R2: whether a tool of this kind holds `name` in `tenant`, listed in the catalog or not."""
 
+    def users_of(self, tenant: str, name: str) -> Sequence[str]:
+        """Which of this kind's items name the tool `name` (a prompt rendered by a module): R12
+        refuses the tool's delete while one does, and its used-by lists them. None by default."""
+        return ()
+
     def members(self, tenant: str, name: str) -> Sequence[str]:
         """The entries a name stands for when a server or a usage profile names it, besides itself
         (a File Search tool's capabilities); empty for a name that is one tool."""
@@ -279,6 +284,11 @@ class ToolKinds(ToolNames):
             if kind.label != besides and kind.holds(tenant, name):
                 return kind.label
         return None
+
+    def users_of(self, tenant: str, name: str) -> dict[str, list[str]]:
+        """Each kind's items that name the tool `name`, by the kind's plural (`prompts`)."""
+        found = {f"{kind.label}s": list(users) for kind in self._kinds if (users := kind.users_of(tenant, name))}
+        return found
 
     def members(self, tenant: str, name: str) -> list[str]:
         """`name` and every entry it stands for (a File Search tool's capabilities)."""

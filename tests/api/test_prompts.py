@@ -126,6 +126,13 @@ def test_a_prompt_rendered_by_a_module_needs_the_module_published_and_used_by_na
     assert missing.status_code == 400 and "arguments.code" in missing.text
     expect(client.post("/api/v1/admin/mcp-servers", json={"id": "writing", "description": "Writing", "tools": ["review"]}), 201)
     assert expect(client.get(f"{PROMPTS}/review/usage"), 200).json() == {"servers": ["writing"], "usageProfiles": []}
+    # the module is used by the prompt (R12): its used-by says so, and its delete is refused naming it
+    assert expect(client.get("/api/v1/admin/code-modules/reviewer/usage"), 200).json()["prompts"] == ["review"]
+    refused_delete = client.delete("/api/v1/admin/code-modules/reviewer")
+    assert refused_delete.status_code == 409 and "used by prompt review (R12)" in refused_delete.text
+    expect(client.delete(f"{PROMPTS}/review"), 204)
+    assert "prompts" not in expect(client.get("/api/v1/admin/code-modules/reviewer/usage"), 200).json()
+    expect(client.delete("/api/v1/admin/code-modules/reviewer"), 204)
 
 
 def test_completions_come_from_a_published_module_and_a_failing_renderer_is_an_error_naming_it(client: TestClient) -> None:

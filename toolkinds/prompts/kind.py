@@ -215,6 +215,9 @@ class PromptKind(ItemKind[Prompt], OffersPrompts):
         if found:
             raise InvalidDefinition(found)
 
+    def users_of(self, tenant: str, name: str) -> list[str]:
+        return self.users_of_module(tenant, name)
+
     def users_of_module(self, tenant: str, module_id: str) -> list[str]:
         """The prompts whose draft or published version names `module_id`."""
         return [p.item_id for p in self.items(tenant)
