@@ -80,9 +80,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         server.stop()
 
 
-def run_client(server: Server, token: str, *options: str) -> dict[str, Any]:
+def run_client(server: Server, token: str, *options: str, path: str = "/mcp") -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")} | {"TOOLSMITH_TS_SDK": str(SDK)}
-    done = subprocess.run([str(NODE), str(SCRIPT), server.url + "/mcp", token, *options],
+    done = subprocess.run([str(NODE), str(SCRIPT), server.url + path, token, *options],
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, f"the TypeScript client failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -191,6 +191,30 @@ def stranger_seen(served: Server) -> dict[str, Any]:
         tenant = operator.post("/api/v1/operator/tenants", json={"id": "tsother", "name": "Another organization"})
         assert tenant.status_code == 201, tenant.text
     return run_client(served, tenant.json()["adminToken"])
+
+
+@pytest.fixture(scope="module")
+def named_seen(served: Server) -> dict[str, Any]:
+    """What the admin sees on an MCP server record that names one tool, one prompt and one resource template."""
+    with served.client() as http:
+        made = http.post("/api/v1/admin/mcp-servers", json={
+            "id": "ts_named", "description": "A few items", "tools": ["test_image_content", "test_prompt_with_arguments", "test_template"]})
+        assert made.status_code == 201, made.text
+    return run_client(served, ADMIN_TOKEN, path="/mcp/ts_named")
+
+
+def test_a_named_server_offers_only_what_it_names(named_seen: dict[str, Any]) -> None:
+    assert set(named_seen["tools"]) == {"test_image_content"}
+    assert named_seen["image"]["content"][0]["type"] == "image"
+    assert named_seen["simpleText"]["isError"] is True
+    assert [p["name"] for p in named_seen["prompts"]] == ["test_prompt_with_arguments"]
+    assert named_seen["promptWithArguments"]["messages"][0]["content"]["text"] == "Prompt with arguments: arg1='alpha', arg2='beta'"
+    assert named_seen["completion"]["values"] == ["test", "testing", "tested"]
+    assert "-32602" in named_seen["errors"]["promptWithImage"]
+    assert not [r for r in named_seen["resources"] if r["uri"].startswith("test://")]
+    assert "test://template/{id}/data" in {t["uriTemplate"] for t in named_seen["resourceTemplates"]}
+    assert json.loads(named_seen["templated"]["contents"][0]["text"])["id"] == "ts-42"
+    assert "-32602" in named_seen["errors"]["staticText"]
 
 
 def test_a_caller_sees_only_what_its_usage_profile_allows(caller_seen: dict[str, Any]) -> None:
