@@ -46,8 +46,17 @@ let onUpdated = () => {};
 const client = new Client({ name: 'toolsmith-ts-sdk-check', version: '1.0.0' }, { capabilities: {} });
 client.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
 client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); onUpdated(); });
+// The session's GET stream, on which a subscription's notifications come: a change published
+// before it is open would have nowhere to go, so the subscription step waits for it.
+let streamOpened;
+const streamOpen = new Promise((done) => { streamOpened = done; });
+const watched = async (input, init) => {
+    const response = await fetch(input, init);
+    if ((init?.method ?? 'GET') === 'GET' && response.ok) streamOpened();
+    return response;
+};
 const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: watched,
 });
 
 // Each step on its own: one that fails is reported under errors and the others still run.
@@ -124,7 +133,9 @@ if (updateResource) {
         const uri = 'test://watched-resource';
         const arrived = new Promise((done) => { onUpdated = done; });
         await client.subscribeResource({ uri });
-        await sleep(500);  // the session's GET stream, on which the notification comes, is opened
+        if (await Promise.race([streamOpen.then(() => false), sleep(10000).then(() => true)])) {
+            throw new Error('the session\'s GET stream did not open within 10 s');
+        }
         const api = new URL('/api/v1/admin/resources/' + encodeURIComponent(updateResource), url);
         const headers = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' };
         const text = `Changed by the TypeScript client at ${new Date().toISOString()}.`;
