@@ -246,13 +246,14 @@ def body_of(method: str, route: str) -> Body | None:
         "/api/v1/admin/prompts/{id}/publish": lambda s: {"message": "intruder"},
         "/api/v1/admin/prompts/{id}/revert": lambda s: {"version": 1},
         "/api/v1/admin/prompts/{id}/test": lambda s: {"arguments": {"who": "alpha"}, "draft": False},
-        "/api/v1/admin/resources": lambda s: {"id": s.fresh(), "description": "intruder", "uri": f"memo://{s.fresh()}",
+        "/api/v1/admin/resources": lambda s: {"id": s.fresh(), "description": "intruder", "uri": "memo://intruder",
                                               "mimeType": "text/plain", "text": "x"},
         "/api/v1/admin/resources/publish": lambda s: {"ids": [s["resource"]], "message": "intruder"},
         "/api/v1/admin/resources/{id}": lambda s: {"description": "overwritten"},
         "/api/v1/admin/resources/{id}/publish": lambda s: {"message": "intruder"},
         "/api/v1/admin/resources/{id}/revert": lambda s: {"version": 1},
         "/api/v1/admin/resources/{id}/test": lambda s: {"draft": False},
+        "/api/v1/admin/calls/capture/{name}": lambda s: {"maxBytes": 100},
         "/api/v1/admin/users/{id}/disable": lambda s: None,
         "/api/v1/admin/users/{id}/enable": lambda s: None,
         "/api/v1/admin/users/{id}/invitation": lambda s: None,
@@ -287,6 +288,8 @@ def api_cases(world: World, method: str, route: str) -> list[Case]:
     if route.endswith("/documents/{docId}"):  # beta's tool and document, or alpha's tool with beta's document
         return [case(lambda s: route.replace("{id}", s["search-tool"]).replace("{docId}", s["document"])),
                 case(lambda s: route.replace("{id}", SEARCH_TOOL).replace("{docId}", s["shared-document"]))]
+    if route == "/api/v1/admin/calls/capture/{name}":  # value capture switched for beta's tool
+        return [case(lambda s: route.replace("{name}", s["module"]))]
     sort = SORT_OF_SEGMENT[route.split("/")[4]]
     unknown = {part for part in route.split("/") if part.startswith("{")} - {"{id}", "{version}"}
     assert not unknown, f"{route}: which of beta's ids is {unknown}? Say so in api_cases"

@@ -72,10 +72,12 @@ def test_without_the_http_capability_there_is_no_http(pool: EmbeddedSandbox, ser
 
 
 def test_the_minimal_profile_gives_no_caller_context(pool: EmbeddedSandbox) -> None:
-    source = "exports.run = function () { return [typeof ai, typeof log, typeof Intl]; };"
-    assert call(pool, source).output == ["object", "function", "object"]
+    # every profile has ai.content and ai.result (no host call behind them, docs/sandbox.md); the
+    # caller's context is what the minimal profile withholds
+    source = "exports.run = function () { return [typeof ai.context, typeof ai.content, typeof log, typeof Intl]; };"
+    assert call(pool, source).output == ["function", "object", "function", "object"]
     minimal = pool.run(Execution(units=(SourceUnit("t", source),), input={}), capabilities=profile("minimal"))
-    assert minimal.output == ["undefined", "function", "object"]
+    assert minimal.output == ["undefined", "object", "function", "object"]
 
 
 def test_with_no_allow_list_every_host_is_refused(server: Server) -> None:
