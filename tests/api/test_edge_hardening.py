@@ -206,6 +206,11 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
     assert client.post(MODULES, json={"id": name + "_cs", "description": "c", "draftContent": "exports.x = 1;"}).status_code == 201
     changeset = client.post(f"{MODULES}/publish", json={"ids": [name + "_cs"]})
     assert changeset.status_code == 200, changeset.text
+    prompt = {"id": name + "_prompt", "description": "p", "messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}]}
+    resource = {"id": name + "_res", "description": "r", "uri": "memo://edge", "mimeType": "text/plain", "text": "hello"}
+    for collection, body in (("/api/v1/admin/prompts", prompt), ("/api/v1/admin/resources", resource)):
+        assert client.post(collection, json=body).status_code == 201
+        assert client.post(f"{collection}/{body['id']}/publish", json={}).status_code == 200
     person = client.post("/api/v1/admin/users", json={"email": f"{name}@example.com", "name": "Edge", "role": "auditor"})
     assert person.status_code == 201, person.text
     # /healthz tells the read model's lag: let it catch up first, so that GET and HEAD see one state.
@@ -214,7 +219,7 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
         time.sleep(0.01)
     client.post(f"/api/v1/tools/{name}/call", json={})  # a record of the call log (docs/calls.md), answered or refused
     call = client.get("/api/v1/admin/calls", params={"tool": name}).json()[0]
-    ok = 0
+    ok, missed = 0, []
     paths = [p for p, ops in client.get("/openapi.json").json()["paths"].items() if "get" in ops]
     assert len(paths) >= 15, paths
     for path in paths:
@@ -227,6 +232,10 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
             url = url.replace(name, name + "_fs", 1)
         if url.startswith("/api/v1/admin/users/"):
             url = url.replace(name, person.json()["id"], 1)
+        if url.startswith("/api/v1/admin/prompts/"):
+            url = url.replace(name, name + "_prompt", 1)
+        if url.startswith("/api/v1/admin/resources/"):
+            url = url.replace(name, name + "_res", 1)
         if url.startswith("/api/v1/admin/calls/"):
             url = url.replace(name, call["id"], 1)
         if url.startswith("/api/v1/admin/changesets/"):
@@ -241,7 +250,9 @@ def test_head_answers_every_get_route_as_get_does_without_a_body(client: TestCli
         assert head.content == b"", url
         assert dict(head.headers) == dict(got.headers), url
         ok += got.status_code == 200
-    assert ok >= len(paths) - 3, ok  # a few need what this test did not create (an agent, a server, a profile)
+        if got.status_code != 200:
+            missed.append(f"{url} {got.status_code}")
+    assert ok >= len(paths) - 3, missed  # a few need what this test did not create (an agent, a server, a profile)
     for url in ("/healthz", "/openapi.json", "/api/v1/nowhere"):
         assert client.head(url).status_code == client.get(url).status_code
     assert_problem(client.patch(f"{MODULES}/x", json={}), 405, "method-not-allowed")
