@@ -105,6 +105,8 @@ def records(probe: Probe) -> None:
         "secrets": {"value": "s3cret"},
         # a host that never resolves (.invalid): a Playground call is an error result, not a hang
         "api-tools": {"urlTemplate": "https://api.example.invalid/v1"},
+        "prompts": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]},
+        "resources": {"uri": "test://resource1", "mimeType": "text/plain", "text": "hi"},
     }
     for kind, id in RECORD_IDS.items():
         made = probe.send("POST", f"/api/v1/admin/{kind}", json={"id": id, "description": "r", **needs.get(kind, {})})

@@ -255,7 +255,9 @@ WITHHELD = {
     "context-direct": "log; var r = $host('c'); return typeof r === 'string' && r.indexOf('admin') >= 0 ? 'context read' : 'withheld';",
     "context-via-global": "log; var h = globalThis['$ho' + 'st']; var r = h && h('c'); return typeof r === 'string' && r.indexOf('tenant') >= 0 ? 'context read' : 'withheld';",
     "context-via-intl-host": "var h; try { Intl; h = $host; } catch (e) { return 'withheld'; } var r = h('c'); return typeof r === 'string' && r.indexOf('tenant') >= 0 ? 'context read' : 'withheld';",
-    "ai-name": "return typeof ai === 'undefined' ? 'withheld' : 'context read';",
+    # ai itself stays (ai.content and ai.result need no host call, docs/sandbox.md); its context does not
+    "ai-name": "return typeof ai === 'undefined' || typeof ai.context === 'undefined' ? 'withheld' : 'context read';",
+    "ai-context-call": "try { var c = ai.context(); return c && c.tenant ? 'context read' : 'withheld'; } catch (e) { return 'withheld'; }",
     "fetch-direct": "log; var r = $host('f', JSON.stringify({url: 'http://127.0.0.1:9/'})); return r.indexOf('not available') >= 0 ? 'withheld' : 'fetch reached';",
 }
 
