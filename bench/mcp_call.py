@@ -127,22 +127,30 @@ def ensure_wrk() -> None:
         raise SystemExit("bench.mcp_call: wrk is needed: apt-get install -y wrk (`make bench` installs it when missing)")
 
 
+def wrk_rounds(url: str, tmp: str, variants: dict[str, str], rounds: int, seconds: float, warmup: float,
+               progress: Progress) -> dict[str, list[dict[str, float]]]:
+    """Each variant's wrk script (name -> Lua) run `warmup` seconds untimed, then `rounds` rounds of
+    `seconds` each, the order rotated each round: each variant's figures (rate, p50, wrong), a round each."""
+    scripts = {}
+    for name, text in variants.items():
+        scripts[name] = Path(tmp) / f"{name.replace('/', '_')}.lua"
+        scripts[name].write_text(text)
+    for script in scripts.values():
+        run_wrk(url, script, warmup)
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in scripts}
+    progress(f"wrk: {rounds} rounds × {seconds} s per variant, {WRK_CONNECTIONS} connections")
+    for r in range(rounds):
+        for name in rotated(list(scripts), r):
+            runs[name].append(run_wrk(url, scripts[name], seconds))
+        progress("  round {}/{}: {}".format(r + 1, rounds, ", ".join(f"{n} {runs[n][-1]['rate']:,.0f}/s" for n in scripts)))
+    return runs
+
+
 def measure_wrk(url: str, tmp: str, args: argparse.Namespace, progress: Progress) -> tuple[Row, int]:
     """The goal's figure: wrk, one session, 4 connections, MCP against REST, rounds interleaved."""
     session = open_session(url)
-    scripts = {}
-    for name, text in wrk_variants(url, session).items():
-        scripts[name] = Path(tmp) / f"{name}.lua"
-        scripts[name].write_text(text)
     progress(f"wrk: session {session[:8]}…, warming up for {args.warmup} s each")
-    for script in scripts.values():
-        run_wrk(url, script, args.warmup)
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in scripts}
-    progress(f"wrk: {args.rounds} rounds × {args.wrk_seconds} s per variant, {WRK_CONNECTIONS} connections")
-    for r in range(args.rounds):
-        for name in rotated(list(scripts), r):
-            runs[name].append(run_wrk(url, scripts[name], args.wrk_seconds))
-        progress("  round {}/{}: {}".format(r + 1, args.rounds, ", ".join(f"{n} {runs[n][-1]['rate']:,.0f}/s" for n in scripts)))
+    runs = wrk_rounds(url, tmp, wrk_variants(url, session), args.rounds, args.wrk_seconds, args.warmup, progress)
     mcp, rest = ([run["rate"] for run in runs[name]] for name in ("mcp", "rest"))
     q1, q3 = quartiles([m / r for m, r in zip(mcp, rest)])
     p50 = {name: median([run["p50"] for run in runs[name]]) for name in runs}

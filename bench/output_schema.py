@@ -20,10 +20,9 @@ import json
 import sys
 import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
-from bench._common import Progress, Row, median, quartiles, rotated, standalone
-from bench.mcp_call import HANDSHAKE_VERSION, TOKEN, WRK_CONNECTIONS, ensure_wrk, open_session, run_wrk, start_server, wrk_script
+from bench._common import Progress, Row, median, quartiles, standalone
+from bench.mcp_call import HANDSHAKE_VERSION, TOKEN, WRK_CONNECTIONS, ensure_wrk, open_session, start_server, wrk_rounds, wrk_script
 
 SOURCE = "exports.run = function (input) { return {total: input.names.length, names: input.names, first: input.names[0]}; };"
 ARGUMENTS = {"names": ["ada", "grace", "edsger"]}
@@ -73,19 +72,7 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
         server = start_server(tmp)
         try:
             publish(server)
-            session = open_session(server.url)
-            scripts = {}
-            for name, text in variants(session).items():
-                scripts[name] = Path(tmp) / f"{name}.lua"
-                scripts[name].write_text(text)
-            for script in scripts.values():
-                run_wrk(server.url, script, args.warmup)
-            runs: dict[str, list[dict[str, float]]] = {name: [] for name in scripts}
-            progress(f"{args.rounds} rounds × {args.seconds} s per variant, {WRK_CONNECTIONS} connections")
-            for r in range(args.rounds):
-                for name in rotated(list(scripts), r):
-                    runs[name].append(run_wrk(server.url, scripts[name], args.seconds))
-                progress("  round {}/{}: {}".format(r + 1, args.rounds, ", ".join(f"{n} {runs[n][-1]['rate']:,.0f}/s" for n in scripts)))
+            runs = wrk_rounds(server.url, tmp, variants(open_session(server.url)), args.rounds, args.seconds, args.warmup, progress)
         finally:
             server.stop()
     checked, unchecked = ([run["rate"] for run in runs[name]] for name in (CHECKED, UNCHECKED))
