@@ -20,6 +20,7 @@ import pytest
 from domain.errors import SandboxBusy
 from domain.ports import Execution, ExecutionResult, Sandbox, SourceUnit
 from sandbox.config import SandboxConfig
+from sandbox import embedded as sandbox_embedded
 from sandbox.embedded import EmbeddedSandbox
 
 DATES = SourceUnit("dates", "exports.year = function (d) { return d.slice(0, 4); };")
@@ -144,12 +145,16 @@ ECHO = SourceUnit("echo", "exports.run = function (input) { return input; };")
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_a_worker_that_answered_on_the_loop_then_takes_a_large_call_from_a_thread(loop: str) -> None:
+def test_a_worker_that_answered_on_the_loop_then_takes_a_large_call_from_a_thread(
+    loop: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """uvloop's `add_reader` makes the worker's socket non-blocking (libuv's poll handle does), and
     it stays so: a large request written to that worker from a thread then (`run`, or `arun` with
     a request it hands to a thread) failed with EAGAIN as soon as the socket's buffer was full,
     and the call was a `crash` ("died while idle"). Each goes on answering what it was given, on
-    the same worker."""
+    the same worker. (A program that runs longer than `LONG_CALL_SECONDS` lowers its worker, which
+    then retires: echoing 1.5 MB on a loaded machine can take that long, so it is raised here.)"""
+    monkeypatch.setattr(sandbox_embedded, "LONG_CALL_SECONDS", 5.0)
     factory = asyncio.new_event_loop if loop == "asyncio" else pytest.importorskip("uvloop").new_event_loop
     sandbox = EmbeddedSandbox(SandboxConfig(workers=1, max_active_sessions=2))
     try:
