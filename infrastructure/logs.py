@@ -8,19 +8,25 @@ would otherwise keep it; nor with any header (the `Authorization` header is a to
 
 A request pays for its line only when the access log's level is on (issue 30: a call costs what its
 work costs). While the logging is as `configure` set it (its one handler on the root, nothing added
-since: no other handler, filter or level of its own), the line is written to that handler's stream
-at once, the same JSON `JsonFormatter` writes for the record (a record, its handlers' lookups and
-the formatter's walk over the record cost a tenth of a small tool call); under any other set-up
-(a test's capture, an embedding application's handlers) a record goes through `logging` as ever.
+since: no other handler, filter or level of its own), the line is made directly, the same JSON
+`JsonFormatter` writes for the record (a record, its handlers' lookups and the formatter's walk over
+the record cost a tenth of a small tool call), and handed to the handler (`Lines`), which keeps it
+for at most `FLUSH_SECONDS` and writes what it keeps in one write and one flush from a thread of its
+own (a write and a flush per line were a request's largest cost after its work); any other record
+writes the lines kept before it first, so the stream keeps the order they were made in, and
+`logging.shutdown` (at exit) writes the rest. Under any other set-up (a test's capture, an embedding
+application's handlers) a record goes through `logging` as ever.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+import threading
 from functools import lru_cache
-from time import gmtime, strftime, time
+from time import gmtime, sleep, strftime, time
 from typing import Any
 from urllib.parse import quote
 
@@ -44,17 +50,17 @@ def _is_secret(key: str) -> bool:
 class JsonFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__()
-        self._second: int | None = None
-        self._second_text = ""
+        self._second: tuple[int, str] = (-1, "")
 
     def at(self, created: float) -> str:
         """`created` as ISO 8601 in UTC to the millisecond (`2026-01-02T03:04:05.678+00:00`); the
-        text of the second is kept for the lines that follow within it."""
+        text of the second is kept for the lines that follow within it (the second and its text in
+        one tuple: a thread never reads one second's text for another)."""
         second = int(created)
-        if second != self._second:
-            self._second_text = strftime("%Y-%m-%dT%H:%M:%S", gmtime(second))
-            self._second = second
-        return f"{self._second_text}.{int((created - second) * 1000):03d}+00:00"
+        kept = self._second
+        if kept[0] != second:
+            kept = self._second = (second, strftime("%Y-%m-%dT%H:%M:%S", gmtime(second)))
+        return f"{kept[1]}.{int((created - second) * 1000):03d}+00:00"
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -90,15 +96,110 @@ class WithoutQuery(logging.Filter):
         return True
 
 
+# How long an access-log line may wait before it is written, and how many lines may wait at most
+# (more are written at once, by the request that adds one).
+FLUSH_SECONDS = 0.05
+MOST_KEPT = 1024
+
+
+class Lines(logging.StreamHandler):
+    """`configure`'s handler: a StreamHandler that also takes whole lines already made (`keep`, the
+    access log's) and writes them within `FLUSH_SECONDS`, together, from a daemon thread it starts
+    when it is first given one; a record it emits, a `flush` and a `close` write the kept lines first."""
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__(stream)
+        self._kept: list[str] = []
+        self._kept_lock = threading.Lock()
+        self._due = threading.Event()
+        self._writer: threading.Thread | None = None
+        self._closed = False
+
+    def keep(self, line: str) -> None:
+        """`line` (with its terminator) to be written within `FLUSH_SECONDS`."""
+        with self._kept_lock:
+            kept = self._kept
+            kept.append(line)
+            count = len(kept)
+        if count == 1:
+            if self._closed:  # no thread writes any more (at exit, after logging.shutdown): at once
+                self.flush()
+                return
+            if self._writer is None:
+                self._start()
+            self._due.set()
+        elif count >= MOST_KEPT:
+            self.flush()
+
+    def _start(self) -> None:
+        with self._kept_lock:
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_when_due, name="toolsmith-log-lines", daemon=True)
+                self._writer.start()
+
+    def _write_when_due(self) -> None:
+        while True:
+            self._due.wait()
+            self._due.clear()
+            if self._closed:
+                return
+            sleep(FLUSH_SECONDS)
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 - a stream that fails is the stream's to report; the thread goes on
+                pass
+
+    def _write_kept(self) -> None:
+        """The kept lines, in one write (the caller holds the handler's lock)."""
+        with self._kept_lock:
+            lines, self._kept = self._kept, []
+        if lines and self.stream is not None:
+            self.stream.write("".join(lines))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._kept:
+            self._write_kept()
+        super().emit(record)
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._write_kept()
+            super().flush()
+
+    def close(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            try:
+                self._write_kept()
+            finally:
+                self._closed = True
+                self._due.set()  # its thread ends
+                super().close()
+
+    def _forked(self) -> None:
+        """In a child made by fork: the parent's thread is not there, nor its lines to write."""
+        self._kept = []
+        self._kept_lock = threading.Lock()
+        self._due = threading.Event()
+        self._writer = None
+
+
 # The handler `configure` installed (None until it runs): the one the access log may write to directly.
-_CONFIGURED: logging.StreamHandler | None = None
+_CONFIGURED: Lines | None = None
 
 
-def _configured_handler() -> logging.StreamHandler | None:
+def _after_fork() -> None:
+    if _CONFIGURED is not None:
+        _CONFIGURED._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _configured_handler() -> Lines | None:
     """`configure`'s handler while the logging is as it left it, else None (a record must then go
     through `logging`: someone added a handler, a filter or a level that may want it)."""
     handler = _CONFIGURED
-    if handler is None or ACCESS.propagate or ACCESS.handlers or ACCESS.disabled or ACCESS.level != logging.NOTSET:
+    if not isinstance(handler, Lines) or ACCESS.propagate or ACCESS.handlers or ACCESS.disabled or ACCESS.level != logging.NOTSET:
         return None
     root = logging.root
     if root.handlers != [handler] or root.filters or handler.filters or handler.level > logging.INFO:
@@ -123,17 +224,15 @@ def log_access(scope: dict[str, Any], status: int, seconds: float) -> None:
             fields["traceId"] = trace_id
     if handler is not None and isinstance(handler.formatter, JsonFormatter):
         # What JsonFormatter writes for the record below, field for field (tests/unit/test_logs.py),
-        # under the handler's lock as a record's formatting and writing are.
-        with handler.lock:  # type: ignore[union-attr]
-            try:
-                handler.stream.write(orjson.dumps({
-                    "at": handler.formatter.at(time()), "level": "info", "logger": ACCESS.name,
-                    "message": _ACCESS_LINE % (address, method, path, version, status), **fields,
-                }).decode() + handler.terminator)
-                handler.flush()
-                return
-            except Exception:  # noqa: BLE001 - the record below goes through logging, which says its error and goes on
-                pass
+        # kept by the handler to be written within FLUSH_SECONDS.
+        try:
+            handler.keep(orjson.dumps({
+                "at": handler.formatter.at(time()), "level": "info", "logger": ACCESS.name,
+                "message": _ACCESS_LINE % (address, method, path, version, status), **fields,
+            }).decode() + handler.terminator)
+            return
+        except Exception:  # noqa: BLE001 - the record below goes through logging, which says its error and goes on
+            pass
     record = ACCESS.makeRecord(ACCESS.name, logging.INFO, "", 0, _ACCESS_LINE, (address, method, path, version, status), None,
                                extra=fields)
     # Where the logger leads (`configure` leaves it no handler and no parent: uvicorn's own line is off), else the root's handlers.
@@ -142,8 +241,10 @@ def log_access(scope: dict[str, Any], status: int, seconds: float) -> None:
 
 def configure(level: str = "INFO") -> None:
     global _CONFIGURED
-    handler = logging.StreamHandler(sys.stderr)
+    handler = Lines(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    if _CONFIGURED is not None and _CONFIGURED is not handler:
+        _CONFIGURED.flush()  # the lines the handler it replaces still keeps
     _CONFIGURED = handler
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -256,7 +256,7 @@ def test_every_log_line_of_a_request_carries_its_trace_id(client: TestClient, sp
 
 def test_the_access_logs_fast_path_writes_the_trace_id(spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
     stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
+    handler = logs.Lines(stream)
     handler.setFormatter(logs.JsonFormatter())
     monkeypatch.setattr(logs, "_CONFIGURED", handler)
     monkeypatch.setattr(logging.root, "handlers", [handler])
@@ -265,6 +265,7 @@ def test_the_access_logs_fast_path_writes_the_trace_id(spans: InMemorySpanExport
     with trace.get_tracer("test").start_as_current_span("request") as span:
         logs.log_access(scope, 200, 0.001)
     logs.log_access(scope, 200, 0.001)
+    handler.flush()
     first, second = (json.loads(line) for line in stream.getvalue().splitlines())
     assert first["traceId"] == format(span.get_span_context().trace_id, "032x")
     assert "traceId" not in second

@@ -8,6 +8,7 @@ import json
 import re
 import logging
 import sys
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
@@ -67,13 +68,20 @@ def configured_into() -> io.StringIO:
     return written
 
 
+def flushed(written: io.StringIO) -> str:
+    """What the configured handler wrote once it has written every line it keeps (as at exit)."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    return written.getvalue()
+
+
 def test_the_service_writes_the_access_log_and_uvicorn_does_not(restored: None) -> None:
     written = configured_into()
     # uvicorn writes its own line whenever its logger reaches a handler (it asks at each connection)
     assert not logs.ACCESS.hasHandlers()
     logs.log_access({"method": "GET", "path": "/api/v1/admin/code-modules", "client": ("127.0.0.1", 5000), "http_version": "1.1",
                      "query_string": b"access_token=tsa_secret", "headers": [(b"authorization", b"Bearer tsa_secret")]}, 200, 0.0015)
-    (line,) = [json.loads(text) for text in written.getvalue().splitlines()]
+    (line,) = [json.loads(text) for text in flushed(written).splitlines()]
     assert line["logger"] == "uvicorn.access" and line["level"] == "info"
     assert line["message"] == '127.0.0.1:5000 - "GET /api/v1/admin/code-modules HTTP/1.1" 200'
     assert (line["method"], line["path"], line["status"], line["durationMillis"], line["client"]) == (
@@ -88,7 +96,7 @@ def test_the_access_line_written_directly_is_the_line_the_formatter_writes_for_i
     written = configured_into()
     scope = {"method": "POST", "path": "/api/v1/tools/déjà/call", "client": ("127.0.0.1", 5000), "http_version": "1.1"}
     logs.log_access(scope, 201, 0.0123456)
-    (direct,) = written.getvalue().splitlines()
+    (direct,) = flushed(written).splitlines()
     record = logs.ACCESS.makeRecord(logs.ACCESS.name, logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d',
                                     ("127.0.0.1:5000", "POST", "/api/v1/tools/d%C3%A9j%C3%A0/call", "1.1", 201), None,
                                     extra={"method": "POST", "path": "/api/v1/tools/d%C3%A9j%C3%A0/call", "status": 201,
@@ -109,3 +117,31 @@ def test_the_access_line_written_directly_is_the_line_the_formatter_writes_for_i
     logs.log_access(scope, 200, 0.001)
     assert [(r.path, r.status) for r in captured] == [("/api/v1/tools/d%C3%A9j%C3%A0/call", 200)]  # type: ignore[attr-defined]
     assert len(written.getvalue().splitlines()) == 2  # the configured handler wrote it too, through logging
+
+
+def test_an_access_line_is_written_within_the_flush_interval_and_in_the_order_of_the_lines(restored: None) -> None:
+    """The access log's lines are written together by the handler's thread, within FLUSH_SECONDS of
+    being made, with no one flushing; a record logged after a line is written after it."""
+    written = configured_into()
+    scope = {"method": "GET", "path": "/healthz", "client": ("127.0.0.1", 5000), "http_version": "1.1"}
+    logs.log_access(scope, 200, 0.001)
+    deadline = time.monotonic() + 5  # FLUSH_SECONDS is 0.05: the margin is for a loaded machine
+    while not written.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [json.loads(text)["path"] for text in written.getvalue().splitlines()] == ["/healthz"]
+
+    logs.log_access({**scope, "path": "/api/v1/tools/addOne/call"}, 200, 0.001)
+    logging.getLogger("toolsmith.test").warning("after the call")  # written at once, the kept line first
+    lines = [json.loads(text) for text in written.getvalue().splitlines()]
+    assert [line.get("path", line["message"]) for line in lines] == ["/healthz", "/api/v1/tools/addOne/call", "after the call"]
+
+
+def test_the_lines_kept_at_exit_are_written(restored: None) -> None:
+    """`logging.shutdown` (at the interpreter's exit) flushes and closes the handler: what it kept is written."""
+    written = configured_into()
+    scope = {"method": "POST", "path": "/mcp", "client": ("127.0.0.1", 5000), "http_version": "1.1"}
+    for status in (200, 202, 400):
+        logs.log_access(scope, status, 0.001)
+    (handler,) = logging.getLogger().handlers
+    handler.close()  # what logging.shutdown does to each handler, after its flush
+    assert [json.loads(text)["status"] for text in written.getvalue().splitlines()] == [200, 202, 400]
