@@ -1,7 +1,8 @@
 """Admins' resources in Chromium (docs/kinds/resources.md): reached from the navigation, a new
-resource made from its form (a URI template and a text), a placeholder naming no variable refused
-next to the text, the resource published, its draft read at a URI the template matches (the text
-below, the variable filled in); axe-core on the pages, both themes at 1440 and 390 px."""
+resource made from its form (a URI template chosen as its address, a text as its content), a
+placeholder naming no variable refused next to the text, the resource published, its draft read at
+a URI the template matches (the text below, the variable filled in); axe-core on the pages, both
+themes at 1440 and 390 px."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ def test_a_resource_is_made_published_and_read_in_the_console(page, console_serv
     page.get_by_role("link", name="New resource").click()
     page.get_by_label("Name").fill("customer")
     page.get_by_label("Description").fill("A customer's card")
-    page.get_by_label("URI template").fill("crm://customers/{id}")
+    page.get_by_label("A URI template").check()
+    page.get_by_label("URI or URI template").fill("crm://customers/{id}")
     page.get_by_label("Media type").fill("application/json")
     page.get_by_label("Text", exact=True).fill('{"customer": "{{who}}"}')
     page.get_by_role("button", name="Create").click()
     expect(page.locator("#text-error")).to_contain_text("names no variable")
     expect(page.get_by_label("Text", exact=True)).to_have_value('{"customer": "{{who}}"}')
+    expect(page.get_by_label("A URI template")).to_be_checked()
+    shots(page, "resource-refused")
     page.get_by_label("Text", exact=True).fill('{"customer": "{{id}}"}')
     page.get_by_role("button", name="Create").click()
     page.wait_for_url("**/console/resources/customer")
