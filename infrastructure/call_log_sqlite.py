@@ -26,6 +26,8 @@ import orjson
 from domain.calls import CAPTURE, EXPIRY, GENESIS, capture_record, chained, expiry_record
 
 FILE_MODE = 0o600
+# The most rows one INSERT takes (10 values each: within SQLite's 32,766 and PostgreSQL's 65,535 parameters).
+ROWS_A_STATEMENT = 256
 _FILTERS = ("tool", "outcome", "via")
 
 
@@ -75,13 +77,29 @@ class SqlCallRecords:
             rows.append((record["id"], tenant, record["n"], record["at"], record["tool"], record["caller"],
                          record["caller_token"], record["outcome"], record["via"], dumps(record)))
         p = self.P
-        cursor.executemany(
-            f"INSERT INTO {self.RECORDS} (id, tenant, n, at, tool, caller, caller_token, outcome, via, record) "
-            f"VALUES ({', '.join([p] * 10)})", rows)
+        # Many rows a statement (sizes a power of two, so that few statements are ever prepared):
+        # the engine inserts them in one step, where `executemany` would step, and let go of the
+        # interpreter's lock and take it back, once a row.
+        start = 0
+        while start < len(rows):
+            size = min(ROWS_A_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+            chunk = rows[start:start + size]
+            start += size
+            cursor.execute(self._insert(size), [value for row in chunk for value in row])
         cursor.executemany(
             f"INSERT INTO {self.HEADS} (tenant, n, hash) VALUES ({p}, {p}, {p}) "
             f"ON CONFLICT (tenant) DO UPDATE SET n = excluded.n, hash = excluded.hash",
             [(tenant, n, digest) for tenant, (n, digest) in heads.items()])
+
+    def _insert(self, rows: int) -> str:
+        inserts: dict[int, str] = self.__dict__.setdefault("_inserts", {})  # each size's statement, made once
+        sql = inserts.get(rows)
+        if sql is None:
+            values = "(" + ", ".join([self.P] * 10) + ")"
+            sql = (f"INSERT INTO {self.RECORDS} (id, tenant, n, at, tool, caller, caller_token, outcome, via, record) "
+                   f"VALUES {', '.join([values] * rows)}")
+            inserts[rows] = sql
+        return sql
 
     def restore(self, records: Iterable[dict[str, Any]]) -> int:
         """Records as exported, their places and hashes kept (an audit import into an empty store)."""
