@@ -142,6 +142,9 @@ LAYERS: tuple[tuple[str, Callable[[Frame], bool]], ...] = (
     ("argument validation (the tool's input)", any_of(
         files("domain/rules.py", "jsonschema/"), named("application/kinds/base.py", "validated"))),
     ("fair-share counter", files("application/fair_share.py", "application/fair_queue.py")),
+    # the call's record: made on the call's path, hashed and written by the call log's own thread
+    ("the call log (its record, its writer thread)", files(
+        "application/call_log.py", "infrastructure/call_log", "domain/calls.py", "domain/chain.py")),
     ("sandbox IPC (sandbox/: the worker's socket, its answer)", files("sandbox/")),
     ("the thread hop to the sandbox (run_in_threadpool)", any_of(
         files("starlette/concurrency.py", "anyio/to_thread.py", "queue.py", "threading.py", "concurrent/futures/"),
@@ -151,6 +154,7 @@ LAYERS: tuple[tuple[str, Callable[[Frame], bool]], ...] = (
     ("tool resolution (toolbox entry lookup)", files("application/toolbox.py", "application/projected.py")),
     ("the call itself (tools route, execution, code kind)", files(
         "api/routes/tools.py", "application/execution.py", "application/context.py", "application/queries.py", "toolkinds/")),
+    ("MCP (JSON-RPC: the direct path, the SDK)", files("api/mcp", "mcp/")),
     ("result checks and serialization", any_of(
         # (not json/encoder.py itself: the log formatter encodes too, and its caller says whose it is)
         files("api/presenters.py", "fastapi/encoders.py"),
@@ -596,7 +600,7 @@ def py_spy() -> str | None:
 
 def profile_server(server: Server, variant: Variant, seconds: float, tmp: Path, progress: Progress, *,
                    profile_out: Path | None = None, hot_frames: int = 0) -> tuple[list[Row], str]:
-    """py-spy on the server while wrk loads the REST call; rows of CPU µs per request per layer."""
+    """py-spy on the server while wrk loads `variant` (the REST call, unless --profile names another); rows of CPU µs per request per layer."""
     spy = py_spy()
     pid = server.process.pid  # type: ignore[union-attr]
     if spy is None:
@@ -821,22 +825,27 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
             for process in processes:
                 stop(process)  # the profile's machine: the server and wrk only
             processes = []
-            rest = next(v for v in variant_list if v.name == "REST call ×1")
+            profiled = next((v for v in variant_list if v.name == args.profile), None)
+            if profiled is None:
+                raise SystemExit(f"bench.request_path: --profile {args.profile!r} is none of: "
+                                 + ", ".join(v.name for v in variant_list if v.url == server.url))
             if args.in_process_profile:
                 layer_table, how = [], "--in-process-profile asked for the fallback"
             else:
-                layer_table, how = profile_server(server, rest, args.profile_seconds, tmp, progress,
+                layer_table, how = profile_server(server, profiled, args.profile_seconds, tmp, progress,
                                                   profile_out=args.profile_out, hot_frames=args.hot)
         finally:
             for process in processes:
                 stop(process)
             server.stop()
+    profiled = args.profile.replace(" ×", ", ") + " conn"
     if not layer_table:
         progress(f"WARNING: {how}; falling back to cProfile of an in-process ASGI run of the same app")
         layer_table, how = profile_in_process(progress, 400 if args.quick else 1500)
         how = f"FALLBACK ({how}), not py-spy on the real server"
+        profiled = "REST call, 1 conn"  # the fallback's calls are REST's
     rows = rows_of(runs, quickjs)
-    rows.append(Row("where the time goes: REST call, 1 conn, CPU per request by layer", "", "", None, "", None, ""))
+    rows.append(Row(f"where the time goes: {profiled}, CPU per request by layer", "", "", None, "", None, ""))
     rows += layer_table
     rows += api_tools_rows(args, progress)
     return rows, {"args": vars(args), "profile": how, "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
@@ -851,6 +860,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile-seconds", type=float, help="py-spy's sampling window (default 15, quick 6)")
     parser.add_argument("--skip-api-tools", action="store_true", help="leave bench.api_tools's measurement out")
     parser.add_argument("--profile-out", type=Path, help="keep py-spy's raw profile (collapsed stacks) at this path")
+    parser.add_argument("--profile", default="REST call ×1", metavar="VARIANT",
+                        help="the variant py-spy samples the server under (default 'REST call ×1'; e.g. 'MCP stateless ×1')")
     parser.add_argument("--hot", type=int, default=0, metavar="N", help="print each layer's N hottest frames under the table")
     parser.add_argument("--in-process-profile", action="store_true",
                         help="profile with cProfile in this process (the fallback when py-spy cannot attach) instead of py-spy")
