@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -73,6 +74,7 @@ from mcp_types import INTERNAL_ERROR, SERVER_INFO_META_KEY, ErrorData, JSONRPCEr
 from mcp_types import methods as spec_methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
@@ -335,6 +337,8 @@ class FastCalls:
         # is changed; this one is only ever serialized.
         self._server_info = server.server_info_stamp
         self._offers: dict[tuple[Principal, str | None], Offer] = {}
+        # The transport security's verdict per (Content-Type, Host, Origin) a 2026 call came with.
+        self._secured: dict[tuple[str | None, str | None, str | None], bool] = {}
         # The log level each session asked for (`logging/setLevel`, served by the SDK's path).
         levels = getattr(server, "log_levels", None)
         self.levels: SessionLevels = levels if levels is not None else SessionLevels()
@@ -373,9 +377,8 @@ class FastCalls:
                 return False  # the kernel refuses a call before the handshake's end
             version = getattr(session.connection, "protocol_version", None)
         else:
-            http = Request(scope)
-            headers = http.headers
-            version = await self._modern_version(http, decoded)
+            headers = Headers(scope=scope)
+            version = await self._modern_version(scope, decoded)
         if version not in KNOWN_VERSIONS or not _valid_params(version, params):
             return False
         if any(kind.saturated() for kind in self._services.toolbox.kinds):
@@ -468,14 +471,17 @@ class FastCalls:
         payload = _modern_answer(request_id, answer, self._server_info)[1] if modern else _session_answer(request_id, answer)
         await send({"type": "http.response.body", "body": mcp_progress.sse_event(payload)})
 
-    async def _modern_version(self, http: Request, decoded: dict[str, Any]) -> str | None:
+    async def _modern_version(self, scope: Scope, decoded: dict[str, Any]) -> str | None:
         """The version of a 2026-era POST, if the SDK's checks before dispatch pass it
         (`mcp.server._streamable_http_modern.handle_modern_request`, in its order), else None."""
-        if await self._security.validate_request(http, is_post=True) is not None:
+        routing = routing_headers(scope)
+        if routing is None:
+            return None  # (a routing header sent twice, which the SDK refuses)
+        secured = (routing.pop("content-type", None), routing.pop("host", None), routing.pop("origin", None))
+        if not await self._secure(secured):
             return None
-        routing = routing_headers(http.scope)
-        if routing is None or not accepts_json(routing.pop("accept", "")):
-            return None  # (None: a routing header sent twice, which the SDK refuses)
+        if not accepts_json(routing.pop("accept", "")):
+            return None
         params = decoded["params"]
         try:
             meta = orjson.dumps(params.get("_meta"))
@@ -540,6 +546,21 @@ class FastCalls:
             if taken:  # kept here, on the loop: the only place the kept offers change
                 self._keep(key, taken[0])
 
+    async def _secure(self, secured: tuple[str | None, str | None, str | None]) -> bool:
+        """Whether the SDK's transport security passes a POST with these first values of
+        `Content-Type`, `Host` and `Origin` (all it reads of a request), asked once per values: a
+        client sends the same ones with every call (bounded; what it refuses is the SDK's to say)."""
+        kept = self._secured.get(secured)
+        if kept is None:
+            content_type, host, origin = secured
+            asked = {name: value for name, value in (("content-type", content_type), ("host", host), ("origin", origin))
+                     if value is not None}
+            kept = await self._security.validate_request(_Headed(asked), is_post=True) is None  # type: ignore[arg-type]
+            if len(self._secured) >= MAX_SECURED_KEPT:
+                self._secured.pop(next(iter(self._secured)), None)
+            self._secured[secured] = kept
+        return kept
+
     @staticmethod
     def _check_param_headers(entry: Any, arguments: dict[str, Any] | None, headers: Any) -> None:
         """The SDK checks a 2026 call's Mcp-Param-* headers against the schema the caller is offered;
@@ -560,27 +581,40 @@ class FastCalls:
         offers[key] = offer
 
 
-# What the SDK's checks before dispatch read of a 2026 request's headers: `Accept` (its first
-# value, as Starlette's `Headers.get` answers) and the routing headers (each at most once:
+# What the SDK's checks before dispatch read of a 2026 request's headers: `Accept`, and the
+# transport security's `Content-Type`, `Host` and `Origin` (each its first value, as Starlette's
+# `Headers.get` answers), and the routing headers (each at most once:
 # `find_duplicated_routing_header` refuses one sent twice).
 _ACCEPT = b"accept"
-_ROUTING = {_ACCEPT: "accept", **{name.encode(): name for name in (MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEADER)}}
+_FIRST_ONLY = frozenset({_ACCEPT, b"content-type", b"host", b"origin"})
+_ROUTING = {**{name: name.decode() for name in _FIRST_ONLY},
+            **{name.encode(): name for name in (MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEADER)}}
+MAX_SECURED_KEPT = 256
 
 
 def routing_headers(scope: Scope) -> dict[str, str] | None:
-    """`Accept` and the routing headers a request sent, by lowercase name, in one pass over its
-    header lines; None when a routing header is sent twice."""
+    """`Accept`, `Content-Type`, `Host`, `Origin` and the routing headers a request sent, by
+    lowercase name, in one pass over its header lines; None when a routing header is sent twice."""
     found: dict[str, str] = {}
     for key, value in scope.get("headers") or ():
-        name = _ROUTING.get(key.lower())
+        lowered = key.lower()
+        name = _ROUTING.get(lowered)
         if name is None:
             continue
         if name in found:
-            if key.lower() != _ACCEPT:
+            if lowered not in _FIRST_ONLY:
                 return None
             continue
         found[name] = value.decode("latin-1")
     return found
+
+
+@dataclass(frozen=True)
+class _Headed:
+    """What `TransportSecurityMiddleware.validate_request` reads of a request: the first values of
+    its `Content-Type`, `Host` and `Origin` headers (`headers.get`)."""
+
+    headers: dict[str, str]
 
 
 @lru_cache(maxsize=256)
@@ -707,8 +741,31 @@ def _modern_answer(request_id: RequestId, answer: dict[str, Any] | _Failed, serv
         data = modern_error_data(answer.error)
         body = JSONRPCError(jsonrpc="2.0", id=request_id, error=data).model_dump(mode="json", by_alias=True, exclude_none=True)
         return ERROR_CODE_HTTP_STATUS.get(data.code, 200), json.dumps(body, separators=(",", ":")).encode()
-    body = {"jsonrpc": "2.0", "id": request_id, "result": _modern_result(answer, server_info)}
-    return 200, json.dumps(body, separators=(",", ":")).encode()
+    return 200, stdlib_compact({"jsonrpc": "2.0", "id": request_id, "result": _modern_result(answer, server_info)})
+
+
+_STDLIB_COMPACT = json.JSONEncoder(separators=(",", ":"))
+# What orjson writes otherwise than the stdlib's compact ASCII JSON, found in its output: a byte past
+# ASCII (the stdlib escapes it), DEL (escaped too), `null` (a NaN or an infinity is `null` to orjson,
+# `NaN`/`Infinity` to the stdlib; a real null is the same, but cannot be told apart), and a number
+# in exponent form (`1e16` against `1e+16`, `1e-7` against `1e-07`); a string that merely looks so
+# costs the stdlib's encoder, never a different byte.
+_ORJSON_DIFFERS = re.compile(rb"[^\x00-\x7e]|null|[0-9][eE]")
+# orjson's types the stdlib does not write (a dataclass, a datetime, a subclass of a built-in) go
+# to orjson's `default`, which has none: the stdlib's encoder decides, as before.
+_PASSTHROUGH = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def stdlib_compact(value: Any) -> bytes:
+    """`json.dumps(value, separators=(",", ":")).encode()`, byte for byte (tests/unit/test_mcp_wire.py),
+    written by orjson when its output cannot differ (a tenth of the time), else by the stdlib."""
+    try:
+        written = orjson.dumps(value, option=_PASSTHROUGH)
+    except TypeError:  # (orjson.JSONEncodeError is one) an integer past 64 bits, a key not a string, a lone surrogate
+        written = None
+    if written is not None and _ORJSON_DIFFERS.search(written) is None:
+        return written
+    return _STDLIB_COMPACT.encode(value).encode()
 
 
 async def _no_more() -> Message:

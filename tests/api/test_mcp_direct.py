@@ -318,7 +318,9 @@ def test_a_param_header_of_a_tool_that_declares_none_is_answered_as_the_sdk_answ
     [("Mcp-Name", "echo"), ("Mcp-Name", "echo")],
     [("Accept", "text/html")],  # no JSON accepted
     [("Accept", "application/json"), ("Accept", "text/html")],  # the first Accept counts
-], ids=["name", "method", "version", "method-twice", "name-twice", "no-json", "accept-twice"])
+    [("Content-Type", "text/plain")],  # the transport's Content-Type check (its verdict kept per value)
+    [("Content-Type", "application/json"), ("Content-Type", "text/plain")],  # the first Content-Type counts
+], ids=["name", "method", "version", "method-twice", "name-twice", "no-json", "accept-twice", "not-json", "content-type-twice"])
 def test_a_2026_call_whose_headers_the_sdk_checks_is_answered_as_the_sdk_answers_it(
         client: TestClient, monkeypatch: pytest.MonkeyPatch, lines: list[tuple[str, str]]) -> None:
     from api import mcp_direct
@@ -338,7 +340,8 @@ def test_a_2026_call_whose_headers_the_sdk_checks_is_answered_as_the_sdk_answers
     monkeypatch.setattr(mcp_direct.FastCalls, "answer", not_answered)
     through_sdk = post()
     assert fast.status_code == through_sdk.status_code, (fast.text, through_sdk.text)
-    if lines == [("Accept", "application/json"), ("Accept", "text/html")]:
+    if lines in ([("Accept", "application/json"), ("Accept", "text/html")],
+                 [("Content-Type", "application/json"), ("Content-Type", "text/plain")]):
         assert fast.status_code == 200 and without_duration(fast) == without_duration(through_sdk)
     else:  # refused, in the SDK's words
         assert fast.status_code != 200 or "error" in fast.json(), fast.text

@@ -131,3 +131,32 @@ def test_the_accept_header_is_read_as_the_sdk_reads_it() -> None:
                    "APPLICATION/JSON;q=0.5", "text/*", "application/jsonx", " application/json ; charset=utf-8"):
         request = Request({"type": "http", "headers": [(b"accept", accept.encode())] if accept else []})
         assert mcp_direct.accepts_json(accept) == check_accept_headers(request)[0], accept
+
+
+def test_the_2026_writer_is_the_stdlibs_compact_json_byte_for_byte() -> None:
+    """`stdlib_compact` writes with orjson only when its bytes cannot differ from the stdlib's: past
+    ASCII, DEL, NaN and infinities (orjson's `null`), exponents, big integers, non-string keys and
+    lone surrogates are the stdlib's, and what the stdlib refuses is refused."""
+    values: list[Any] = [
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "42"}], "isError": False}},
+        [1, 2**63, 2**64, -(2**63) - 1, 1e16, 1e15, 1e-7, 0.412, -0.0, float("nan"), float("inf"), -float("inf"), None],
+        ["null", "1e5", "ü", "\x7f", "\x00\x1f\n\t\"\\/", "\ud800", "\U0001F600", ""], {1: 2, "a": {"b": [True, False]}}, (1, 2), {},
+    ]
+    for value in values:
+        assert mcp_direct.stdlib_compact(value) == json.dumps(value, separators=(",", ":")).encode(), value
+
+    class Point:
+        pass
+
+    import dataclasses
+    import datetime
+
+    @dataclasses.dataclass
+    class Pair:
+        a: int
+
+    for refused in (Point(), Pair(1), datetime.datetime(2026, 1, 1)):
+        with pytest.raises(TypeError):
+            json.dumps(refused)
+        with pytest.raises(TypeError):
+            mcp_direct.stdlib_compact(refused)
