@@ -184,6 +184,12 @@ class DirectCalls:
             return None
         return session, transport
 
+    def initialized(self, manager: StreamableHTTPSessionManager, scope: Scope) -> tuple[_Session, Any] | None:
+        """`serves`, once the session's handshake ended (the kernel refuses a request before it):
+        the session gate of the fast paths (`FastCalls`; `api.mcp_gate` for prompts and resources)."""
+        found = self.serves(manager, scope)
+        return found if found is not None and getattr(found[0].connection, "initialize_accepted", False) else None
+
     async def answer(self, found: tuple[_Session, Any], scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """Answers the POST if it is one `tools/call`; else the receive to hand the SDK (the body,
         read here, replayed)."""
@@ -369,12 +375,10 @@ class FastCalls:
         transport = None
         headers = None
         if header_version is None or header_version in HANDSHAKE_PROTOCOL_VERSIONS:
-            found = self._direct.serves(manager, scope)
+            found = self._direct.initialized(manager, scope)
             if found is None:
-                return False
+                return False  # not a session served here, or one before its handshake's end
             session, transport = found
-            if not getattr(session.connection, "initialize_accepted", False):
-                return False  # the kernel refuses a call before the handshake's end
             version = getattr(session.connection, "protocol_version", None)
         else:
             headers = Headers(scope=scope)

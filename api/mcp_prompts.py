@@ -25,17 +25,14 @@ import orjson
 import pydantic_core
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.subscriptions import PromptsListChanged, ServerEvent
 from mcp_types import (
     INTERNAL_ERROR, INVALID_PARAMS, CompleteRequestParams, CompleteResult, Completion, GetPromptRequestParams, GetPromptResult,
     JSONRPCError, ListPromptsResult, PaginatedRequestParams, Prompt, RequestId, SubscriptionFilter,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from api import mcp_sdk
-from api.mcp_direct import first_header
+from api.mcp_gate import answer_in_session, handshake_session
 from api.mcp_tools import after
 from api.mcp_watch import Offer, offer_of, take_offer
 from api.services import Services
@@ -43,7 +40,7 @@ from application.context import MCP
 from application.kinds.prompting import Listed, OffersPrompts
 from application.projected import topics_of
 from application.queries import call_context, cursor_after
-from domain.errors import InvalidInput, ModuleError, ToolNotCallable, UnknownRecord
+from domain.errors import InvalidInput, ModuleError, ToolNotCallable
 
 log = logging.getLogger("toolsmith.mcp")
 
@@ -266,31 +263,11 @@ class FastPrompts:
 
     async def answer(self, manager: Any, scope: Any, body: bytes, principal: Any, server_id: str | None, send: Any) -> bool:
         request = _plain_get(body)
-        if request is None or len(body) > manager.max_request_body_size or not self._fast._plain_server():
-            return False
-        version = first_header(scope, MCP_PROTOCOL_VERSION_HEADER.encode())
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return False
-        found = self._direct.serves(manager, scope)
-        if found is None:
-            return False
-        session, transport = found
-        if not getattr(session.connection, "initialize_accepted", False):
+        found = handshake_session(manager, scope, body, self._direct, self._fast) if request is not None else None
+        if request is None or found is None:
             return False
         request_id, name, arguments = request
-        started = mcp_sdk.call_started(transport)
-        try:
-            payload = await self._get(principal, server_id, request_id, name, arguments)
-        except UnknownRecord:
-            return False  # a server the tenant does not have: the gate's 404, on the SDK's path
-        finally:
-            if started:
-                mcp_sdk.call_ended(transport)
-        headers = [(b"content-type", b"application/json"), (MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode()),
-                   (b"content-length", str(len(payload)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
-        return True
+        return await answer_in_session(found[1], send, self._get(principal, server_id, request_id, name, arguments))
 
     async def _get(self, principal: Any, server_id: str | None, request_id: RequestId, name: str,
                    arguments: dict[str, Any] | None) -> bytes:

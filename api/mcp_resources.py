@@ -29,24 +29,23 @@ import anyio
 import anyio.to_thread
 import orjson
 from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp_types import (
     INVALID_PARAMS, BlobResourceContents, EmptyResult, JSONRPCError, ListResourcesResult, ListResourceTemplatesResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, RequestId, Resource, ResourceTemplate,
     SubscribeRequestParams, SubscriptionFilter, TextResourceContents, UnsubscribeRequestParams,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from api import mcp_sdk
-from api.mcp_direct import first_header
+from api.mcp_gate import answer_in_session, handshake_session
 from api.mcp_watch import Offer, offer_of, take_offer
 from api.services import Services
 from application.context import MCP
 from application.queries import after_cursor, call_context, cursor_after
-from application.resources import READ_MAX_CHARS, ResourceItem, ResourceTemplateItem, resource_sources
+from application.resources import (
+    NOT_KEPT, READ_MAX_CHARS, ReadsOnTheLoop, ResourceItem, ResourceTemplateItem, ResourceText, resource_sources,
+)
 from domain.errors import DocumentsUnavailable, UnknownRecord
 
 log = logging.getLogger("toolsmith.mcp")
@@ -90,10 +89,25 @@ class Resources:
     def __init__(self, services: Services) -> None:
         self._services = services
         self._kept: dict[str, tuple[Hashable, list[ResourceItem]]] = {}
+        self._sources: tuple[tuple[Any, ...], list[Any], bool] = ((), [], True)
 
     @property
     def sources(self) -> list[Any]:
-        return resource_sources(list(self._services.toolbox.kinds))
+        return self._of_kinds()[1]
+
+    @property
+    def on_the_loop(self) -> bool:
+        """Whether every source may be asked on the loop which resource a URI is (`ReadsOnTheLoop`)."""
+        return self._of_kinds()[2]
+
+    def _of_kinds(self) -> tuple[tuple[Any, ...], list[Any], bool]:
+        # Kept while the installed kinds are the same ones (a Protocol's isinstance costs a read).
+        kinds = tuple(self._services.toolbox.kinds)
+        kept = self._sources
+        if len(kinds) != len(kept[0]) or any(a is not b for a, b in zip(kinds, kept[0])):
+            sources = resource_sources(kinds)
+            kept = self._sources = (kinds, sources, all(isinstance(s, ReadsOnTheLoop) for s in sources))
+        return kept
 
     def stamp(self, tenant: str) -> Hashable:
         return tuple(source.resource_stamp(tenant) for source in self.sources)
@@ -115,6 +129,10 @@ class Resources:
 
 def read_page(services: Services, resources: Resources, offer: Offer, uri: str, trace: str | None) -> ReadResourceResult:
     """`resources/read` of `uri` for `offer`'s caller (blocking: the store, a module's run)."""
+    return ReadResourceResult(contents=[_contents(uri, _read_text(services, resources, offer, uri, trace))])
+
+
+def _read_text(services: Services, resources: Resources, offer: Offer, uri: str, trace: str | None) -> ResourceText:
     tenant = offer.principal.tenant
     for source in resources.sources:
         item = source.resource_item(tenant, uri)
@@ -124,21 +142,58 @@ def read_page(services: Services, resources: Resources, offer: Offer, uri: str, 
             break
         try:
             page = source.resource_text(tenant, uri, READ_MAX_CHARS, call_context(offer.principal, MCP, trace), services.toolbox)
-        except ValueError as error:
-            raise MCPError(INVALID_PARAMS, f"uri: {error}", {"uri": uri}) from None
-        except DocumentsUnavailable as error:
-            raise MCPError(INVALID_PARAMS, f"resource-unavailable: {error.detail}", {"uri": uri}) from None
+        except (ValueError, DocumentsUnavailable) as error:
+            raise _unreadable(uri, error) from None
         if page is None:
             break
-        meta: dict[str, Any] = {TOTAL_META: page.total, OFFSET_META: page.offset}
-        if page.next_uri is not None:
-            meta[NEXT_META] = page.next_uri
-        if page.source_media_type:
-            meta[SOURCE_TYPE_META] = page.source_media_type
-        if page.blob is not None:
-            return ReadResourceResult(contents=[BlobResourceContents(uri=uri, mime_type=page.mime_type, blob=page.blob, _meta=meta)])
-        return ReadResourceResult(contents=[TextResourceContents(uri=uri, mime_type=page.mime_type, text=page.text, _meta=meta)])
+        return page
     raise _not_found(uri)
+
+
+async def read_on_the_loop(services: Services, resources: Resources, offer: Offer, uri: str, trace: str | None) -> ResourceText | None:
+    """`_read_text` on the event loop, when every source can tell without I/O which resource `uri`
+    is (what they keep is at the store's position) and the one it is reads on the loop: the same
+    checks in the same order (the first source that has it; shown to the caller or not found).
+    None: some source could not tell; `_read_text`, in a worker thread, answers then."""
+    tenant = offer.principal.tenant
+    for source in resources.sources:
+        match = source.resource_match_as_read(tenant, uri)
+        if match is None:
+            continue
+        if match is NOT_KEPT:
+            return None
+        if not shows(offer, match.item):
+            break
+        try:
+            return await source.aresource_text(tenant, match, READ_MAX_CHARS, call_context(offer.principal, MCP, trace),
+                                               services.toolbox)
+        except (ValueError, DocumentsUnavailable) as error:
+            raise _unreadable(uri, error) from None
+    raise _not_found(uri)
+
+
+def _unreadable(uri: str, error: ValueError | DocumentsUnavailable) -> MCPError:
+    if isinstance(error, DocumentsUnavailable):
+        return MCPError(INVALID_PARAMS, f"resource-unavailable: {error.detail}", {"uri": uri})
+    return MCPError(INVALID_PARAMS, f"uri: {error}", {"uri": uri})
+
+
+def _contents(uri: str, page: ResourceText) -> TextResourceContents | BlobResourceContents:
+    kind = BlobResourceContents if page.blob is not None else TextResourceContents
+    return kind.model_validate(_wire_contents(uri, page))
+
+
+def _wire_contents(uri: str, page: ResourceText) -> dict[str, Any]:
+    """A page as the wire has it (`_contents` of it, dumped by alias without its None fields), made
+    without a model: a page's fields are plain JSON already."""
+    meta: dict[str, Any] = {TOTAL_META: page.total, OFFSET_META: page.offset}
+    if page.next_uri is not None:
+        meta[NEXT_META] = page.next_uri
+    if page.source_media_type:
+        meta[SOURCE_TYPE_META] = page.source_media_type
+    if page.blob is not None:
+        return {"uri": uri, "mimeType": page.mime_type, "_meta": meta, "blob": page.blob}
+    return {"uri": uri, "mimeType": page.mime_type, "_meta": meta, "text": page.text}
 
 
 class ResourceHandlers:
@@ -368,9 +423,12 @@ def _plain_read(body: bytes) -> tuple[RequestId, str] | None:
 class FastReads:
     """A handshake-era session's plain `resources/read`, answered in the request's own task as
     `api.mcp_direct.FastCalls` answers a `tools/call` and `api.mcp_prompts.FastPrompts` a
-    `prompts/get` (the same session checks, the caller's offer kept while the store has not moved,
-    then one trip to a thread for the read): the SDK's session loop and its thread hops cost more
-    than reading a resource. Anything else is the SDK's to answer, as before."""
+    `prompts/get` (`api.mcp_gate`'s session checks; the caller's offer kept while the store, owning
+    its writes, has not moved): then, when every resource source can tell on the loop which resource
+    the URI is (`read_on_the_loop`: an admin's published resources as kept at that position), the
+    read is made there, a rendering module's call awaited as a tool call is; otherwise it is one
+    trip to a worker thread. The SDK's session loop and its thread hops cost more than reading a
+    resource. Anything else is the SDK's to answer, as before."""
 
     def __init__(self, services: Services, resources: Resources, direct: Any, fast: Any) -> None:
         self._services = services
@@ -381,52 +439,40 @@ class FastReads:
 
     async def answer(self, manager: Any, scope: Any, body: bytes, principal: Any, server_id: str | None, send: Any) -> bool:
         request = _plain_read(body)
-        if request is None or len(body) > manager.max_request_body_size or not self._fast._plain_server():
-            return False
-        version = first_header(scope, MCP_PROTOCOL_VERSION_HEADER.encode())
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return False
-        found = self._direct.serves(manager, scope)
-        if found is None:
-            return False
-        session, transport = found
-        if not getattr(session.connection, "initialize_accepted", False):
+        found = handshake_session(manager, scope, body, self._direct, self._fast) if request is not None else None
+        if request is None or found is None:
             return False
         request_id, uri = request
-        started = mcp_sdk.call_started(transport)
-        try:
-            payload = await self._read(principal, server_id, request_id, uri)
-        except UnknownRecord:
-            return False  # a server the tenant does not have: the gate's 404, on the SDK's path
-        finally:
-            if started:
-                mcp_sdk.call_ended(transport)
-        headers = [(b"content-type", b"application/json"), (MCP_SESSION_ID_HEADER.encode(), transport.mcp_session_id.encode()),
-                   (b"content-length", str(len(payload)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
-        return True
+        return await answer_in_session(found[1], send, self._read(principal, server_id, request_id, uri))
 
     async def _read(self, principal: Any, server_id: str | None, request_id: RequestId, uri: str) -> bytes:
-        generation = self._services.toolbox.generation()
+        services = self._services
         key = (principal, server_id)
-        offer = self._offers.get(key)
-        fresh = offer is None or offer.generation != generation
-
-        def read() -> tuple[Offer, ReadResourceResult | MCPError]:
-            taken = take_offer(self._services, principal, server_id) if fresh else offer
+        offer = self._offers.get(key) if services.store.owns_its_writes else None
+        trace = str(request_id)
+        page: ResourceText | MCPError | None = None
+        if offer is not None and offer.generation == services.toolbox.generation() and self._resources.on_the_loop:
             try:
-                return taken, read_page(self._services, self._resources, taken, uri, str(request_id))  # type: ignore[arg-type]
+                page = await read_on_the_loop(services, self._resources, offer, uri, trace)
             except MCPError as error:
-                return taken, error
+                page = error
+        if page is None:
+            fresh = offer is None or offer.generation != services.toolbox.generation()
 
-        taken, result = await anyio.to_thread.run_sync(read)
-        if fresh:  # kept here, on the loop: the only place the kept offers change
-            self._offers.pop(key, None)
-            if len(self._offers) >= MAX_KEPT:
-                self._offers.pop(next(iter(self._offers)), None)
-            self._offers[key] = taken
-        if isinstance(result, MCPError):
-            return JSONRPCError(jsonrpc="2.0", id=request_id, error=result.error).model_dump_json(by_alias=True, exclude_unset=True).encode()
-        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": wire})
+            def read() -> tuple[Offer, ResourceText | MCPError]:
+                # Raises UnknownRecord for a server the tenant does not have, as the gate's offer does.
+                taken = take_offer(services, principal, server_id) if fresh or offer is None else offer
+                try:
+                    return taken, _read_text(services, self._resources, taken, uri, trace)
+                except MCPError as error:
+                    return taken, error
+
+            taken, page = await anyio.to_thread.run_sync(read)
+            if fresh and services.store.owns_its_writes:  # kept here, on the loop: the only place the kept offers change
+                self._offers.pop(key, None)
+                if len(self._offers) >= MAX_KEPT:
+                    self._offers.pop(next(iter(self._offers)), None)
+                self._offers[key] = taken
+        if isinstance(page, MCPError):
+            return JSONRPCError(jsonrpc="2.0", id=request_id, error=page.error).model_dump_json(by_alias=True, exclude_unset=True).encode()
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"contents": [_wire_contents(uri, page)]}})

@@ -86,6 +86,36 @@ class ResourceSource(Protocol):
         """The URI templates the tenant's resources of this kind follow."""
 
 
+@dataclass(frozen=True)
+class ResourceMatch:
+    """Which resource a URI is, as `ReadsOnTheLoop.resource_match_as_read` found it: the item (to
+    decide who may see it) and what the kind needs to read it (`detail`, the kind's own)."""
+
+    item: ResourceItem
+    detail: Any
+
+
+class NotKept:
+    """`resource_match_as_read`'s answer when the kind could only tell by reading its store."""
+
+
+NOT_KEPT = NotKept()
+
+
+@runtime_checkable
+class ReadsOnTheLoop(Protocol):
+    """A `ResourceSource` that may be read on the event loop, without a worker thread, while what it
+    keeps is current (an admin's published resources: what a module renders is an awaited tool call)."""
+
+    def resource_match_as_read(self, tenant: str, uri: str) -> ResourceMatch | None | NotKept:
+        """The resource `uri` is, found in what the kind keeps as of the store's position, with no
+        I/O; None: none of this kind's; `NOT_KEPT`: it cannot tell without reading (then
+        `resource_item` and `resource_text`, in a worker thread, answer)."""
+
+    async def aresource_text(self, tenant: str, match: ResourceMatch, limit: int, context: Any, tools: Any) -> ResourceText:
+        """`resource_text` of the matched resource, awaited on the loop (its module's call too)."""
+
+
 def resource_sources(kinds: Sequence[object]) -> list[ResourceSource]:
     """The installed kinds that have resources, in the registry's order."""
     return [kind for kind in kinds if isinstance(kind, ResourceSource)]

@@ -28,7 +28,7 @@ from typing import Any
 import anyio.to_thread
 
 from application.kinds.published import ItemKind
-from application.resources import ResourceItem, ResourceTemplateItem, ResourceText
+from application.resources import NOT_KEPT, NotKept, ResourceItem, ResourceMatch, ResourceTemplateItem, ResourceText
 from domain.catalog import EVERYTHING
 from domain.errors import InvalidDefinition, InvalidInput, Violation
 from domain.published import Definition
@@ -198,7 +198,10 @@ class ResourceKind(ItemKind[PublishedResource]):
         return [self._item(item, d, d["uri"]) for item, d in self._published(tenant) if d["uri"] is not None]
 
     def _match(self, tenant: str, uri: str) -> tuple[PublishedResource, Definition, dict[str, str]] | None:
-        published = self._published(tenant)
+        return self._match_in(self._published(tenant), uri)
+
+    @staticmethod
+    def _match_in(published: list[tuple[PublishedResource, Definition]], uri: str) -> tuple[PublishedResource, Definition, dict[str, str]] | None:
         for item, definition in published:
             if definition["uri"] == uri:
                 return item, definition, {}
@@ -219,6 +222,32 @@ class ResourceKind(ItemKind[PublishedResource]):
         if found is None:
             return None
         return self.read(tenant, found[1], uri, found[2], context, tools, limit)
+
+    def resource_match_as_read(self, tenant: str, uri: str) -> ResourceMatch | None | NotKept:
+        """`resource_item` from what `_published` keeps, when it is at the store's position (a
+        store that owns its writes knows that position without a read); else `NOT_KEPT`."""
+        store = self.deps.store
+        kept = self._kept.get(tenant)
+        if kept is None or not store.owns_its_writes or kept[0] != store.position():
+            return NOT_KEPT
+        found = self._match_in(kept[1], uri)
+        if found is None:
+            return None
+        item, definition, values = found
+        return ResourceMatch(self._item(item, definition, uri), (definition, values))
+
+    async def aresource_text(self, tenant: str, match: ResourceMatch, limit: int, context: Any, tools: Any) -> ResourceText:
+        """`resource_text` of a match, its module's call awaited (`Toolbox.acall`: on the loop when
+        the tenant's catalog is in memory, else in a worker thread)."""
+        definition, values = match.detail
+        uri = match.item.uri
+        module = definition["module"]
+        if module is None:
+            return self.read(tenant, definition, uri, values, context, tools, limit)
+        # `entry_as_read`: the catalog as the caller's offer brought it up (at the store's position).
+        arguments = self._module_arguments(tools.entry_as_read(tenant, module), values, uri)
+        result = await tools.acall(tenant, module, arguments, permissions=EVERYTHING, context=context)
+        return self._rendered(module, definition, uri, result, limit)
 
     def resource_templates(self, tenant: str) -> list[ResourceTemplateItem]:
         return [ResourceTemplateItem(uri_template=d["uriTemplate"], name=item.item_id, title=d["title"],
@@ -242,10 +271,19 @@ class ResourceKind(ItemKind[PublishedResource]):
         module = definition["module"]
         # The resource runs its own module, whoever may read the resource; `uri` is given to a module
         # that declares it (a tool's arguments are closed: one it does not declare would be refused).
-        entry = tools.entry(tenant, module)
-        declared = ((entry.input_schema or {}).get("properties") or {}) if entry is not None else {}
-        result = tools.call(tenant, module, {**values, **({"uri": uri} if "uri" in declared else {})},
+        result = tools.call(tenant, module, self._module_arguments(tools.entry(tenant, module), values, uri),
                             permissions=EVERYTHING, context=context)
+        return self._rendered(module, definition, uri, result, limit)
+
+    @staticmethod
+    def _module_arguments(entry: Any, values: Mapping[str, str], uri: str) -> dict[str, str]:
+        declared = ((entry.input_schema or {}).get("properties") or {}) if entry is not None else {}
+        return {**values, **({"uri": uri} if "uri" in declared else {})}
+
+    @staticmethod
+    def _rendered(module: str, definition: Definition, uri: str, result: Any, limit: int) -> ResourceText:
+        """What the module's call `result` makes of the read (ValueError with why it is not a resource's content)."""
+        media = definition["mimeType"]
         if result.error is not None:
             raise ValueError(f"the resource's module {module!r} failed: {result.error.message}")
         output = result.output

@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio.to_thread
+
 from application.context import CallContext
 from application.kinds.base import Tools
 from application.kinds.configured import ConfiguredKind
-from application.resources import ResourceItem, ResourceTemplateItem, ResourceText
+from application.resources import NOT_KEPT, NotKept, ResourceItem, ResourceMatch, ResourceTemplateItem, ResourceText
 from domain.catalog import ToolEntry
 from domain.documents import READY, StoredChunk
 from domain.errors import DocumentsUnavailable, ToolNotCallable, UnknownRecord, Violation
@@ -125,6 +127,18 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
             description="The text extracted from a document uploaded to a File Search tool: {tool} is the tool's name, "
                         "{id} the document's id (from its search results or list_documents).",
             mime_type="text/plain")]
+
+    def resource_match_as_read(self, tenant: str, uri: str) -> ResourceMatch | None | NotKept:
+        """None for a URI that is no document's (no I/O); a document's is found by reading the store."""
+        return None if parse_uri(uri) is None else NOT_KEPT
+
+    async def aresource_text(self, tenant: str, match: ResourceMatch, limit: int, context: Any, tools: Any) -> ResourceText:
+        """`resource_text` in a worker thread (the store's documents; `resource_match_as_read` never
+        matches one on the loop, so the MCP layer reads them through `resource_text` anyway)."""
+        page = await anyio.to_thread.run_sync(self.resource_text, tenant, match.item.uri, limit, context, tools)
+        if page is None:
+            raise ValueError("the document is not there any more")
+        return page
 
     def _resource_document(self, tenant: str, uri: str) -> tuple[SearchTool, Document] | None:
         parsed = parse_uri(uri)
