@@ -75,7 +75,7 @@ def test_a_prompt_is_made_published_tested_and_deleted_from_its_pages(client: Te
     assert expect(post(f"{PAGES}/greet/delete", {}), 303).headers["location"] == PAGES
     history = expect(admin.get(f"{PAGES}/greet/history"), 200).text
     assert "is deleted; its history stays" in history
-    assert history.count("<li>\n      <p><strong>") == 5  # created, published, draft saved, discarded, deleted
+    assert history.count('<span class="hint">(event ') == 5  # created, published, draft saved, discarded, deleted
     assert "Published version 1" in history and "Draft discarded" in history
 
 
