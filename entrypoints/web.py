@@ -374,8 +374,10 @@ def create_app(services: Services) -> FastAPI:
         return JSONResponse({
             **read,
             "sandbox": sandbox,
-            # MCP sessions and listen streams told of tool list changes (ended ones are forgotten).
-            "mcp": {"watchers": len(mcp_endpoint.watch)},
+            # MCP sessions and listen streams told of tool list changes (ended ones are forgotten),
+            # and those of them that hear of resources (listed, subscribed) and of prompts.
+            "mcp": {"watchers": len(mcp_endpoint.watch), "resourceWatchers": len(mcp_endpoint.resource_watch),
+                    "promptWatchers": len(mcp_endpoint.prompt_watch)},
             # The call log (docs/calls.md): records written, and those lost to a full queue or a failing store.
             "callLog": services.toolbox.call_log.health(),
         })

@@ -275,3 +275,32 @@ async def test_admins_publish_resources_text_bytes_templates_and_modules_offered
                     assert event == ResourceUpdated(uri="memo://motd")
                     break
         assert (await client.read_resource("memo://motd")).contents[0].text == "Sunshine."
+
+
+async def test_healthz_counts_the_resource_watchers_and_forgets_ended_ones(server: Server) -> None:
+    def mcp() -> dict[str, int]:
+        return httpx.get(f"{server.url}/healthz", timeout=10).json()["mcp"]
+
+    async def settles_at(expected: dict[str, int]) -> None:
+        with anyio.fail_after(5):
+            while {key: mcp()[key] for key in expected} != expected:
+                await anyio.sleep(0.05)
+
+    with server.client() as http:
+        publish(http, {"id": "motd", "description": "The message", "uri": "memo://motd", "mimeType": "text/plain", "text": "Hi."})
+    assert mcp() == {"watchers": 0, "resourceWatchers": 0, "promptWatchers": 0}
+    async with mcp_client(server) as legacy:
+        await legacy.list_tools()  # told of tools and prompts, not yet of resources
+        assert mcp() == {"watchers": 1, "resourceWatchers": 0, "promptWatchers": 1}
+        await legacy.subscribe_resource("memo://motd")
+        assert mcp()["resourceWatchers"] == 1
+        async with mcp_client(server, mode="auto") as modern:
+            async with modern.listen(tools_list_changed=True):  # no resource part: no resource watcher
+                assert mcp()["watchers"] == 2 and mcp()["resourceWatchers"] == 1
+            await settles_at({"watchers": 1})
+            async with modern.listen(resource_subscriptions=["memo://motd"]):
+                assert mcp()["watchers"] == 2 and mcp()["resourceWatchers"] == 2
+            # the listen stream was dropped by its client
+            await settles_at({"watchers": 1, "resourceWatchers": 1})
+    # the session was ended by its client (DELETE)
+    await settles_at({"watchers": 0, "resourceWatchers": 0, "promptWatchers": 0})
