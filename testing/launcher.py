@@ -9,11 +9,14 @@ carrying the process's output; callers turn it into `SystemExit` (bench) or a te
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,13 +36,153 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+class Forked:
+    """A `toolsmith` process that the fork server (testing/forkserver.py) forked: what the launcher's
+    callers use of `subprocess.Popen` (pid, poll, wait, send_signal, terminate, kill, returncode).
+    It is the fork server's child, so its exit code comes from there."""
+
+    def __init__(self, forks: _ForkServer, pid: int, serial: int, args: list[str]) -> None:
+        self._forks, self.pid, self._serial, self.args = forks, pid, serial, args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._forks.exit_code(self._serial, timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self._forks.exit_code(self._serial, timeout=timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class _ForkServer:
+    """This process's fork server, started at its first use; None from `get()` when forks are off
+    (`use_fork_server` not called, or TOOLSMITH_TEST_FORKS=0) or the fork server could not start."""
+
+    _instance: _ForkServer | None = None
+    _refused = False
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> _ForkServer | None:
+        with cls._lock:
+            if cls._instance is None and not cls._refused and FORKS and os.environ.get("TOOLSMITH_TEST_FORKS", "1") != "0":
+                try:
+                    cls._instance = cls()
+                except RuntimeError:
+                    cls._refused = True
+            return cls._instance
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        self._process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("forkserver.py")), str(theirs.fileno())],
+                                         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        theirs.close()
+        self._socket, self._buffer, self._exits, self._io = ours, b"", {}, threading.Lock()
+        self._spawn = threading.Lock()
+        self._replies: list[dict] = []
+        self.cpu_seconds: list[float] = []  # of each child that has exited, with its children's
+        ready = self._reply(timeout=120)
+        if not ready or not ready.get("ready"):
+            self._socket.close()
+            stop(self._process)
+            raise RuntimeError(f"the fork server did not start: {ready}")
+
+    def _read(self, timeout: float | None) -> bool:
+        """Reads what the fork server sent within `timeout` s (None: until something comes); False
+        when nothing came. One thread reads at a time; another may send meanwhile."""
+        with self._io:
+            if not select.select([self._socket], [], [], timeout)[0]:
+                return False
+            data = self._socket.recv(1 << 16)
+            if not data:
+                raise RuntimeError("the fork server is gone")
+            self._buffer += data
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if "exit" in message:
+                    self._exits[message["serial"]] = message["code"]
+                    self.cpu_seconds.append(message["cpu"])
+                else:
+                    self._replies.append(message)
+            return True
+
+    def _reply(self, timeout: float) -> dict | None:
+        """The fork server's next answer to a command (or its readiness), within `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while not self._replies:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self._read(min(left, 0.1))
+        return self._replies.pop(0)
+
+    def spawn(self, command: Sequence[str], *, env: Mapping[str, str], cwd: Path | None, log_path: Path) -> Forked:
+        request = {"argv": list(command), "env": dict(env), "cwd": str(cwd or os.getcwd()), "log": str(log_path)}
+        with self._spawn:
+            self._socket.sendall(json.dumps(request).encode() + b"\n")
+            reply = self._reply(timeout=30)
+        if not reply or "pid" not in reply:
+            raise RuntimeError(f"the fork server did not start {command[1]}: {reply}")
+        return Forked(self, reply["pid"], reply["serial"], list(command))
+
+    def exit_code(self, serial: int, timeout: float | None) -> int | None:
+        """The exit code of the child started `serial`-th, waiting up to `timeout` s for it (None:
+        as long as it takes); None if it still runs."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while serial not in self._exits:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self._read(0)
+                break
+            self._read(0.1 if left is None else min(left, 0.1))
+        return self._exits.pop(serial, None)
+
+
+# Whether `launch` starts a `toolsmith` command from the fork server (the tests: tests/conftest.py)
+# rather than as a new process (the benchmarks measure the real thing).
+FORKS = False
+
+
+def use_fork_server() -> None:
+    """`launch` starts `toolsmith ...` commands from a fork server of this process's own
+    (testing/forkserver.py) from now on, unless TOOLSMITH_TEST_FORKS=0."""
+    global FORKS
+    FORKS = True
+
+
+def _python_settings(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith("PYTHON")}
+
+
 def launch(command: Sequence[str], *, url: str, log_path: Path, env: Mapping[str, str], cwd: Path | None = None,
-           name: str = "toolsmith serve", ready_path: str = "/healthz", timeout: float = 30, mode: str = "a") -> subprocess.Popen:
+           name: str = "toolsmith serve", ready_path: str = "/healthz", timeout: float = 30, mode: str = "a") -> subprocess.Popen | Forked:
     """Starts `command` with its output appended to `log_path` (a file, so a full pipe can never
     block it) and waits until `url + ready_path` answers 200. Raises RuntimeError with the output
-    if the process exits first or does not answer within `timeout` seconds (then it is stopped)."""
+    if the process exits first or does not answer within `timeout` seconds (then it is stopped).
+    A `toolsmith` command comes from the fork server when `use_fork_server` was called."""
+    # The interpreter's own settings (PYTHON*) take effect at its start: a command that changes them is a new process.
+    forks = (_ForkServer.get() if command and Path(command[0]) == TOOLSMITH and _python_settings(env) == _python_settings(os.environ)
+             else None)
     with log_path.open(mode + "b") as log:
-        process = subprocess.Popen(list(command), cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT)
+        if forks is not None:
+            process = forks.spawn(command, env=env, cwd=cwd, log_path=log_path)
+        else:
+            process = subprocess.Popen(list(command), cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -55,7 +198,7 @@ def launch(command: Sequence[str], *, url: str, log_path: Path, env: Mapping[str
         time.sleep(0.1)
 
 
-def stop(process: subprocess.Popen, timeout: float = 15) -> None:
+def stop(process: subprocess.Popen | Forked, timeout: float = 15) -> None:
     """SIGTERM, as a service manager would; SIGKILL if it has not exited within `timeout` s."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -79,7 +222,7 @@ class Server:
 
     data_dir: Path
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen | Forked | None = None
     token: str | None = None
     # Extra environment (settings) for the server process.
     env: dict[str, str] = field(default_factory=dict)

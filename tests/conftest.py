@@ -26,6 +26,7 @@ from infrastructure.settings import Settings
 from sandbox.config import sandbox_config
 from sandbox.embedded import EmbeddedSandbox
 
+from testing import launcher
 from tests import compiled_routes, engines
 
 # The browser tests run in their own pytest invocation (`make test` runs it; see tests/browser).
@@ -34,6 +35,10 @@ from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN, unique_id
 
 # Every app a test builds shares one compilation of each route (see tests/compiled_routes.py).
 compiled_routes.share()
+# A real `toolsmith serve` (sandbox, projections run) is forked from a process that imported it
+# once (testing/forkserver.py): its start costs no imports, which were the most of its CPU
+# (TOOLSMITH_TEST_FORKS=0 starts each as a new process, as the benchmarks do).
+launcher.use_fork_server()
 
 
 @pytest.fixture
