@@ -100,50 +100,49 @@ class WithoutQuery(logging.Filter):
 # (more are written at once, by the request that adds one).
 FLUSH_SECONDS = 0.05
 MOST_KEPT = 1024
+IDLE_ROUNDS = 20  # a second with no line: the writing thread ends
 
 
 class Lines(logging.StreamHandler):
     """`configure`'s handler: a StreamHandler that also takes whole lines already made (`keep`, the
-    access log's) and writes them within `FLUSH_SECONDS`, together, from a daemon thread it starts
-    when it is first given one; a record it emits, a `flush` and a `close` write the kept lines first."""
+    access log's) and writes them within `FLUSH_SECONDS`, together, from a daemon thread that the
+    first line kept starts and that ends after `IDLE_ROUNDS` rounds with nothing to write (a line
+    costs a lock and an append: no event to set, no thread woken per line); a record it emits, a
+    `flush` and a `close` write the kept lines first."""
 
     def __init__(self, stream: Any = None) -> None:
         super().__init__(stream)
         self._kept: list[str] = []
-        self._kept_lock = threading.Lock()
-        self._due = threading.Event()
+        self._kept_lock = threading.Lock()  # the kept lines and whether a thread writes them
         self._writer: threading.Thread | None = None
         self._closed = False
 
     def keep(self, line: str) -> None:
         """`line` (with its terminator) to be written within `FLUSH_SECONDS`."""
+        writer = None
         with self._kept_lock:
             kept = self._kept
             kept.append(line)
             count = len(kept)
-        if count == 1:
-            if self._closed:  # no thread writes any more (at exit, after logging.shutdown): at once
-                self.flush()
-                return
-            if self._writer is None:
-                self._start()
-            self._due.set()
-        elif count >= MOST_KEPT:
+            if self._writer is None and not self._closed:
+                writer = self._writer = threading.Thread(target=self._write_when_due, name="toolsmith-log-lines", daemon=True)
+        if writer is not None:
+            writer.start()
+        elif self._closed or count >= MOST_KEPT:  # closed: no thread writes any more (at exit, after logging.shutdown)
             self.flush()
 
-    def _start(self) -> None:
-        with self._kept_lock:
-            if self._writer is None:
-                self._writer = threading.Thread(target=self._write_when_due, name="toolsmith-log-lines", daemon=True)
-                self._writer.start()
-
     def _write_when_due(self) -> None:
+        idle = 0
         while True:
-            self._due.wait()
-            self._due.clear()
-            if self._closed:
-                return
             sleep(FLUSH_SECONDS)
+            with self._kept_lock:
+                if not self._kept:
+                    idle += 1
+                    if idle >= IDLE_ROUNDS or self._closed:
+                        self._writer = None  # the next line kept starts another
+                        return
+                    continue
+            idle = 0
             try:
                 self.flush()
             except Exception:  # noqa: BLE001 - a stream that fails is the stream's to report; the thread goes on
@@ -171,15 +170,13 @@ class Lines(logging.StreamHandler):
             try:
                 self._write_kept()
             finally:
-                self._closed = True
-                self._due.set()  # its thread ends
+                self._closed = True  # its thread ends at its next round
                 super().close()
 
     def _forked(self) -> None:
         """In a child made by fork: the parent's thread is not there, nor its lines to write."""
         self._kept = []
         self._kept_lock = threading.Lock()
-        self._due = threading.Event()
         self._writer = None
 
 

@@ -145,3 +145,29 @@ def test_the_lines_kept_at_exit_are_written(restored: None) -> None:
     (handler,) = logging.getLogger().handlers
     handler.close()  # what logging.shutdown does to each handler, after its flush
     assert [json.loads(text)["status"] for text in written.getvalue().splitlines()] == [200, 202, 400]
+
+
+def test_a_line_after_the_writing_thread_went_idle_is_written_too(restored: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread that writes the kept lines ends once it finds none for IDLE_ROUNDS rounds; the
+    next line starts another, and is written within the interval as the first was."""
+    monkeypatch.setattr(logs, "FLUSH_SECONDS", 0.01)
+    monkeypatch.setattr(logs, "IDLE_ROUNDS", 1)
+    written = configured_into()
+    (handler,) = logging.getLogger().handlers
+    scope = {"method": "GET", "path": "/healthz", "client": ("127.0.0.1", 5000), "http_version": "1.1"}
+
+    def lines_within(count: int, seconds: float = 5) -> int:
+        deadline = time.monotonic() + seconds
+        while len(written.getvalue().splitlines()) < count and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return len(written.getvalue().splitlines())
+
+    logs.log_access(scope, 200, 0.001)
+    assert lines_within(1) == 1
+    deadline = time.monotonic() + 5
+    while handler._writer is not None and time.monotonic() < deadline:  # noqa: SLF001 - the thread's end is what is tested
+        time.sleep(0.005)
+    assert handler._writer is None  # noqa: SLF001
+    logs.log_access(scope, 204, 0.001)
+    assert lines_within(2) == 2
+    assert [json.loads(text)["status"] for text in written.getvalue().splitlines()] == [200, 204]
