@@ -44,7 +44,7 @@ def test_a_resource_s_address_and_content_are_chosen_and_refused_at_their_fields
     assert draft["uri"] == "crm://logo" and draft["uriTemplate"] is None and draft["blob"] == "iVBORw0KGgo=" and draft["text"] is None
     page = admin.get(f"{PAGES}/card").text
     assert 'id="source-blob" name="source" value="blob" checked' in page and 'value="crm://logo"' in page
-    # no content for the chosen source: refused, named
+    # no content for the chosen source: refused at that source's field
     version = str(client.get(f"{API}/card").json()["version"])
     empty = post(f"{PAGES}/card", form(source="module", version=version))
-    assert re.search(r'id="text-error">text: give one of text, blob', empty.text), empty.text
+    assert re.search(r'id="module-error">text: give one of text, blob', empty.text), empty.text

@@ -60,6 +60,8 @@ class ResourceForm:
 
     def anchor(self, field: str, values: dict[str, Any]) -> str:
         head = field.split(".")[0].split("[")[0]
+        if head in SOURCES:  # only the chosen source is sent: a missing content is that one's
+            return values["source"]
         return ANCHORS.get(head, "form")
 
     def rows_of(self, definition: dict[str, Any] | None) -> dict[str, str]:
