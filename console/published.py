@@ -38,6 +38,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from application import queries
 from application.context import CONSOLE
 from api.published import usage_of
 from application.kinds.published import ItemKind
@@ -51,6 +52,7 @@ from domain import history as histories
 from domain.errors import Violation
 
 Values = dict[str, Any]
+MODULES_OFFERED = 200  # the tool modules a module field suggests, by name
 
 
 class ItemForm(Protocol):
@@ -115,10 +117,13 @@ class PublishedPages:
 
     def editor(self, request: Request, values: Values, *, item: Any | None, fields: dict[str, list[str]] | None = None,
                summary: str = "", refusal: str = "", status: int = 200, **extra: Any) -> Response:
-        used_by = usage_of(request.app.state.services, request.state.visitor.principal.tenant, item.item_id) if item is not None else None
+        services, tenant = request.app.state.services, request.state.visitor.principal.tenant
+        used_by = usage_of(services, tenant, item.item_id) if item is not None else None
+        # what a module field offers as it is typed: the tenant's tool modules (the kind checks the one named)
+        tool_modules = [m["id"] for m in queries.list_modules(services, tenant, tool=True, limit=MODULES_OFFERED).collection]
         return self.render(request, f"{self.folder}/form.html", status=status, values=values, editing=item is not None,
                            item=self.public(item) if item is not None else None, fields=fields or {}, summary=summary,
-                           refusal=refusal, used_by=used_by, json_view=values.get("json") if values.get("editor") == "json" else
+                           refusal=refusal, used_by=used_by, tool_modules=tool_modules, json_view=values.get("json") if values.get("editor") == "json" else
                            (json.dumps(item.current, indent=2, ensure_ascii=False) if item is not None else ""),
                            **{"test_arguments": "", "test_result": None, "test_error": "", **extra})
 

@@ -108,3 +108,15 @@ def test_a_prompt_s_page_names_the_servers_and_profiles_that_use_it(client: Test
     page = admin.get("/console/prompts/greeter").text
     used = page[page.index('id="used-by"'):page.index("</dd>", page.index('id="used-by"'))]
     assert 'href="/console/servers/front"' in used and "usage profiles" not in used
+
+
+def test_a_module_field_suggests_the_tenant_s_tool_modules(client: TestClient) -> None:
+    expect(client.post("/api/v1/admin/code-modules", json={"id": "lookup", "description": "Looks up",
+                                                           "draftContent": "exports.run = (i) => 'x';", "tool": {"exposeInChat": True}}), 201)
+    expect(client.post("/api/v1/admin/code-modules", json={"id": "helpers", "description": "A library",
+                                                           "draftContent": "exports.x = 1;"}), 201)
+    admin, _ = signed_in(client, "/console/prompts")
+    for page in (admin.get("/console/prompts/new").text, admin.get("/console/resources/new").text):
+        offered = page[page.index('<datalist id="tool-modules">'):page.index("</datalist>")]
+        assert '<option value="lookup">' in offered and "helpers" not in offered
+        assert 'list="tool-modules"' in page
