@@ -1,7 +1,7 @@
 """The call log (docs/calls.md): one record of every tool call, from every way in, written without slowing the call.
 
 The toolbox (`application/toolbox.py`) and a module's Test (`application/execution.py`) hand each
-call to `CallLog.called` or `CallLog.refused`; that is a dict built and appended to a bounded
+call to `CallLog.called` or `CallLog.refused`; that is a tuple of what the call already had, appended to a bounded
 in-memory queue, nothing more: no hashing, no I/O, no lock but the queue's. A background thread
 takes the queue in batches and writes each batch in one transaction of the store
 (`CallRecords`, SQLite in the data dir or PostgreSQL beside the event store: `infrastructure/
@@ -122,7 +122,7 @@ class CallLog:
         self.failed = 0  # records a failing store could not take
         self._flush_seconds = flush_seconds
         self._clock = clock
-        self._queue: deque[dict[str, Any]] = deque()
+        self._queue: deque[tuple[Any, ...]] = deque()
         # Records ever queued: `next` of a count is atomic, so calls of many threads count every record.
         self._count = itertools.count(1)
         self._queued = 0
@@ -172,17 +172,9 @@ class CallLog:
         if len(self._queue) >= self.capacity:
             self._drop()
             return
-        principal = context.principal
-        person = principal.user
-        self._queue.append({
-            "tenant": tenant, "at": started, "tool": name, "entry": entry, "caller": principal.name,
-            "caller_token": principal.token_id, "caller_person": person.id if person is not None else None,
-            "caller_client": principal.client, "plan": step.plan if step is not None else None,
-            "via": via,
-            "arguments": arguments, "result": result, "outcome": outcome, "duration_ms": elapsed * 1000.0,
-            "trace_id": _trace_id(), "kind": kind, "definition": definition,
-            "capture": caps.get(name) if (caps := self._capture.get(tenant)) else None,
-        })
+        # One tuple (`_record` reads it in the writer; the principal and the plan step are frozen).
+        self._queue.append((tenant, started, name, entry, context.principal, step, via, arguments, result, outcome, elapsed,
+                            _trace_id(), kind, definition, caps.get(name) if (caps := self._capture.get(tenant)) else None))
         self._queued = next(self._count)
         if len(self._queue) >= self.batch:
             self._wake.set()
@@ -285,13 +277,13 @@ class CallLog:
 
     def _write_all(self) -> None:
         while self._queue:
-            taken: list[dict[str, Any]] = []
+            taken: list[tuple[Any, ...]] = []
             queue = self._queue
             while queue and len(taken) < self.batch:
                 taken.append(queue.popleft())
             self._write(taken)
 
-    def _write(self, taken: list[dict[str, Any]]) -> None:
+    def _write(self, taken: list[tuple[Any, ...]]) -> None:
         try:
             # Each id: the batch's time in milliseconds (12 hex digits), then 10 random bytes of its
             # own (one read of the system's randomness a batch). Ids that grow with time are added
@@ -408,13 +400,12 @@ def _trace_id() -> str | None:
     return format(context.trace_id, "032x") if context.is_valid else None
 
 
-def _captured(raw: dict[str, Any], redactor_for: Any) -> dict[str, Any]:
+def _captured(tenant: str, arguments: Any, result: ExecutionResult | None, cap: int, redactor_for: Any) -> dict[str, Any]:
     """What value capture keeps of a call: its arguments and result, the tenant's secrets replaced
     (`domain.redaction`), each as canonical JSON cut to the tool's cap."""
-    cap = int(raw["capture"])
-    redactor = redactor_for(raw["tenant"]) if redactor_for is not None else None
-    result: ExecutionResult | None = raw["result"]
-    values: list[Any] = [raw["arguments"]]
+    cap = int(cap)
+    redactor = redactor_for(tenant) if redactor_for is not None else None
+    values: list[Any] = [arguments]
     if result is not None:
         values.append(result.output if result.error is None else {"error": {"type": result.error.type, "message": result.error.message}})
     if redactor:
@@ -426,29 +417,29 @@ def _captured(raw: dict[str, Any], redactor_for: Any) -> dict[str, Any]:
     return kept
 
 
-def _record(raw: dict[str, Any], redactor_for: Any = None, record_id: str | None = None) -> dict[str, Any]:
-    """The stored record of a queued call (in the writer): its id (`record_id`, 32 random hex
-    digits, else drawn here), time and hashes, and its values when the tool's are captured."""
-    entry: ToolEntry | None = raw["entry"]
-    result: ExecutionResult | None = raw["result"]
+def _record(raw: tuple[Any, ...], redactor_for: Any = None, record_id: str | None = None) -> dict[str, Any]:
+    """The stored record of a queued call (`CallLog.called`'s tuple), made in the writer: its id
+    (`record_id`, 32 hex digits, else drawn here), time and hashes, and its values when the tool's
+    are captured."""
+    (tenant, at, tool, entry, principal, step, via, arguments, result, outcome, elapsed, trace_id, kind, definition,
+     capture) = raw
     if result is None:
         result_sha256 = None
     elif result.error is None:
         result_sha256 = canonical_sha256(result.output)
     else:
         result_sha256 = canonical_sha256({"error": {"type": result.error.type, "message": result.error.message}})
-    kind = raw.get("kind") or (entry.call_type if entry is not None else None)
-    return {
-        "id": record_id or os.urandom(16).hex(), "tenant": raw["tenant"], "at": iso(raw["at"]), "tool": raw["tool"], "kind": kind,
-        "version": getattr(entry, "version", None),
-        "definition_sha256": canonical_sha256(raw["definition"]) if raw["definition"] is not None else _definition_sha256(entry),
-        "caller": raw["caller"], "caller_token": raw["caller_token"], "caller_person": raw["caller_person"],
-        "caller_client": raw.get("caller_client"),
-        "plan": raw["plan"], "via": raw["via"],
-        "arguments_sha256": canonical_sha256(raw["arguments"]), "result_sha256": result_sha256,
-        "outcome": raw["outcome"], "duration_ms": round(raw["duration_ms"], 3), "trace_id": raw["trace_id"],
+    person = principal.user
+    record = {
+        "id": record_id or os.urandom(16).hex(), "tenant": tenant, "at": iso(at), "tool": tool,
+        "kind": kind or (entry.call_type if entry is not None else None), "version": getattr(entry, "version", None),
+        "definition_sha256": canonical_sha256(definition) if definition is not None else _definition_sha256(entry),
+        "caller": principal.name, "caller_token": principal.token_id, "caller_person": person.id if person is not None else None,
+        "caller_client": principal.client, "plan": step.plan if step is not None else None, "via": via,
+        "arguments_sha256": canonical_sha256(arguments), "result_sha256": result_sha256,
+        "outcome": outcome, "duration_ms": round(elapsed * 1000.0, 3), "trace_id": trace_id,
         "expired_through": None, "expired_hash": None,
-        # only when captured: a record without values hashes as it did before capture existed
-        **({"captured": _captured(raw, redactor_for)} if raw.get("capture") else {}),
     }
-
+    if capture:  # only when captured: a record without values hashes as it did before capture existed
+        record["captured"] = _captured(tenant, arguments, result, capture, redactor_for)
+    return record
