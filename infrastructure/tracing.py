@@ -31,16 +31,24 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry import trace
 
 log = logging.getLogger("toolsmith.tracing")
 
+# The batch processor's queue of spans waiting to be exported (the SDK's default is 2,048).
+QUEUE_SIZE = 20_000
 # True once `configure` installed an exporting tracer provider in this process.
 ON = False
 _PROVIDER: Any = None
+_RELAY: RelayExporter | None = None
 
 
 def wanted(environ: Mapping[str, str]) -> bool:
@@ -65,12 +73,105 @@ def configure(environ: Mapping[str, str] | None = None) -> bool:
     if protocol != "http/protobuf":
         log.warning("traces off: only the OTLP/HTTP protobuf protocol is exported", extra={"protocol": protocol})
         return False
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    install(BatchSpanProcessor(OTLPSpanExporter()), environ)
+    # A queue that holds a few seconds of a busy process's spans (OTEL_BSP_MAX_QUEUE_SIZE still wins).
+    queue = {} if environ.get("OTEL_BSP_MAX_QUEUE_SIZE") else {"max_queue_size": QUEUE_SIZE}
+    global _RELAY
+    _RELAY = RelayExporter(environ)
+    install(BatchSpanProcessor(_RELAY, **queue), environ)  # type: ignore[arg-type]
     log.info("traces exported by OTLP/HTTP", extra={"serviceName": _service_name(environ)})
     return True
+
+
+class RelayExporter:
+    """The SDK's `SpanExporter` that the API's `BatchSpanProcessor` exports to: each batch's spans
+    written, as plain values, to the exporter process (`infrastructure/otlp_relay.py`), which
+    encodes them and sends them by OTLP/HTTP with the SDK's `OTLPSpanExporter`, off this process's
+    CPU and its interpreter's lock. Started with the first batch (and again if it ended); its
+    environment is the process's with `environ`'s `OTEL_*` settings."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = {**os.environ, **{k: v for k, v in environ.items() if k.startswith("OTEL_")}}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._flushes = 0
+        self._warned = False
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        process = self._process
+        if process is not None and process.poll() is None:
+            return process
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from infrastructure.otlp_relay import frame
+
+        process = subprocess.Popen([sys.executable, "-m", "infrastructure.otlp_relay"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   env=self._environ, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        provider = trace.get_tracer_provider()
+        resource = provider.resource if isinstance(provider, TracerProvider) else None
+        assert process.stdin is not None
+        process.stdin.write(frame(("resource", dict(resource.attributes) if resource is not None else {},
+                                   resource.schema_url if resource is not None else "")))
+        self._process = process
+        return process
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        from infrastructure.otlp_relay import fields, frame
+
+        data = frame(("spans", [fields(span) for span in spans]))
+        with self._lock:
+            try:
+                process = self._started()
+                assert process.stdin is not None
+                process.stdin.write(data)
+                process.stdin.flush()
+            except (OSError, ValueError) as error:
+                if not self._warned:
+                    self._warned = True
+                    log.warning("traces: the exporter process took no spans", extra={"error": type(error).__name__})
+                return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Waits until the exporter process has sent every span written to it so far."""
+        with self._lock:
+            process = self._process
+            if process is None or process.poll() is not None:
+                return True
+            from infrastructure.otlp_relay import HEADER, frame
+
+            self._flushes += 1
+            try:
+                assert process.stdin is not None and process.stdout is not None
+                process.stdin.write(frame(("flush", self._flushes)))
+                process.stdin.flush()
+                deadline = time.monotonic() + timeout_millis / 1000
+                while True:  # answers to flushes that timed out before come first
+                    ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+                    answer = os.read(process.stdout.fileno(), HEADER.size) if ready else b""
+                    if len(answer) != HEADER.size:
+                        return False
+                    if HEADER.unpack(answer)[0] == self._flushes:
+                        return True
+            except (OSError, ValueError):
+                return False
+
+    def shutdown(self) -> None:
+        """Ends the exporter process once it has sent what it was given."""
+        with self._lock:
+            process, self._process = self._process, None
+            if process is None:
+                return
+            try:
+                assert process.stdin is not None
+                process.stdin.close()
+                process.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                process.kill()
+                process.wait()
 
 
 def install(processor: Any, environ: Mapping[str, str] | None = None) -> Any:
@@ -95,6 +196,8 @@ def shutdown() -> None:
     if ON and provider is not None:
         try:
             provider.force_flush(5_000)
+            if _RELAY is not None:
+                _RELAY.force_flush(5_000)  # and the exporter process has sent them
         except Exception:  # noqa: BLE001 - a receiver gone: its spans are lost, the stop goes on
             log.warning("traces: the last spans could not be sent")
 

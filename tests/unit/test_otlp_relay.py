@@ -1,0 +1,58 @@
+"""The traces' exporter process (infrastructure/otlp_relay.py): what the API hands it of a span is
+the span, whole: encoded as OTLP, the span made again there is the span the SDK made here."""
+
+from __future__ import annotations
+
+import marshal
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanContext, SpanKind, StatusCode, TraceFlags, TraceState
+
+from infrastructure.otlp_relay import HEADER, fields, frame, spans_of
+
+
+def made_spans() -> tuple[list[Any], Resource]:
+    resource = Resource.create({"service.name": "relay-test", "deployment.environment": "test"})
+    provider = TracerProvider(resource=resource)
+    kept = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(kept))
+    tracer = provider.get_tracer("toolsmith", "1.2.3", schema_url="https://opentelemetry.io/schemas/1.21.0")
+    remote = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, is_remote=True,
+                         trace_flags=TraceFlags(1), trace_state=TraceState([("vendor", "value")]))
+    linked = SpanContext(0x1234, 0x5678, is_remote=True, trace_flags=TraceFlags(1))
+    parent = trace.set_span_in_context(trace.NonRecordingSpan(remote))
+    with tracer.start_as_current_span("HTTP POST /api/v1/tools/{name}/call", context=parent, kind=SpanKind.SERVER,
+                                      attributes={"http.route": "/api/v1/tools/{name}/call", "http.response.status_code": 200},
+                                      links=[Link(linked, {"why": "batch"})]):
+        with tracer.start_as_current_span("tool.call addOne", attributes={"toolsmith.version": 3, "toolsmith.tags": ("a", "b")}) as span:
+            span.add_event("retry", {"attempt": 2, "ratio": 0.5, "last": True})
+            span.set_status(StatusCode.ERROR, "tool-error")
+    return list(kept.get_finished_spans()), resource
+
+
+def test_a_span_made_again_from_its_fields_encodes_as_the_sdk_span_did() -> None:
+    spans, resource = made_spans()
+    assert len(spans) == 2
+    sent = marshal.loads(frame(("spans", [fields(span) for span in spans]))[HEADER.size:])
+    assert sent[0] == "spans"
+    again = spans_of(sent[1], resource)
+    assert encode_spans(again) == encode_spans(spans)
+    tool = next(span for span in again if span.name == "tool.call addOne")
+    assert tool.status.status_code is StatusCode.ERROR and tool.status.description == "tool-error"
+    assert [event.name for event in tool.events] == ["retry"] and tool.events[0].attributes["attempt"] == 2
+    request = next(span for span in again if span.kind is SpanKind.SERVER)
+    assert request.parent is not None and request.parent.is_remote and request.parent.span_id == 0xB7AD6B7169203331
+    assert request.context.trace_state.get("vendor") == "value"
+    assert request.links[0].attributes == {"why": "batch"}
+
+
+def test_a_frame_is_its_length_then_the_message() -> None:
+    data = frame(("flush", 7))
+    assert HEADER.unpack(data[:HEADER.size])[0] == len(data) - HEADER.size
+    assert marshal.loads(data[HEADER.size:]) == ("flush", 7)
