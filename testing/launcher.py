@@ -184,18 +184,21 @@ def launch(command: Sequence[str], *, url: str, log_path: Path, env: Mapping[str
         else:
             process = subprocess.Popen(list(command), cwd=cwd, env=dict(env), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if httpx.get(url + ready_path, timeout=1, trust_env=False).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None:
-            raise RuntimeError(f"{name} exited with code {process.returncode}:\n{_read(log_path)}")
-        if time.monotonic() > deadline:
-            stop(process)
-            raise RuntimeError(f"{name} did not answer {ready_path} within {timeout:g} s:\n{_read(log_path)}")
-        time.sleep(0.1)
+    # One client for every poll: `httpx.get` builds one each time, with its TLS context (about 18 ms
+    # of CPU, against 0.2 for a request).
+    with httpx.Client(timeout=1, trust_env=False) as poller:
+        while True:
+            try:
+                if poller.get(url + ready_path).status_code == 200:
+                    return process
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None:
+                raise RuntimeError(f"{name} exited with code {process.returncode}:\n{_read(log_path)}")
+            if time.monotonic() > deadline:
+                stop(process)
+                raise RuntimeError(f"{name} did not answer {ready_path} within {timeout:g} s:\n{_read(log_path)}")
+            time.sleep(0.05)
 
 
 def stop(process: subprocess.Popen | Forked, timeout: float = 15) -> None:
