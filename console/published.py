@@ -9,7 +9,8 @@ any kind built on `application.kinds.published.ItemKind`:
 - a form's own buttons that add or remove a row (an argument, a message) answer the form again
   with the row added or removed, nothing saved (`ItemForm.edited`), so it works without JavaScript;
 - publish (`POST /{name}/publish`, with a message), discard the draft (`POST /{name}/discard`),
-  delete (`POST /{name}/delete`), a test of the draft (`POST /{name}/test`, the kind's `test`);
+  delete (`POST /{name}/delete`), a test of the draft (`POST /{name}/test`, the kind's `test`, with
+  the kind's fields, `test_<name>` and `test_mode=fields`, or the arguments as JSON);
   the item's page says which MCP servers and usage profiles name it (used by);
 - the history (`GET /{name}/history`, `published/history.html`): the published versions, each
   restorable into the draft (`POST /{name}/revert`, B1), a comparison of any version with another
@@ -125,7 +126,7 @@ class PublishedPages:
                            item=self.public(item) if item is not None else None, fields=fields or {}, summary=summary,
                            refusal=refusal, used_by=used_by, tool_modules=tool_modules, json_view=values.get("json") if values.get("editor") == "json" else
                            (json.dumps(item.current, indent=2, ensure_ascii=False) if item is not None else ""),
-                           **{"test_arguments": "", "test_result": None, "test_error": "", **extra})
+                           **{"test_arguments": "", "test_values": {}, "test_result": None, "test_error": "", **extra})
 
     def _messages(self, found: list[Violation], values: Values) -> dict[str, list[str]]:
         fields: dict[str, list[str]] = {}
@@ -247,10 +248,15 @@ class PublishedPages:
     async def _test(self, name: str, request: Request, visitor: Writer) -> Response:
         principal, kind = visitor.principal, self.kind_of(request)
         item = kind.get(principal.tenant, name)
-        text = str((await request.form()).get("arguments", "")).strip()
-        context: dict[str, Any] = {"test_arguments": text}
+        form = await request.form()
+        text = str(form.get("arguments", "")).strip()
+        # the kind's test fields (`test_<name>`, one per argument), those left empty not given; or the JSON
+        named = {k[5:]: str(v) for k, v in form.multi_items() if k.startswith("test_") and k != "test_mode" and str(v) != ""}
+        fields = form.get("test_mode") == "fields"
+        context: dict[str, Any] = {"test_arguments": text if not fields else json.dumps(named, ensure_ascii=False),
+                                   "test_values": named if fields else {}}
         try:
-            arguments = json.loads(text) if text else {}
+            arguments = named if fields else json.loads(text) if text else {}
             if not isinstance(arguments, dict):
                 raise ValueError("the arguments are a JSON object")
             context["test_result"] = await kind.test(principal.tenant, name, arguments, call_context(principal, CONSOLE),

@@ -43,8 +43,9 @@ def test_a_prompt_is_made_published_and_tested_in_the_console(page, console_serv
     page.get_by_label("Message", exact=True).fill("first words")
     page.get_by_role("button", name="Publish the draft").click()
     expect(page.locator("#state")).to_contain_text("version 1 is offered")
-    page.locator("#test-arguments").fill('{"who": "Ada"}')
-    page.get_by_role("button", name="Test", exact=True).click()
+    test = page.locator("#test-form")
+    test.get_by_label("who").fill("Ada")  # one field per argument
+    test.get_by_role("button", name="Test", exact=True).click()
     expect(page.locator("#test-result")).to_contain_text("Say hello to Ada, warmly.")
     assert_accessible(page, "a prompt's page")
     shots(page, "prompt-page")

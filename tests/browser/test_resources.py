@@ -33,7 +33,7 @@ def test_a_resource_is_made_published_and_read_in_the_console(page, console_serv
     expect(page.locator("#state")).to_contain_text("not offered until published")
     page.get_by_role("button", name="Publish the draft").click()
     expect(page.locator("#state")).to_contain_text("version 1 is offered")
-    page.locator("#test-arguments").fill('{"uri": "crm://customers/c42"}')
+    page.locator("#test-form").get_by_label("URI").fill("crm://customers/c42")
     page.get_by_role("button", name="Test", exact=True).click()
     expect(page.locator("#test-result")).to_contain_text('{"customer": "c42"}')
     expect(page.locator("#test-result")).to_contain_text("crm://customers/c42")

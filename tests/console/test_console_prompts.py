@@ -61,10 +61,13 @@ def test_a_prompt_is_made_published_tested_and_deleted_from_its_pages(client: Te
     # a draft, tested before it is published
     version = str(client.get(f"{API}/greet").json()["version"])
     expect(post(f"{PAGES}/greet", form(version=version, text="Greet {{who}}!")), 303)
-    tested = expect(post(f"{PAGES}/greet/test", {"arguments": '{"who": "Ada"}'}), 200).text
-    assert "Greet Ada!" in tested
-    missing = expect(post(f"{PAGES}/greet/test", {"arguments": "{}"}), 200).text
+    page = admin.get(f"{PAGES}/greet").text
+    assert 'id="test-who" name="test_who"' in page  # one test field per argument
+    tested = expect(post(f"{PAGES}/greet/test", {"test_mode": "fields", "test_who": "Ada"}), 200).text
+    assert "Greet Ada!" in tested and 'id="test-who" name="test_who" value="Ada"' in tested
+    missing = expect(post(f"{PAGES}/greet/test", {"test_mode": "fields", "test_who": ""}), 200).text
     assert "the argument &#39;who&#39; is required" in missing
+    assert "Greet Grace!" in expect(post(f"{PAGES}/greet/test", {"arguments": '{"who": "Grace"}'}), 200).text  # or as JSON
     # a save from a page opened before that change is refused (If-Match from the form)
     stale = post(f"{PAGES}/greet", form(version="1"))
     assert stale.status_code == 200 and "after you opened it" in stale.text

@@ -34,6 +34,12 @@ def test_a_resource_s_address_and_content_are_chosen_and_refused_at_their_fields
     bad = post(PAGES, form(id="card", text="Customer {{name}}"))
     assert re.search(r'id="text-error">text: \{\{name\}\} names no variable', bad.text), bad.text
     expect(post(PAGES, form(id="card")), 303)
+    page = admin.get(f"{PAGES}/card").text
+    assert "A URI the template crm://customers/{id} matches." in page
+    read = expect(post(f"{PAGES}/card/test", {"test_mode": "fields", "test_uri": "crm://customers/c7"}), 200).text
+    assert "Customer c7" in read and 'value="crm://customers/c7"' in read
+    wrong = expect(post(f"{PAGES}/card/test", {"test_mode": "fields", "test_uri": "crm://orders/1"}), 200).text
+    assert 'id="test-error"' in wrong and "matches" in wrong
     draft = client.get(f"{API}/card").json()["draft"]
     assert draft["uriTemplate"] == "crm://customers/{id}" and draft["uri"] is None and draft["text"] == "Customer {{id}}"
     # bytes chosen: the text typed beside them is not saved
