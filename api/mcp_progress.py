@@ -135,8 +135,8 @@ class CallNotifications:
                 pass
 
     def lines_after(self, logs: Any) -> None:
-        """The call's log lines its sandbox did not tell while it ran (a remote sandbox): sent now,
-        before the answer. Called on the loop, after the call."""
+        """The call's log lines its sandbox did not tell while it ran (a `toolsmith sandbox` from
+        before its events stream, `sandbox.wire`): sent now, before the answer. Called on the loop, after the call."""
         if not self.lines or not isinstance(logs, list):
             return
         for line in logs[self.lines_sent:]:

@@ -19,23 +19,28 @@ carries the error: only the service's refusals are HTTP errors.
         X-Sandbox-Service-Log: off         the module's log lines are not written to this service's
                                            log (its caller writes them, redacted: an API URL tool's
                                            post-processing, issue 28); anything else: written
+        X-Sandbox-Events: stream           (a run) its log lines and progress as they happen, as
+                                           NDJSON once the first one comes (`sandbox.wire`)
     GET /healthz                           no credentials; the session cap, the parallelism (the
                                            worker processes kept running) and the profile names
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hmac
 import json
 import logging
+import threading
 import time
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.problems import problem
@@ -46,8 +51,8 @@ from sandbox.capabilities import PROFILES, UnknownProfile, profile
 from sandbox.config import SandboxConfig
 from sandbox.embedded import EmbeddedSandbox
 from sandbox.wire import (
-    BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, SERVICE_LOG_HEADER, SERVICE_LOG_OFF, WireError, check_then_run_from_wire,
-    execution_from_wire, outcomes_to_wire, result_to_wire, to_json,
+    BACKGROUND, CALLER_HEADER, EVENTS_HEADER, EVENTS_MEDIA_TYPE, EVENTS_STREAM, PRIORITY_HEADER, PROFILE_HEADER, SERVICE_LOG_HEADER,
+    SERVICE_LOG_OFF, WireError, check_then_run_from_wire, event_line, execution_from_wire, outcomes_to_wire, result_to_wire, to_json,
 )
 
 log = logging.getLogger("toolsmith.entrypoints.sandbox_service")
@@ -102,6 +107,7 @@ def create_sandbox_app(
     sessions = _Sessions(config.max_active_sessions)
     # One thread per admitted call: the sessions gate keeps the count within the cap.
     threads = anyio.CapacityLimiter(config.max_active_sessions)
+    running_runs: set[asyncio.Future[Any]] = set()  # the streamed runs, held until they end
 
     app = FastAPI(title="Toolsmith sandbox", version="1", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -168,6 +174,8 @@ def create_sandbox_app(
         if not sessions.try_enter():
             record("busy", module)
             return _busy(sessions.limit)
+        if mode == "run" and request.headers.get(EVENTS_HEADER, "").strip().lower() == EVENTS_STREAM:
+            return await streamed_run(execution, capabilities, module, record)
         try:
             if mode == "run" and isinstance(sandbox, EmbeddedSandbox):
                 # A run's answer is awaited on the loop (sandbox.embedded: `arun`), without a thread.
@@ -193,6 +201,79 @@ def create_sandbox_app(
             return Response(to_json(outcomes_to_wire(checked, runs)), media_type="application/json")
         record(answer.error.type if answer.error else "ok", module)
         return Response(to_json(result_to_wire(answer)), media_type="application/json")
+
+    async def streamed_run(execution: Any, capabilities: Any, module: str, record: Any) -> Response:
+        """A run told as it goes (`X-Sandbox-Events: stream`): the plain answer if it ends before
+        telling anything, else NDJSON from its first event on (`sandbox.wire`). Its session is held
+        until the run ends, whether or not the caller still reads."""
+        loop = asyncio.get_running_loop()
+        on_loop = threading.get_ident()
+        told: asyncio.Queue[bytes] = asyncio.Queue()  # bounded by the sandbox: its log cap, progress at most 20 a second
+
+        def tell(kind: str, payload: Any) -> None:
+            line = event_line(kind, payload)
+            if line is None:
+                return
+            if threading.get_ident() == on_loop:
+                told.put_nowait(line)
+            else:
+                loop.call_soon_threadsafe(told.put_nowait, line)
+
+        execution = dataclasses.replace(execution, events=tell)
+
+        async def execute() -> Any:
+            try:
+                if isinstance(sandbox, EmbeddedSandbox):
+                    return await sandbox.arun(execution, capabilities=capabilities)
+                return await anyio.to_thread.run_sync(partial(sandbox.run, execution, capabilities=capabilities), limiter=threads)
+            finally:
+                sessions.leave()
+
+        running = asyncio.ensure_future(execute())
+        running_runs.add(running)
+        running.add_done_callback(running_runs.discard)
+        first = asyncio.ensure_future(told.get())
+        await asyncio.wait((running, first), return_when=asyncio.FIRST_COMPLETED)
+        if not first.done():
+            first.cancel()
+            try:
+                answer = running.result()
+            except SandboxBusy as e:
+                record("busy", module)
+                return _busy(e.limit)
+            except SandboxUnavailable as e:
+                record("unavailable", module, logging.ERROR)
+                return problem(503, "sandbox-unavailable", e.detail)
+            record(answer.error.type if answer.error else "ok", module)
+            return Response(to_json(result_to_wire(answer)), media_type="application/json")
+
+        async def lines() -> AsyncIterator[bytes]:
+            outcome = "gone"  # the caller stopped reading before the end
+            try:
+                yield first.result()
+                while True:
+                    while not told.empty():
+                        yield told.get_nowait()
+                    if running.done():
+                        break
+                    waiting = asyncio.ensure_future(told.get())
+                    await asyncio.wait((running, waiting), return_when=asyncio.FIRST_COMPLETED)
+                    if waiting.done():
+                        yield waiting.result()
+                    else:
+                        waiting.cancel()
+                try:
+                    answer = running.result()
+                except (SandboxBusy, SandboxUnavailable) as e:
+                    outcome = "unavailable"
+                    yield to_json({"problem": {"status": 503, "detail": e.detail if isinstance(e, SandboxUnavailable) else BUSY_DETAIL}}) + b"\n"
+                else:
+                    outcome = answer.error.type if answer.error else "ok"
+                    yield to_json({"result": result_to_wire(answer)}) + b"\n"
+            finally:
+                record(outcome, module, logging.ERROR if outcome == "unavailable" else logging.INFO)
+
+        return StreamingResponse(lines(), media_type=EVENTS_MEDIA_TYPE)
 
     @app.post("/v1/run")
     async def run(request: Request) -> Response:

@@ -11,11 +11,15 @@ one worker visit on the service; a service from before that call (404) gets the 
 as calls of their own, as the port's default does. A background execution is marked with the
 priority header (`sandbox.wire`), which a service from before it ignores, and one whose log lines
 the service must not write to its log (`Execution.service_log`) with the service-log header.
+A run whose caller listens (`Execution.events`: an MCP request's progress and log notifications)
+asks the service to tell them as they happen (`X-Sandbox-Events: stream`, `sandbox.wire`), and they
+are told to the listener as their lines arrive; a service from before that answers the plain result.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import threading
 import time
@@ -31,8 +35,8 @@ from domain.ports import Execution, ExecutionError, ExecutionResult, Sandbox
 from domain.values import MAX_DEPTH, TOO_DEEP_RESULT, lone_surrogate_at, too_deep, well_formed
 from sandbox.capabilities import Capabilities
 from sandbox.wire import (
-    BACKGROUND, CALLER_HEADER, PRIORITY_HEADER, PROFILE_HEADER, SERVICE_LOG_HEADER, SERVICE_LOG_OFF, check_then_run_to_wire,
-    execution_to_wire, outcomes_from_wire, result_from_wire, to_json,
+    BACKGROUND, CALLER_HEADER, EVENTS_HEADER, EVENTS_MEDIA_TYPE, EVENTS_STREAM, PRIORITY_HEADER, PROFILE_HEADER, SERVICE_LOG_HEADER,
+    SERVICE_LOG_OFF, check_then_run_to_wire, execution_to_wire, outcomes_from_wire, progress_from_wire, result_from_wire, to_json,
 )
 
 log = logging.getLogger("toolsmith.sandbox.remote")
@@ -81,6 +85,8 @@ class RemoteSandbox(Sandbox):
         self._client.close()
 
     def run(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
+        if execution.events is not None:
+            return self._told("/v1/run", execution, capabilities)
         return self._call("/v1/run", execution, capabilities)
 
     def check(self, execution: Execution, *, capabilities: Capabilities | None = None) -> ExecutionResult:
@@ -131,6 +137,53 @@ class RemoteSandbox(Sandbox):
         self._refusal_logged = False
         return self._read(body)
 
+    def _told(self, path: str, execution: Execution, capabilities: Capabilities | None) -> ExecutionResult:
+        """A run whose events its listener hears as the service tells them (`sandbox.wire`)."""
+        seconds = execution.timeout_millis / 1000 + self.timeout_margin_seconds
+        deadline = time.monotonic() + seconds
+        response = self._post(path, to_json(execution_to_wire(execution)), seconds, capabilities, execution, stream=True)
+        try:
+            if response.status_code != 200 or not response.headers.get("content-type", "").startswith(EVENTS_MEDIA_TYPE):
+                response.read()
+                if response.status_code != 200:
+                    return self._refused(response)
+                return self._result(response.content)
+            for line in response.iter_lines():
+                if time.monotonic() > deadline:
+                    raise SandboxUnavailable(f"the code sandbox at {self.url} did not answer within {seconds:g} s")
+                try:
+                    message = json.loads(line) if line else None
+                except RecursionError:  # nested past the JSON reader's depth: only a result can be
+                    return ExecutionResult(error=_too_deep())
+                except ValueError:
+                    message = None
+                if isinstance(message, dict) and "result" in message:
+                    self._refusal_logged = False
+                    return self._read(message["result"])
+                told = _event(message)
+                if isinstance(told, str):
+                    raise SandboxUnavailable(f"the code sandbox at {self.url} failed the call: {told}")
+                if told is not None:
+                    _tell(execution, *told)
+            raise SandboxUnavailable(f"the code sandbox at {self.url} ended its answer without a result")
+        except httpx.TimeoutException:
+            raise SandboxUnavailable(f"the code sandbox at {self.url} did not answer within {seconds:g} s") from None
+        except httpx.HTTPError as e:
+            raise SandboxUnavailable(f"the code sandbox at {self.url} cannot be reached: {_reason(e)}") from None
+        finally:
+            response.close()
+
+    def _result(self, content: bytes) -> ExecutionResult:
+        """A run's result, as a 200's body says it."""
+        try:
+            body = json.loads(content)
+        except RecursionError:  # nested past the JSON reader's depth: only a result can be
+            return ExecutionResult(error=_too_deep())
+        except ValueError as e:  # not JSON
+            raise SandboxUnavailable(f"the code sandbox at {self.url} answered a malformed result: {e}") from None
+        self._refusal_logged = False
+        return self._read(body)
+
     def _outcomes(self, response: httpx.Response) -> tuple[ExecutionResult, list[ExecutionResult]]:
         if response.status_code != 200:
             return self._refused(response), []
@@ -144,7 +197,7 @@ class RemoteSandbox(Sandbox):
         return self._read(check, "check."), [self._read(run, f"runs[{i}].") for i, run in enumerate(runs)]
 
     def _post(self, path: str, body: bytes, seconds: float, capabilities: Capabilities | None,
-              execution: Execution) -> httpx.Response:
+              execution: Execution, *, stream: bool = False) -> httpx.Response:
         timeout = httpx.Timeout(seconds, connect=min(seconds, self.timeout_margin_seconds))
         profile = capabilities.name if capabilities is not None else self.capability_profile
         headers = {PROFILE_HEADER: profile}
@@ -152,6 +205,8 @@ class RemoteSandbox(Sandbox):
             headers[PRIORITY_HEADER] = BACKGROUND
         if not execution.service_log:
             headers[SERVICE_LOG_HEADER] = SERVICE_LOG_OFF
+        if stream:
+            headers[EVENTS_HEADER] = EVENTS_STREAM
         # The visit's span (docs/observability.md), inside a recording one: the service queues and
         # runs the program, so its wait is not seen here; `run_ms` is the whole round trip.
         span = _TRACER.start_span("sandbox.visit", attributes={"toolsmith.sandbox": "remote"}) \
@@ -159,7 +214,11 @@ class RemoteSandbox(Sandbox):
         began = time.perf_counter()
         response = None
         try:
-            response = self._client.post(path, content=body, headers=headers, timeout=timeout)
+            if stream:  # the body is read by the caller, as it comes
+                response = self._client.send(self._client.build_request("POST", path, content=body, headers=headers, timeout=timeout),
+                                             stream=True)
+            else:
+                response = self._client.post(path, content=body, headers=headers, timeout=timeout)
             if span is not None:
                 span.set_attribute("http.response.status_code", response.status_code)
             return response
@@ -211,6 +270,31 @@ class RemoteSandbox(Sandbox):
             self._refusal_logged = True
         log.error("the code sandbox refused the shared secret; every call will fail until CODESANDBOX_SECRET matches",
                   extra={"sandboxUrl": self.url})
+
+
+def _event(message: Any) -> tuple[str, Any] | str | None:
+    """A streamed answer's line (but its result): (kind, payload) of an event, the detail of a
+    problem (a text), or None for a line it does not know (a later service's)."""
+    if not isinstance(message, dict):
+        return None
+    if isinstance(message.get("log"), str):
+        return "log", well_formed(message["log"])
+    if "progress" in message:
+        progress = progress_from_wire(message["progress"])
+        return None if progress is None else ("progress", progress)
+    problem = message.get("problem")
+    if isinstance(problem, dict):
+        detail = problem.get("detail")
+        return detail if isinstance(detail, str) else "an error"
+    return None
+
+
+def _tell(execution: Execution, kind: str, payload: Any) -> None:
+    """An event of the running call to its listener; its failure is the listener's, never the call's."""
+    try:
+        execution.events(kind, payload)  # type: ignore[misc]
+    except Exception:  # noqa: BLE001
+        log.debug("a call's listener failed", exc_info=True)
 
 
 def _too_deep() -> ExecutionError:

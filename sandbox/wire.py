@@ -23,6 +23,14 @@ a service from before it (whose body reader refuses unknown fields) runs the cal
 So is `X-Sandbox-Service-Log: off`, with an execution whose module's log lines the service must not
 write to its own log (`Execution.service_log`: an API URL tool's post-processing, whose caller
 writes them redacted, issue 28).
+
+A run whose caller listens to it while it runs (`Execution.events`: an MCP request's progress and
+log notifications) asks with `X-Sandbox-Events: stream`. Until the program tells something, the
+answer is the plain one; once it does, the answer is `application/x-ndjson`, one JSON object a line
+as things happen: `{"log": line}`, `{"progress": [done, total, message]}`, then the last line,
+`{"result": ExecutionResult}`, or `{"problem": {"status", "detail"}}` when the service failed the
+call after the answer began. A service from before the header answers the plain result, the log
+lines in it (the caller tells them after the call, as before).
 """
 
 from __future__ import annotations
@@ -39,6 +47,9 @@ PRIORITY_HEADER = "X-Sandbox-Priority"
 BACKGROUND = "background"
 SERVICE_LOG_HEADER = "X-Sandbox-Service-Log"
 SERVICE_LOG_OFF = "off"
+EVENTS_HEADER = "X-Sandbox-Events"
+EVENTS_STREAM = "stream"
+EVENTS_MEDIA_TYPE = "application/x-ndjson"
 STYLES = ("module", "script")
 
 _EXECUTION_FIELDS = ("units", "input", "timeoutMillis", "memoryLimitMb", "style", "isTool", "context", "dateParameters")
@@ -62,6 +73,28 @@ class WireError(ValueError):
 
 
 # -- writing ------------------------------------------------------------------------------------------
+
+
+def event_line(kind: str, payload: Any) -> bytes | None:
+    """One event of a streamed run (`Execution.events`' kind and payload) as its line; None: not one the wire carries."""
+    if kind == "log" and isinstance(payload, str):
+        return to_json({"log": payload}) + b"\n"
+    if kind == "progress" and isinstance(payload, (tuple, list)) and len(payload) == 3:
+        return to_json({"progress": list(payload)}) + b"\n"
+    return None
+
+
+def progress_from_wire(value: Any) -> tuple[float, float | None, str | None] | None:
+    """A progress line's `[done, total, message]`, or None if it is not that shape."""
+    if not isinstance(value, list) or len(value) != 3:
+        return None
+    done, total, message = value
+    number = (int, float)
+    if not isinstance(done, number) or isinstance(done, bool) or (total is not None and (not isinstance(total, number) or isinstance(total, bool))):
+        return None
+    if message is not None and not isinstance(message, str):
+        return None
+    return done, total, message
 
 
 def execution_to_wire(execution: Execution) -> dict[str, Any]:

@@ -8,14 +8,16 @@ neither floods the client nor hangs."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.e2e.conftest import Server
+from tests.e2e.conftest import Server, printed_tokens
+from tests.sandbox_service import SECRET, SandboxService, running_service
 from tests.helpers import expect
 
 CODE_MODULES = "/api/v1/admin/code-modules"
@@ -47,8 +49,36 @@ async def client(server: Server, mode: str, **options: Any) -> AsyncIterator[Any
             yield connected
 
 
+@pytest.fixture(scope="module")
+def sandbox_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxService]:
+    with running_service(tmp_path_factory.mktemp("sandbox-service"), CODESANDBOX_SECRET=SECRET) as service:
+        yield service
+
+
+@pytest.fixture
+def remote_server(tmp_path: Path, sandbox_service: SandboxService) -> Iterator[Server]:
+    """`toolsmith serve` whose code runs in a `toolsmith sandbox` service (CODESANDBOX_URL)."""
+    running = Server(data_dir=tmp_path / "data", env={"CODESANDBOX_URL": sandbox_service.url, "CODESANDBOX_SECRET": SECRET}).start()
+    running.token = printed_tokens(running.output)[0]
+    yield running
+    if running.process and running.process.poll() is None:
+        running.stop()
+
+
 @pytest.mark.parametrize("mode", ["legacy", MODERN])
 def test_progress_and_log_lines_reach_the_client_while_the_call_runs(server: Server, mode: str) -> None:
+    steps_are_told_while_they_run(server, mode)
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+def test_progress_and_log_lines_reach_the_client_while_the_call_runs_on_a_remote_sandbox(
+        remote_server: Server, sandbox_service: SandboxService, mode: str) -> None:
+    with remote_server.client() as http:
+        assert http.get("/healthz").json()["sandbox"] == sandbox_service.url  # the code runs there
+    steps_are_told_while_they_run(remote_server, mode)
+
+
+def steps_are_told_while_they_run(server: Server, mode: str) -> None:
     publish(server, "steps", STEPS)
     progress: list[tuple[float, float | None, str | None, float]] = []
     lines: list[tuple[str, Any, str | None]] = []
