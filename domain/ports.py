@@ -45,8 +45,9 @@ class Execution:
     # writes its lines itself, once redacted (issue 28). Never changes its result.
     service_log: bool = True
     # Told of the call's log lines ("log", the line) and `ai.progress` reports ("progress", (done,
-    # total, message)) while it runs, by a sandbox that can (the embedded one); never changes its
-    # result, and never compared (an MCP request's notifications, api/mcp_progress.py).
+    # total, message)) while it runs (the embedded sandbox, and a `toolsmith sandbox` service that
+    # streams them, sandbox.wire); never changes its result, and never compared (an MCP request's
+    # notifications, api/mcp_progress.py).
     events: Callable[[str, Any], None] | None = field(default=None, compare=False, repr=False)
 
     @property
