@@ -43,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -749,12 +748,21 @@ def _modern_answer(request_id: RequestId, answer: dict[str, Any] | _Failed, serv
 
 
 _STDLIB_COMPACT = json.JSONEncoder(separators=(",", ":"))
-# What orjson writes otherwise than the stdlib's compact ASCII JSON, found in its output: a byte past
-# ASCII (the stdlib escapes it), DEL (escaped too), `null` (a NaN or an infinity is `null` to orjson,
+# What orjson writes otherwise than the stdlib's compact ASCII JSON, found in its output (by byte
+# searches: a regular expression would cost more than the stdlib's encoder): a byte past ASCII (the
+# stdlib escapes it), DEL (escaped too), `null` (a NaN or an infinity is `null` to orjson,
 # `NaN`/`Infinity` to the stdlib; a real null is the same, but cannot be told apart), and a number
-# in exponent form (`1e16` against `1e+16`, `1e-7` against `1e-07`); a string that merely looks so
-# costs the stdlib's encoder, never a different byte.
-_ORJSON_DIFFERS = re.compile(rb"[^\x00-\x7e]|null|[0-9][eE]")
+# in exponent form (`1e16` against `1e+16`, `1e-7` against `1e-07`: a digit before an `e`, found
+# with every digit read as `0`); a string that merely looks so costs the stdlib's encoder, never a
+# different byte.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _orjson_differs(written: bytes) -> bool:
+    if not written.isascii() or b"\x7f" in written or b"null" in written:
+        return True
+    digits = written.translate(_DIGITS_AS_ZERO)
+    return b"0e" in digits or b"0E" in digits
 # orjson's types the stdlib does not write (a dataclass, a datetime, a subclass of a built-in) go
 # to orjson's `default`, which has none: the stdlib's encoder decides, as before.
 _PASSTHROUGH = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -767,7 +775,7 @@ def stdlib_compact(value: Any) -> bytes:
         written = orjson.dumps(value, option=_PASSTHROUGH)
     except TypeError:  # (orjson.JSONEncodeError is one) an integer past 64 bits, a key not a string, a lone surrogate
         written = None
-    if written is not None and _ORJSON_DIFFERS.search(written) is None:
+    if written is not None and not _orjson_differs(written):
         return written
     return _STDLIB_COMPACT.encode(value).encode()
 
