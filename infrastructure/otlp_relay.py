@@ -2,14 +2,16 @@
 
 Encoding spans as OTLP protobuf costs the SDK's exporter more CPU than making them does (about
 35 µs a span here), and in the API's process that CPU is taken under the interpreter's lock the
-requests need. So the API's `BatchSpanProcessor` hands its batches to `RelayExporter`, which writes
-each span's fields, as plain values (`marshal`), to the standard input of this process; this
+requests need. So the API's span processor (`infrastructure.tracing.RelayProcessor`) turns each
+ended span into its fields, as plain values (`marshal`), and writes them in batches (through
+`RelayExporter`) to the standard input of this process; this
 process makes them spans of the SDK again and sends them with the SDK's own `OTLPSpanExporter`,
 which reads its `OTEL_EXPORTER_OTLP_*` settings (endpoint, headers, timeout, compression) from the
 environment the API gave it.
 
 Frames on standard input: a 4-byte big-endian length, then a `marshal`led tuple: `("resource",
-attributes, schema_url)` once first, then `("spans", [span, ...])` (`fields`), and `("flush",
+attributes, schema_url)` once first, then `("packed", [bytes, ...])`, each span's `fields`
+`marshal`led on its own (or `("spans", [fields, ...])`), and `("flush",
 k)`, answered by `k` on standard output once everything before it was sent. End of input: the last
 spans are sent, and the process ends. Nothing but the spans' own fields crosses: the API already
 left out what spans never hold (docs/observability.md).
@@ -101,8 +103,10 @@ def main() -> int:
             if data is None:
                 return 0
             message = marshal.loads(data)
-            if message[0] == "spans":
-                exporter.export(spans_of(message[1], resource))  # the SDK's exporter logs what it could not send
+            if message[0] == "packed":  # each span its own marshalled fields
+                exporter.export(spans_of([marshal.loads(one) for one in message[1]], resource))  # it logs what it could not send
+            elif message[0] == "spans":
+                exporter.export(spans_of(message[1], resource))
             elif message[0] == "resource":
                 resource = Resource(message[1], message[2])
             elif message[0] == "flush":

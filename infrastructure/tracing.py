@@ -30,20 +30,24 @@ a header or a body):
 from __future__ import annotations
 
 import logging
+import marshal
 import os
 import select
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry import trace
 
+from infrastructure.otlp_relay import HEADER, fields, frame
+
 log = logging.getLogger("toolsmith.tracing")
 
-# The batch processor's queue of spans waiting to be exported (the SDK's default is 2,048).
+# The spans that may wait to be exported (OTEL_BSP_MAX_QUEUE_SIZE; the SDK's own default is 2,048).
 QUEUE_SIZE = 20_000
 # True once `configure` installed an exporting tracer provider in this process.
 ON = False
@@ -73,15 +77,87 @@ def configure(environ: Mapping[str, str] | None = None) -> bool:
     if protocol != "http/protobuf":
         log.warning("traces off: only the OTLP/HTTP protobuf protocol is exported", extra={"protocol": protocol})
         return False
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    # A queue that holds a few seconds of a busy process's spans (OTEL_BSP_MAX_QUEUE_SIZE still wins).
-    queue = {} if environ.get("OTEL_BSP_MAX_QUEUE_SIZE") else {"max_queue_size": QUEUE_SIZE}
     global _RELAY
     _RELAY = RelayExporter(environ)
-    install(BatchSpanProcessor(_RELAY, **queue), environ)  # type: ignore[arg-type]
+    install(RelayProcessor(_RELAY, environ), environ)
     log.info("traces exported by OTLP/HTTP", extra={"serviceName": _service_name(environ)})
     return True
+
+
+def _setting(environ: Mapping[str, str], name: str, default: int) -> int:
+    try:
+        value = int(environ.get(name, "").strip() or default)
+    except ValueError:
+        log.warning("traces: a setting is not a whole number, its default is used", extra={"setting": name})
+        return default
+    return value if value > 0 else default
+
+
+class RelayProcessor:
+    """The span processor of an exporting process (the SDK's `SpanProcessor` interface), batching as
+    the SDK's `BatchSpanProcessor` does, with its `OTEL_BSP_*` settings: each ended span that was
+    sampled is turned at once into bytes (its fields, `marshal`led: the SDK's span objects are let
+    go then, so that no thousands of them wait for the garbage collector's passes), queued, and
+    written by the thread `otel-span-relay` in batches to the exporter process (`RelayExporter`),
+    at least every `OTEL_BSP_SCHEDULE_DELAY` ms and whenever a batch is full. Past the queue's size
+    a span is dropped and counted (`dropped`), never waited for."""
+
+    def __init__(self, exporter: RelayExporter, environ: Mapping[str, str]) -> None:
+        self.exporter = exporter
+        self.max_queue = _setting(environ, "OTEL_BSP_MAX_QUEUE_SIZE", QUEUE_SIZE)
+        self.batch = min(_setting(environ, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512), self.max_queue)
+        self.delay = _setting(environ, "OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
+        self.dropped = 0
+        self._queue: deque[bytes] = deque()
+        self._wake = threading.Event()
+        self._send_lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="otel-span-relay", daemon=True)
+        self._thread.start()
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        pass
+
+    def _on_ending(self, span: Any) -> None:
+        pass
+
+    def on_end(self, span: Any) -> None:
+        if self._stopped or not span.context.trace_flags.sampled:
+            return
+        queue = self._queue
+        if len(queue) >= self.max_queue:
+            self.dropped += 1
+            return
+        queue.append(marshal.dumps(fields(span)))
+        if len(queue) >= self.batch and not self._wake.is_set():
+            self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stopped:
+            self._wake.wait(self.delay)
+            self._wake.clear()
+            self._send()
+
+    def _send(self) -> None:
+        with self._send_lock:
+            queue = self._queue
+            while queue:
+                taken = []
+                while queue and len(taken) < self.batch:
+                    taken.append(queue.popleft())
+                self.exporter.send(taken)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Writes what is queued, then waits until the exporter process has sent it."""
+        self._send()
+        return self.exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self._wake.set()
+        self._thread.join(10)
+        self._send()
+        self.exporter.shutdown()
 
 
 class RelayExporter:
@@ -104,8 +180,6 @@ class RelayExporter:
             return process
         from opentelemetry.sdk.trace import TracerProvider
 
-        from infrastructure.otlp_relay import frame
-
         process = subprocess.Popen([sys.executable, "-m", "infrastructure.otlp_relay"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    env=self._environ, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         provider = trace.get_tracer_provider()
@@ -116,12 +190,10 @@ class RelayExporter:
         self._process = process
         return process
 
-    def export(self, spans: Sequence[Any]) -> Any:
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        from infrastructure.otlp_relay import fields, frame
-
-        data = frame(("spans", [fields(span) for span in spans]))
+    def send(self, packed: Sequence[bytes]) -> bool:
+        """Writes spans, each its `marshal`led fields (`otlp_relay.fields`), to the exporter
+        process as one batch; False when it could not take them (they are lost, not retried)."""
+        data = frame(("packed", list(packed)))
         with self._lock:
             try:
                 process = self._started()
@@ -132,8 +204,15 @@ class RelayExporter:
                 if not self._warned:
                     self._warned = True
                     log.warning("traces: the exporter process took no spans", extra={"error": type(error).__name__})
-                return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+                return False
+        return True
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        """The SDK's `SpanExporter.export`, for a processor of the SDK's own (`BatchSpanProcessor`)."""
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        sent = self.send([marshal.dumps(fields(span)) for span in spans])
+        return SpanExportResult.SUCCESS if sent else SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Waits until the exporter process has sent every span written to it so far."""
@@ -141,8 +220,6 @@ class RelayExporter:
             process = self._process
             if process is None or process.poll() is not None:
                 return True
-            from infrastructure.otlp_relay import HEADER, frame
-
             self._flushes += 1
             try:
                 assert process.stdin is not None and process.stdout is not None

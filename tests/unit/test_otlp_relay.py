@@ -56,3 +56,48 @@ def test_a_frame_is_its_length_then_the_message() -> None:
     data = frame(("flush", 7))
     assert HEADER.unpack(data[:HEADER.size])[0] == len(data) - HEADER.size
     assert marshal.loads(data[HEADER.size:]) == ("flush", 7)
+
+
+class Taking:
+    """What the exporter process would be sent, kept here."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[bytes]] = []
+        self.closed = False
+
+    def send(self, packed: list[bytes]) -> bool:
+        self.batches.append(list(packed))
+        return True
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        self.closed = True
+
+
+def test_the_processor_sends_sampled_spans_in_batches_and_drops_past_its_queue() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from infrastructure.tracing import RelayProcessor
+
+    taking = Taking()
+    processor = RelayProcessor(taking, {"OTEL_BSP_MAX_QUEUE_SIZE": "3", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "2",
+                                        "OTEL_BSP_SCHEDULE_DELAY": "60000"})  # type: ignore[arg-type]
+    provider = TracerProvider()
+    provider.add_span_processor(processor)  # type: ignore[arg-type]
+    unsampled = TracerProvider(sampler=ALWAYS_OFF)
+    unsampled.add_span_processor(processor)  # type: ignore[arg-type]
+    try:
+        unsampled.get_tracer("t").start_span("not kept").end()
+        for k in range(4):
+            provider.get_tracer("t").start_span(f"span {k}", attributes={"k": k}).end()
+        assert processor.dropped == 1  # the queue held 3
+        assert processor.force_flush()
+        sent = [marshal.loads(one) for batch in taking.batches for one in batch]
+        assert [len(batch) for batch in taking.batches] == [2, 1]
+        assert [fields[0] for fields in sent] == ["span 0", "span 1", "span 2"]
+        assert [fields[11] for fields in sent] == [{"k": 0}, {"k": 1}, {"k": 2}]
+    finally:
+        provider.shutdown()
+    assert taking.closed and not processor._thread.is_alive()  # noqa: SLF001
