@@ -120,3 +120,26 @@ def test_a_module_field_suggests_the_tenant_s_tool_modules(client: TestClient) -
         offered = page[page.index('<datalist id="tool-modules">'):page.index("</datalist>")]
         assert '<option value="lookup">' in offered and "helpers" not in offered
         assert 'list="tool-modules"' in page
+
+
+def test_an_auditor_reads_every_page_of_both_kinds_without_a_write_control(client: TestClient) -> None:
+    issued = expect(client.post("/api/v1/admin/tokens", json={"name": "an auditor", "role": "auditor"}), 201).json()
+    auditor = TestClient(client.app)
+    sign_in_console(auditor, token=issued["token"], next="/console/prompts")
+    for kind, (first, change, _) in KINDS.items():
+        api, pages, seen = f"/api/v1/admin/{kind}", f"/console/{kind}", f"seen_{kind}"  # one name across kinds (R2)
+        expect(client.post(api, json={"id": seen, **first}), 201)
+        expect(client.post(f"{api}/{seen}/publish", json={"message": "the first"}), 200)
+        expect(client.put(f"{api}/{seen}", json=change), 200)
+        for url in (pages, f"{pages}/{seen}", f"{pages}/{seen}/history", f"{pages}/{seen}/history?a=1&b=draft",
+                    f"{pages}/changeset-history"):
+            page = expect(auditor.get(url), 200).text
+            assert page.count('method="post"') == 1, url  # signing out
+            assert "Restore version" not in page and ">Publish together<" not in page and 'name="row"' not in page, url
+        assert auditor.get(f"{pages}/new").status_code == 403
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', auditor.get(pages).text).group(1)
+        for url, data in ((f"{pages}/{seen}/revert", {"revert": "1"}), (f"{pages}/publish-selected", {"ids": seen}),
+                          (f"{pages}/{seen}", {"editor": "json", "json": "{}"})):
+            assert auditor.post(url, data={**data, "csrf_token": csrf}, headers=same_origin(auditor),
+                                follow_redirects=False).status_code == 403, url
+        assert client.get(f"{api}/{seen}").json()["state"] == "DRAFT"
