@@ -41,11 +41,20 @@ BROWSER_WORKERS ?= 2
 XDIST = --dist worksteal
 
 # The engines the tests need are started here unless the environment names them already.
-# Then the browser tests, in their own pytest invocation, against Debian's chromium.
+# The browser tests, in their own pytest invocation against Debian's chromium, run beside the rest
+# (each waits on servers, engines and timers a good part of its time: after one another they left
+# a core idle), their output kept in BROWSER_LOG and printed when the rest are done; the run fails
+# if either fails. BROWSER_BESIDE=no runs them after the rest, as before.
+BROWSER_BESIDE ?= yes
+BROWSER_LOG := tests/browser/artifacts/pytest.log
+BROWSER_RUN = $(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) $(XDIST) tests/browser $(PYTEST_ARGS)
 test: install
 	@$(WITH_KEYCLOAK); $(WITH_POSTGRES); $(WITH_OPENSEARCH); $(WITH_CONFORMANCE); $(WITH_PROMETHEUS); \
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(XDIST) $(PYTEST_ARGS)
-	@$(WITH_CHROMIUM); TOOLSMITH_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(BROWSER_WORKERS) $(XDIST) tests/browser $(PYTEST_ARGS)
+	if [ "$(BROWSER_BESIDE)" = yes ]; then mkdir -p $(dir $(BROWSER_LOG)); ( $(BROWSER_RUN) ) >$(BROWSER_LOG) 2>&1 & browser=$$!; fi; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(XDIST) $(PYTEST_ARGS); suite=$$?; \
+	if [ "$(BROWSER_BESIDE)" = yes ]; then wait $$browser; browsed=$$?; echo "== the browser tests (beside the rest; $(BROWSER_LOG))"; cat $(BROWSER_LOG); \
+	else ( $(BROWSER_RUN) ); browsed=$$?; fi; \
+	[ $$suite = 0 ] && [ $$browsed = 0 ]
 	@$(MAKE) --no-print-directory docs
 
 # The documentation (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor
