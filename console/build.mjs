@@ -1,9 +1,11 @@
 // Builds the console's browser assets into static/dist/ (run by `make install` after `npm ci`):
 // console.js (htmx and the page behaviours, on every page), theme.js (the chosen theme, before the
-// first paint), editor.js (the CodeMirror island, on
-// the pages that edit or compare code), and Swagger UI's files for the offline /docs. Nothing is
+// first paint), editor.js (the module workspace's behaviours, on the pages that edit or compare code),
+// codemirror.js (CodeMirror, which editor.js imports after the page's load event), and Swagger UI's
+// files for the offline /docs. Nothing is
 // fetched from another host at run time; sizes (gzipped) are written to dist/sizes.json.
 import { build } from "esbuild";
+import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { dirname, join } from "node:path";
@@ -33,8 +35,25 @@ const kindsModule = {
   },
 };
 
+const common = {
+  bundle: true,
+  format: "esm",
+  minify: true,
+  sourcemap: false,
+  target: ["chrome120", "firefox120", "safari17"],
+  outdir: out,
+  legalComments: "linked",
+  logLevel: "warning",
+};
+// CodeMirror first, a bundle of its own: editor.js imports it by a URL that carries the hash of its
+// bytes, computed as console.pages.Pages.version computes a static file's (sha256, 12 hex digits),
+// so that the browser keeps it as long as every versioned asset (console.security.VersionedAssets).
+await build({ ...common, entryPoints: { codemirror: join(here, "assets", "codemirror.js") } });
+const codemirrorVersion = createHash("sha256").update(readFileSync(join(out, "codemirror.js"))).digest("hex").slice(0, 12);
+
 await build({
   entryPoints: { console: join(here, "assets", "console.js"), editor: join(here, "assets", "editor.js"), theme: join(here, "assets", "theme.js") },
+  define: { CODEMIRROR_VERSION: JSON.stringify(codemirrorVersion) },
   bundle: true,
   format: "esm",
   minify: true,

@@ -3,7 +3,8 @@
 // Publish that saves first, the parameter rows, the tool switch, the live name check's aria-invalid,
 // the docked Test panel (a form or JSON, the last input kept, an error linked to its line and marked
 // in the gutter, "Save as example"), and the conflict dialog (B7). Loaded with editor.js (which imports it); it acts only on the pages that have these forms.
-import { mountEditor, mountDiff, markError, clearMarks, goTo } from "./editor.js";
+// CodeMirror itself comes after the page's load event (editor_loader.js): until then the Source is its textarea.
+import { afterLoad, codeMirror } from "./editor_loader.js";
 
 let dirty = false;
 let edits = 0; // bumped by each change, so that a save answered after a later change leaves the page dirty
@@ -20,7 +21,7 @@ function changed() {
     // The mark was the last run's: the code changed under it, so it goes (the next run says anew).
     marked = false;
     const source = byId("content");
-    if (source) queueMicrotask(() => clearMarks(source));
+    if (source) codeMirror().then((cm) => cm.clearMarks(source));
   }
   if (!dirty) {
     dirty = true;
@@ -179,7 +180,8 @@ function fullScreen(on) {
   }
   button.setAttribute("aria-pressed", String(next));
   button.textContent = next ? "Leave full screen" : "Full screen";
-  byId("content")?.editorView?.focus();
+  const source = byId("content");
+  (source?.editorView ?? source)?.focus();
 }
 
 // -- the Test panel: the input as a form built from the saved parameters, or as JSON (the JSON
@@ -342,10 +344,20 @@ function countCharacters(textarea) {
 function setUp() {
   const form = editorForm() || createForm();
   if (!form) return;
-  for (const textarea of form.querySelectorAll("textarea[data-editor]")) {
-    if (!textarea.editorView && !textarea.readOnly) {
-      mountEditor(textarea, { onSave: save, onRun: runTest, onChange: changed, onFullScreen: byId("full-screen") ? () => fullScreen() : null });
-    }
+  // CodeMirror on the Source once the page has loaded (its textarea is the field until then), then
+  // the bar that resizes it.
+  const editors = [...form.querySelectorAll("textarea[data-editor]")].filter((textarea) => !textarea.readOnly);
+  if (editors.length) {
+    afterLoad(() => codeMirror().then((cm) => {
+      for (const textarea of editors) {
+        if (!textarea.editorView && textarea.isConnected) {
+          cm.mountEditor(textarea, { onSave: save, onRun: runTest, onChange: changed, onFullScreen: byId("full-screen") ? () => fullScreen() : null });
+        }
+      }
+      setUpResize();
+      // When the editor is there (bench.console_browser reads it beside the page's load).
+      performance.mark("toolsmith:editor-ready");
+    }));
   }
   form.addEventListener("input", (event) => {
     if (event.target.dataset?.count) countCharacters(event.target);
@@ -357,7 +369,6 @@ function setUp() {
   const toolSwitch = byId("tool");
   const section = byId("tool-section");
   if (toolSwitch && section) toolSwitch.addEventListener("change", () => { section.hidden = !toolSwitch.checked; });
-  setUpResize();
   setUpTestPanel();
   // The timeout's placeholder and hint name the chosen style's default (the server's table, once).
   const style = byId("style");
@@ -415,7 +426,7 @@ document.addEventListener("click", (event) => {
     event.preventDefault();
     const [line, column] = goto.dataset.goto.split(":").map(Number);
     const source = byId("content");
-    if (source) goTo(source, line, column);
+    if (source) codeMirror().then((cm) => cm.goTo(source, line, column));
     return;
   }
   const example = target.closest("[data-save-example]");
@@ -542,10 +553,11 @@ document.addEventListener("htmx:afterSettle", (event) => {
     const at = target.querySelector("[data-error-at]");
     if (source && at) {
       const [line, column] = at.dataset.errorAt.split(":").map(Number);
-      markError(source, line, column, target.querySelector("[data-error-message]")?.textContent || "Syntax error");
+      const message = target.querySelector("[data-error-message]")?.textContent || "Syntax error";
+      codeMirror().then((cm) => cm.markError(source, line, column, message));
       marked = true;
     } else if (source) {
-      clearMarks(source);
+      codeMirror().then((cm) => cm.clearMarks(source));
     }
   }
   if (target.id === "id-status") {
@@ -557,9 +569,9 @@ document.addEventListener("htmx:afterSettle", (event) => {
   if (dialog && !dialog.open) {
     dialog.showModal();
     const diff = dialog.querySelector("[data-conflict-diff]");
-    if (diff) mountDiff(diff);
+    if (diff) codeMirror().then((cm) => cm.mountDiff(diff));
   }
 });
 
-// After every module of the bundle has run (editor.js imports this one before its own body runs).
+// After every module of the bundle has run.
 document.addEventListener("DOMContentLoaded", setUp);

@@ -96,3 +96,17 @@ def test_a_static_url_without_the_files_hash_is_revalidated_not_kept(app: FastAP
     # a file that is not there is no copy to keep either, whatever its v
     assert client.get(f"/console/static/nothing.css?v={current}").headers["cache-control"] != YEAR
     assert client.get("/console/static/../pages.py?v=missing").status_code == 404
+
+
+def test_the_codemirror_bundle_the_editor_imports_after_the_load_event_is_named_by_its_hash_and_kept(app: FastAPI) -> None:
+    # editor.js (on the pages that edit code) imports CodeMirror's bundle after the page's load event, by
+    # a URL its build wrote: the hash of that bundle's bytes, as a page's links carry it
+    editor = (STATIC / "dist" / "editor.js").read_text()
+    imported = re.findall(r"codemirror\.js\?v=([0-9a-f]+)", editor)
+    current = hashlib.sha256((STATIC / "dist" / "codemirror.js").read_bytes()).hexdigest()[:12]
+    assert imported == [current], imported
+    answer = TestClient(app).get(f"/console/static/dist/codemirror.js?v={current}", headers={"Accept-Encoding": "gzip"})
+    assert answer.status_code == 200 and answer.headers["cache-control"] == YEAR
+    assert answer.headers.get("content-encoding") == "gzip"
+    # CodeMirror is in its own bundle, not in editor.js, which the page waits for
+    assert len(editor.encode()) * 10 < len((STATIC / "dist" / "codemirror.js").read_bytes())
