@@ -148,14 +148,21 @@ add_details(SERVERS, detail_context)
 
 
 def _answer(request: Request, record_id: str, *, problem: str = "", text: str = "", undo: Undo | None = None) -> Response:
-    """The server's page after an attach or a detach: for htmx the page, of which it takes the attached
-    tools' section only (hx-select), with a toast; for a plain form (no script) a redirect to it."""
-    record = _services(request).records.get(request.state.visitor.principal.tenant, SERVER, record_id)
-    if problem:
-        return render_detail(request, SERVERS, record, problem=problem)
+    """After an attach or a detach: for htmx the attached tools' section alone (what the page swaps
+    in), with a toast; for a plain form (no script) a redirect to the page, or the page with the problem.
+    The section alone, not the page of which htmx would keep that section: the rest (the clients'
+    configurations, the check's tokens and profiles, the shell) was most of an attach's answer."""
+    services = _services(request)
+    tenant = request.state.visitor.principal.tenant
+    record = services.records.get(tenant, SERVER, record_id)
     if request.headers.get("hx-request") != "true":
+        if problem:
+            return render_detail(request, SERVERS, record, problem=problem)
         return toast(request, RedirectResponse(_page(record_id), status_code=303), text, undo=undo)
-    return toast(request, render_detail(request, SERVERS, record), text, undo=undo)
+    section = request.app.state.console_pages.render(
+        request, "servers/_tools.html", r=record, problem_text=problem,
+        attachable=choices(services, tenant, record["tools"]), attached_rows=attached_rows(services, tenant, record["tools"]))
+    return section if problem else toast(request, section, text, undo=undo)
 
 
 @router.post("/{record_id}/tools")

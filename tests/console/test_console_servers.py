@@ -29,6 +29,8 @@ def test_several_tools_are_attached_in_one_answer_with_a_toast(client: TestClien
     assert answer.status_code == 200
     assert json.loads(answer.headers["hx-trigger"])["toast"]["text"] == f"Attached 2 tools: {first}, {second}."
     assert 'id="server-tools"' in answer.text
+    # the section alone, which the page swaps in: not the whole page (its clients' configurations, the check, the shell)
+    assert "<html" not in answer.text and "Connect a client" not in answer.text
     assert expect(client.get(f"/api/v1/admin/mcp-servers/{server}"), 200).json()["tools"] == [first, second]
     # attached tools are no longer choices; each row links to the tool's page, with its kind and state in words
     assert f'name="tool" value="{first}"' not in answer.text
