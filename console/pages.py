@@ -76,8 +76,11 @@ class Pages:
                  navigation: Iterable[Nav] = ()) -> None:
         """`templates`: the console's folder of templates, or it and the kinds' folders, searched in order;
         `navigation`: the kinds' entries, shown among the console's own by rank."""
+        # Each template compiled once and kept (auto_reload off): the files do not change while the service
+        # runs (a new release is a new start), and checking each one's modification time on every render
+        # and include cost a page a stat call per template it includes (a save's answer includes nine).
         self.env = Environment(loader=FileSystemLoader(templates), autoescape=True, undefined=StrictUndefined,
-                               trim_blocks=True, lstrip_blocks=True)
+                               trim_blocks=True, lstrip_blocks=True, auto_reload=False, cache_size=-1)
         self.static = static
         self._versions: dict[str, str] = {}
         # The files there are (relative names, as URLs spell them): only these are ever hashed.
