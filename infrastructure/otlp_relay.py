@@ -64,26 +64,33 @@ def _read(stream: BinaryIO, size: int) -> bytes | None:
 
 
 def spans_of(found: Sequence[tuple[Any, ...]], resource: Any) -> list[Any]:
-    """The SDK's spans again, from `fields`."""
+    """The SDK's spans again, from `fields` (the values most spans share made once a batch)."""
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
     scopes: dict[Any, Any] = {}
+    flags = {0: TraceFlags(0), 1: TraceFlags(1)}
+    no_state = TraceState()
+    kinds = {kind.value: kind for kind in SpanKind}
+    statuses: dict[tuple[int, str | None], Any] = {}
     made = []
-    for (name, trace_id, span_id, flags, state, parent, kind, start, end, code, description, attributes, events, links,
+    for (name, trace_id, span_id, flag, state, parent, kind, start, end, code, description, attributes, events, links,
          scope) in found:
         if scope is not None and scope not in scopes:
             scopes[scope] = InstrumentationScope(*scope)
+        status = statuses.get((code, description))
+        if status is None:
+            status = statuses[(code, description)] = Status(StatusCode(code), description)
+        trace_flags = flags.get(flag) or TraceFlags(flag)
         made.append(ReadableSpan(
             name=name,
-            context=SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(flags), trace_state=TraceState(list(state))),
-            parent=None if parent is None else SpanContext(trace_id, parent[0], is_remote=parent[1], trace_flags=TraceFlags(parent[2])),
+            context=SpanContext(trace_id, span_id, False, trace_flags, TraceState(list(state)) if state else no_state),
+            parent=None if parent is None else SpanContext(trace_id, parent[0], parent[1], flags.get(parent[2]) or TraceFlags(parent[2])),
             resource=resource, attributes=attributes,
             events=[Event(event_name, attributes=event_attributes, timestamp=at) for event_name, at, event_attributes in events],
-            links=[Link(SpanContext(t, s, is_remote=True, trace_flags=TraceFlags(f)), attributes=a) for t, s, f, a in links],
-            kind=SpanKind(kind), status=Status(StatusCode(code), description), start_time=start, end_time=end,
-            instrumentation_scope=scopes.get(scope)))
+            links=[Link(SpanContext(t, s, True, TraceFlags(f)), attributes=a) for t, s, f, a in links],
+            kind=kinds[kind], status=status, start_time=start, end_time=end, instrumentation_scope=scopes.get(scope)))
     return made
 
 
