@@ -14,7 +14,12 @@ to every context.
 
 Each page's figure is the Navigation Timing entry's `loadEventEnd` (from the navigation's start:
 the page and every script and stylesheet it needs, run), with `responseEnd` (the HTML's last
-byte) and `domContentLoadedEventEnd` beside it; goal: cold ≤ 300 ms, warm ≤ 100 ms.
+byte) and `domContentLoadedEventEnd` beside it; goal: cold ≤ 300 ms, warm ≤ 100 ms. Beside them,
+the CPU time the page's main thread spent from the navigation to the load event (Chromium's
+`ThreadTime` metric, through CDP): what the browser did for the page, which a loaded machine
+stretches less than the wall-clock figures. On a module's page, **editor ready** too: when
+CodeMirror is mounted on the Source (the page's `toolsmith:editor-ready` mark), which comes after
+the load event (console/assets/editor.js: the Source is its textarea until then).
 
 Then the actions, each as a person does it on the page and as its REST call, alternating:
 
@@ -69,6 +74,10 @@ LIBRARY = "money0"  # imported by one module in five
 SETTLED = "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
 NAVIGATION = ("() => { const n = performance.getEntriesByType('navigation')[0];"
               " return {responseEnd: n.responseEnd, domContentLoaded: n.domContentLoadedEventEnd, load: n.loadEventEnd}; }")
+# The editor's mark (console/assets/module_editor.js), on the pages whose Source CodeMirror takes.
+EDITOR = "document.querySelector('textarea[data-editor]:not([readonly])') !== null"
+EDITOR_READY = "() => performance.getEntriesByName('toolsmith:editor-ready').length > 0"
+EDITOR_AT = "() => performance.getEntriesByName('toolsmith:editor-ready')[0].startTime"
 
 
 def module_body(i: int) -> dict[str, Any]:
@@ -133,13 +142,25 @@ def start(tmp: Path) -> Server:
         raise SystemExit(f"bench.console_browser: {failed}") from None
 
 
-def load(page: Any, url: str) -> dict[str, float]:
-    """Opens `url` in `page`: its Navigation Timing in seconds."""
+def thread_time(cdp: Any) -> float:
+    """The CPU time of the page's main thread so far (Chromium's ThreadTime metric), in seconds."""
+    return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "ThreadTime")
+
+
+def load(page: Any, url: str, cdp: Any) -> dict[str, float]:
+    """Opens `url` in `page`: its Navigation Timing in seconds, the main thread's CPU time to the load
+    event (`cpu`), and on a page with an editor when CodeMirror was mounted (`editorReady`)."""
+    before = thread_time(cdp)
     answer = page.goto(url, wait_until="load")
     if answer is None or answer.status != 200:
         raise SystemExit(f"bench.console_browser: {url} answered {answer.status if answer else None}")
     page.wait_for_function("() => performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
-    return {k: v / 1e3 for k, v in page.evaluate(NAVIGATION).items()}
+    cpu = thread_time(cdp) - before  # a few ms after the load event at most (the two round trips above)
+    figures = {k: v / 1e3 for k, v in page.evaluate(NAVIGATION).items()} | {"cpu": cpu}
+    if page.evaluate(EDITOR):
+        page.wait_for_function(EDITOR_READY, polling=5)
+        figures["editorReady"] = page.evaluate(EDITOR_AT) / 1e3
+    return figures
 
 
 def page_loads(browser: Any, base: str, state: dict[str, Any], rounds: int, progress: Progress) -> dict[str, dict[str, list[dict[str, float]]]]:
@@ -150,16 +171,19 @@ def page_loads(browser: Any, base: str, state: dict[str, Any], rounds: int, prog
             try:
                 page = context.new_page()
                 page.goto("about:blank")  # the tab (its renderer) exists before the clock starts
-                cold = load(page, url)
+                cdp = context.new_cdp_session(page)
+                cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+                cold = load(page, url, cdp)
                 page.goto("about:blank")
-                warm = load(page, url)  # the same tab opens it again: its cache, as a second visit
+                warm = load(page, url, cdp)  # the same tab opens it again: its cache, as a second visit
             finally:
                 context.close()
             if r:
                 loads[name]["cold"].append(cold)
                 loads[name]["warm"].append(warm)
     for name, arms in loads.items():
-        progress(f"{name}: cold {millis(median([x['load'] for x in arms['cold']]))}, warm {millis(median([x['load'] for x in arms['warm']]))}")
+        progress(f"{name}: cold {millis(median([x['load'] for x in arms['cold']]))} (CPU {millis(median([x['cpu'] for x in arms['cold']]))}), "
+                 f"warm {millis(median([x['load'] for x in arms['warm']]))} (CPU {millis(median([x['cpu'] for x in arms['warm']]))})")
     return loads
 
 
@@ -427,13 +451,20 @@ def table(loads: dict[str, dict[str, list[dict[str, float]]]], times: dict[str, 
             loaded = median([e["load"] for e in entries])
             response = median([e["responseEnd"] for e in entries])
             ready = median([e["domContentLoaded"] for e in entries])
+            cpu = median([e["cpu"] for e in entries])
             low, high = quartiles([e["load"] for e in entries])
             meets = loaded <= goal
             figures["pages"].setdefault(name, {"url": url})[arm] = {
-                "loadMs": loaded * 1e3, "responseEndMs": response * 1e3, "domContentLoadedMs": ready * 1e3, "rounds": len(entries)}
+                "loadMs": loaded * 1e3, "responseEndMs": response * 1e3, "domContentLoadedMs": ready * 1e3,
+                "mainThreadCpuMs": cpu * 1e3, "rounds": len(entries)}
             rows.append(Row(f"{name} ({url}), {arm}: load", millis(loaded),
-                            f"HTML {millis(response)}, DOM ready {millis(ready)}", loaded / goal, f"≤ {goal * 1e3:.0f} ms",
-                            meets, f"IQR {millis(low)}–{millis(high)}; {'meets the goal' if meets else 'misses the goal'}"))
+                            f"HTML {millis(response)}, DOM ready {millis(ready)}, main thread CPU {millis(cpu)}", loaded / goal,
+                            f"≤ {goal * 1e3:.0f} ms", meets, f"IQR {millis(low)}–{millis(high)}; {'meets the goal' if meets else 'misses the goal'}"))
+            if all("editorReady" in e for e in entries):
+                editor = median([e["editorReady"] for e in entries])
+                figures["pages"][name][arm]["editorReadyMs"] = editor * 1e3
+                rows.append(Row(f"{name}, {arm}: editor ready (CodeMirror, after the load event)", millis(editor), "", None,
+                                "informative", None, f"{millis(editor - loaded)} after the load event"))
     for name, arms in times.items():
         ui, rest = median(arms["ui"]), median(arms["rest"])
         ratio = ui / rest
@@ -461,7 +492,8 @@ def table(loads: dict[str, dict[str, list[dict[str, float]]]], times: dict[str, 
 NOTES = (
     "cold: a new browser context (empty HTTP cache, the session cookie) opens the page; warm: the same context opens it "
     "again. load = Navigation Timing's loadEventEnd (HTML = responseEnd, DOM ready = domContentLoadedEventEnd), from the "
-    "navigation's start. ratio of a page = load / goal. An action's console request is the request the page sent for it "
+    "navigation's start; main thread CPU = the page's main thread's CPU time to the load event (Chromium's ThreadTime); "
+    "editor ready = CodeMirror mounted on a module's Source, after the load event. ratio of a page = load / goal. An action's console request is the request the page sent for it "
     "(captured from the page: its method, path, HX headers, CSRF token, session cookie and body), sent again on a keep-alive "
     "client; ratio = console request / REST, the server-side figure the goal is about. An action through the page runs from "
     "the click to the last htmx swap settled (the page's performance.now()); ratio = page / REST. Every REST call is on a "
