@@ -4,10 +4,13 @@
 Traces are on when an OTLP endpoint is set (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or
 `OTEL_EXPORTER_OTLP_ENDPOINT` to which `/v1/traces` is added), unless `OTEL_SDK_DISABLED=true` or
 `OTEL_TRACES_EXPORTER` names no `otlp` exporter (`none`). `configure` then installs the SDK's tracer
-provider (its resource's `service.name` is `OTEL_SERVICE_NAME`, `toolsmith` by default) with one
-`BatchSpanProcessor` and the OTLP/HTTP exporter (which reads its own `OTEL_EXPORTER_OTLP_*`
-settings: headers, timeout, compression). When they are off nothing is installed: no thread, no
-exporter, and the code's spans are not made (`ON` is False: the edge makes no request span, and
+provider (its resource's `service.name` is `OTEL_SERVICE_NAME`, `toolsmith` by default, its sampler
+the SDK's, from `OTEL_TRACES_SAMPLER`) with one `RelayProcessor`: it batches the sampled spans as
+the SDK's `BatchSpanProcessor` would (its `OTEL_BSP_*` settings), each as plain values, to an
+exporter process (`infrastructure/otlp_relay.py`) in which the SDK's `OTLPSpanExporter` (with its
+own `OTEL_EXPORTER_OTLP_*` settings: headers, timeout, compression) encodes and sends them, off this
+process's CPU and interpreter lock. When they are off nothing is installed: no thread, no process,
+no exporter, and the code's spans are not made (`ON` is False: the edge makes no request span, and
 every other span is a child made only under a recording one).
 
 The spans (each with `toolsmith.*` attributes that never hold a secret, an argument, a query string,
