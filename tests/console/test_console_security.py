@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from urllib.parse import urlencode
 
 import pytest
 from fastapi import FastAPI
@@ -224,6 +225,27 @@ def test_a_state_changing_post_needs_the_csrf_token_and_this_origin(app: FastAPI
     made = _create(client, "made_here", same, csrf)
     assert made.status_code == 303, made.text[:300]
     assert [m["id"] for m in api.get(BASE).json()["collection"]] == ["made_here"]
+
+
+def test_a_form_is_read_as_sent_and_one_beyond_starlettes_limits_is_a_400_in_words(app: FastAPI, api: TestClient) -> None:
+    client, csrf = _signed_in(app)
+    same = _origin(client)
+    # what a person typed arrives as typed: non-ASCII, "+" and "&" in a value, a blank field, a repeated one
+    description = "Zürich & Genève: 1 + 1 = 2 ✓"
+    made = client.post("/console/modules", data={"csrf_token": csrf, "id": "typed", "description": description,
+                                                 "content": "exports.run = () => 'a&b=c';", "imports": ["", ""]},
+                       headers=same, follow_redirects=False)
+    assert made.status_code == 303, made.text[:300]
+    module = api.get(f"{BASE}/typed").json()
+    assert module["description"] == description and module["draft"]["content"] == "exports.run = () => 'a&b=c';"
+    # more than 1,000 fields, or a field over 1 MB: refused in words (never a 500), nothing made
+    for fields in ([("csrf_token", csrf), ("id", "many")] + [("x", "1")] * 1001,
+                   [("csrf_token", csrf), ("id", "large"), ("description", "x" * (1024 * 1024 + 1))]):
+        answer = client.post("/console/modules", content=urlencode(fields), follow_redirects=False,
+                             headers={**same, "Content-Type": "application/x-www-form-urlencoded"})
+        assert answer.status_code == 400 and "Traceback" not in answer.text, answer.text[:300]
+        assert "Maximum number of fields" in answer.text or "maximum size" in answer.text
+    assert api.get(f"{BASE}/many").status_code == 404 and api.get(f"{BASE}/large").status_code == 404
 
 
 def test_the_csrf_header_of_htmx_requests_is_accepted(app: FastAPI, api: TestClient) -> None:
