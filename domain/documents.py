@@ -26,6 +26,8 @@ CHUNK_CHARS = 1_500
 CHUNK_OVERLAP = 200
 MAX_QUERY_CHARS = 1_000
 MAX_QUERY_TERMS = 32
+# The width of a chunk's vector in the indexes (the embedding model's, infrastructure/embeddings.py).
+VECTOR_DIMENSIONS = 256
 # Where a snippet marks the words that matched (the console splits on these exact markers).
 MARK_START, MARK_END = "<mark>", "</mark>"
 
@@ -75,6 +77,10 @@ class Extracted:
     text: str
     page_starts: tuple[int, ...] = ()
     title: str | None = None
+    # The chunks' vectors (float32, little-endian, one per chunk of `chunk_text` of this text, in
+    # order) and the model that made them, when the extraction worker embedded them.
+    vectors: bytes | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,7 @@ class Chunk:
     end: int
     text: str
     page: int | None = None
+    vector: bytes | None = None  # its embedding (float32, little-endian) by the document's `model`
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ class IndexedDocument:
     title: str  # the document's title, else its file name
     name: str  # its file name
     media_type: str
+    model: str | None = None  # the embedding model of its chunks' vectors (None: lexical only)
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,7 @@ class Hit:
     score: float
     page: int | None = None
     start: int = 0
+    retrievers: tuple[str, ...] = ()  # which retrievers found it ("lexical", "semantic")
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,16 @@ class DocumentIndex(ABC):
                document_ids: Sequence[str] | None = None) -> list[Hit]:
         """The best `limit` chunks for `terms` (from `query_terms`, never empty; any term may match,
         the more and rarer the better: BM25), best first, within `document_ids` when given."""
+
+    # Whether `vector_search` answers (an index without vectors is lexical only).
+    vectors: bool = False
+
+    def vector_search(self, tenant: str, tool: str, vector: bytes, model: str, limit: int,
+                      document_ids: Sequence[str] | None = None) -> list[Hit]:
+        """The `limit` chunks whose vectors by `model` are nearest to `vector` (float32, L2-normalized;
+        cosine similarity, the hit's score, higher is better), best first, within `document_ids` when
+        given; chunks of another model, or with no vector, are never answered."""
+        return []
 
     @abstractmethod
     def chunks(self, tenant: str, tool: str, document_id: str, first: int, last: int) -> list[StoredChunk]:

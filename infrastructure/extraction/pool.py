@@ -54,7 +54,9 @@ _ANSWER_BYTES = 16 * 1024 * 1024
 _UNAVAILABLE = "extraction is unavailable: its worker process did not start"
 _SHUTTING_DOWN = "extraction has stopped (the service is shutting down)"
 # The environment a worker gets: only what makes its text encoding predictable.
-_ENVIRONMENT = {"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "PATH": os.defpath}
+# (The embedding's tokenizer runs on the worker's one thread: a worker is one core's job.)
+_ENVIRONMENT = {"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "PATH": os.defpath, "TOKENIZERS_PARALLELISM": "false",
+                "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 class _Worker:
@@ -270,7 +272,12 @@ class ExtractorPool:
             if not answer.get("ok"):
                 raise ExtractionFailed(str(answer.get("reason")))
             text = wire.receive(worker.answers_fd, 4 * self.max_chars + 1024, deadline).decode("utf-8")
-            return Extracted(text, tuple(answer["page_starts"]), answer["title"])
+            # The chunks' vectors, when the worker embedded them: a chunk of text (hundreds of
+            # characters at least) has one vector of 1,024 bytes, within the text's bound.
+            vectors = wire.receive(worker.answers_fd, 4 * self.max_chars + 1024, deadline) if answer.get("vectors") else None
+            model = answer.get("model") if vectors is not None else None
+            return Extracted(text, tuple(answer["page_starts"]), answer["title"], vectors=vectors,
+                             model=model if isinstance(model, str) else None)
         except wire.Timeout:
             worker.kill()
             if cut:

@@ -8,6 +8,13 @@ ends a worker whose server died or failed to kill it. It reads jobs from stdin a
 duplicate of stdout (`wire.py`); its own stdout is pointed at stderr, so that nothing a library
 prints can break a frame. It exits when stdin closes. Library warnings about broken documents are
 not logged: a broken document is answered with its reason.
+
+It also embeds the document's chunks (`infrastructure/embeddings.py`, loaded before its limits and
+its first job, read from the installed package, never downloaded): the text as the server will
+hold it is chunked as the chunk index chunks it (`domain.chunking`), and each chunk's vector goes
+back in a third frame (float32), so that an upload's request never embeds and the server's process
+embeds only queries. A document whose chunks cannot be embedded (the model missing, a memory
+limit) is answered without vectors: it is still found by its words.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import resource
 import sys
 import warnings
 
-from domain.documents import ExtractionFailed
+from domain.chunking import chunk_text
+from domain.documents import Extracted, ExtractionFailed
 import infrastructure.extraction.wire as wire
 from infrastructure.extraction.extractors import extract
 
@@ -31,6 +39,7 @@ def main(argv: list[str]) -> None:
     """Serves jobs until stdin closes; `argv` is the memory limit in MiB, the longest text in
     characters and a job's time limit in seconds."""
     memory_mb, max_chars, timeout_seconds = int(argv[0]), int(argv[1]), float(argv[2])
+    embedder = _embedder()
     resource.setrlimit(resource.RLIMIT_AS, (memory_mb * MIB, memory_mb * MIB))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the document
     jobs, answers = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
@@ -47,9 +56,13 @@ def main(argv: list[str]) -> None:
         try:
             extracted = extract(job["path"], job["media_type"], max_chars)
             text = extracted.text.encode("utf-8", "replace")  # a lone surrogate becomes "?": offsets hold
-            wire.send_json(answers, {"ok": True, "page_starts": list(extracted.page_starts),
-                                     "title": _clean(extracted.title)})  # fmt: skip
+            title = _clean(extracted.title)
+            model, vectors = _embed(embedder, Extracted(text.decode("utf-8"), extracted.page_starts, title), job["media_type"])
+            wire.send_json(answers, {"ok": True, "page_starts": list(extracted.page_starts), "title": title,
+                                     "model": model, "vectors": vectors is not None})  # fmt: skip
             wire.send(answers, text)
+            if vectors is not None:
+                wire.send(answers, vectors)
         except ExtractionFailed as e:
             wire.send_json(answers, {"ok": False, "reason": e.reason, "memory": False})
         except MemoryError:
@@ -58,6 +71,31 @@ def main(argv: list[str]) -> None:
         except Exception as e:  # a fault of extraction itself, not of the document: its name, for the logs
             reason = f"extraction failed unexpectedly ({type(e).__name__})"
             wire.send_json(answers, {"ok": False, "reason": reason, "memory": False})
+
+
+def _embedder():  # type: ignore[no-untyped-def]
+    try:
+        from infrastructure.embeddings import WordLlamaEmbedder
+
+        return WordLlamaEmbedder()
+    except Exception as e:  # no model here: documents are extracted, lexical only
+        print(f"embeddings unavailable: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+
+
+def _embed(embedder, extracted: Extracted, media_type: str) -> tuple[str | None, bytes | None]:  # type: ignore[no-untyped-def]
+    """The model and the chunks' vectors (float32, in chunk order), or (None, None)."""
+    if embedder is None:
+        return None, None
+    from infrastructure.embeddings import to_bytes
+
+    try:
+        chunks = chunk_text(extracted, media_type)
+        if not chunks:
+            return None, None
+        return embedder.model, to_bytes(embedder.embed_array([c.text for c in chunks]))
+    except MemoryError:
+        return None, None
 
 
 def _limit_cpu(timeout_seconds: float) -> None:

@@ -16,7 +16,7 @@ from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from tests import documents
 from tests.conftest import wire
-from tests.file_search import PAGE_TWO_WORD, TABLE_WORD, TOOLS, call, create, settled, upload
+from tests.file_search import PAGE_TWO_WORD, TABLE_WORD, TOOLS, by_words, call, create, settled, upload
 from tests.helpers import ADMIN_TOKEN, expect
 
 QUERIES = (TABLE_WORD, PAGE_TWO_WORD, "guide", "heron")
@@ -111,11 +111,12 @@ def test_a_removed_document_and_a_deleted_tool_leave_no_chunk_live_or_replayed(a
     for replayed in (False, True):
         if replayed:
             _kind(api).rebuild()
-        assert [hit["documentId"] for hit in call(api, "docs_search", {"query": "heron"})["output"]["results"]] == [], replayed
+        herons = call(api, "docs_search", {"query": "heron"})["output"]["results"]
+        assert by_words(herons) == [] and all(hit["documentId"] != heron for hit in herons), replayed
         assert index.chunks("default", "docs", heron, 0, 10**6) == [], replayed
         # The tool deleted, then made again with one of its documents: that one only.
         assert index.chunks("default", "notes", ids["notes"][0], 0, 10**6) == [], replayed
-        assert {hit["documentId"] for hit in call(api, "notes_search", {"query": "heron"})["output"]["results"]} \
+        assert {hit["documentId"] for hit in by_words(call(api, "notes_search", {"query": "heron"})["output"]["results"])} \
             == {ids["notes"][1]}, replayed
         assert index.total() == sum(len(index.chunks("default", tool, doc_id, 0, 10**6))
                                     for tool, doc_ids in ids.items() for doc_id in doc_ids), replayed
@@ -129,7 +130,7 @@ def test_a_search_right_after_ready_finds_the_document(api: TestClient) -> None:
         doc_id = upload(api, "docs", (f"note{n}.md", body))[0]["id"]
         assert settled(api, "docs", doc_id)["state"] == "READY"
         hits = call(api, "docs_search", {"query": f"plover{n}"})["output"]["results"]
-        assert [hit["documentId"] for hit in hits] == [doc_id]
+        assert [hit["documentId"] for hit in by_words(hits)] == [doc_id]
 
 
 def test_a_projection_resumed_between_an_upload_and_its_ready_still_indexes_the_document(
@@ -182,4 +183,4 @@ def test_a_failing_chunk_projection_leaves_searches_the_index_as_it_is(api: Test
     assert settled(api, "docs", second)["state"] == "READY"
     # Searches still answer, from the index as it is: what it held, not what the failing event adds.
     assert [hit["documentId"] for hit in call(api, "docs_search", {"query": "plover"})["output"]["results"]] == [first]
-    assert call(api, "docs_search", {"query": "avocet"})["output"]["results"] == []
+    assert all(hit["documentId"] != second for hit in call(api, "docs_search", {"query": "avocet"})["output"]["results"])

@@ -23,6 +23,7 @@ from application.kinds.base import tagged, validated
 from domain.catalog import ToolEntry
 from domain.documents import MAX_QUERY_CHARS, READY, IndexUnavailable, query_terms, split_chunk_id
 from domain.errors import DocumentsUnavailable, InvalidInput, Violation
+from domain.retrieval import of as retrieval_of
 from domain.ports import ExecutionError, ExecutionResult
 from toolkinds.search_tools.model import (
     CAPABILITIES, FILE_SEARCH, Config, Document, SearchTool, cap_key, capability_name, enabled_capabilities,
@@ -80,10 +81,12 @@ class Capabilities:
         ready_ids = {d["id"] for d in self._ready(tool, document_ids)}
         if document_ids is not None and not ready_ids:
             return {"query": args["query"], "results": []}
-        hits = self.kind.chunk_index.search(tenant, tool.tool_id, terms, limit, document_ids)
+        hits = self.kind.chunk_index.retrieve(tenant, tool.tool_id, args["query"], terms, limit, document_ids,
+                                              retrieval_of(tool.config))
         return {"query": args["query"], "results": [
             {"id": h.chunk_id, "documentId": h.document_id, "uri": document_uri(tool.tool_id, h.document_id), "title": h.title,
-             "snippet": h.snippet, "score": round(h.score, 6), **({"page": h.page} if h.page is not None else {})}
+             "snippet": h.snippet, "score": round(h.score, 6), **({"page": h.page} if h.page is not None else {}),
+             "retrievers": list(h.retrievers)}
             for h in hits if h.document_id in ready_ids
         ]}
 
@@ -281,7 +284,8 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "search": _object({"query": _S, "results": {"type": "array", "items": _object(
-        {"id": _S, "documentId": _S, "uri": _S, "title": _S, "snippet": _S, "score": _N, "page": _I},
+        {"id": _S, "documentId": _S, "uri": _S, "title": _S, "snippet": _S, "score": _N, "page": _I,
+         "retrievers": {"type": "array", "items": {"enum": ["lexical", "semantic"]}}},
         ["id", "documentId", "title", "snippet", "score"])}}, ["query", "results"]),
     "fetch": _object({"id": _S, "title": _S, "name": _S, "text": _S, "offset": _I, "nextOffset": {"type": ["integer", "null"]},
                       "totalCharacters": _I}, ["id", "text", "offset", "nextOffset", "totalCharacters"]),

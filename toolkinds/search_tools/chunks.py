@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -24,6 +24,7 @@ from eventsourcing.application import AggregateNotFoundError
 from application.projected import Follower
 from domain.documents import DocumentIndex, Hit, IndexUnavailable, StoredChunk
 from domain.errors import DocumentsUnavailable
+from domain.retrieval import retrieve
 from projections.chunks import ChunkView
 from projections.store_identity import store_identity
 from toolkinds.search_tools.model import SearchTool
@@ -83,6 +84,12 @@ class Chunks:
     def search(self, tenant: str, name: str, terms: Sequence[str], limit: int,
                document_ids: Sequence[str] | None) -> list[Hit]:
         return self._index().search(tenant, name, terms, limit, document_ids)
+
+    def retrieve(self, tenant: str, name: str, query: str, terms: Sequence[str], limit: int,
+                 document_ids: Sequence[str] | None, retrieval: Mapping[str, Any]) -> list[Hit]:
+        """The best `limit` chunks by the tool's retrieval (`domain.retrieval.retrieve`)."""
+        return retrieve(self._index(), self.kind.files.embed_query, tenant, name, query, terms, limit, document_ids,
+                        retrieval)
 
     def chunk_range(self, tenant: str, name: str, doc_id: str, first: int, last: int) -> list[StoredChunk]:
         """The document's chunks numbered `first` to `last`, in order (those that exist)."""

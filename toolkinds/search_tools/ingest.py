@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from application.commands import Change
 from application.fair_queue import FairQueue
 from domain.chunking import chunk_text
-from domain.documents import PROCESSING, BlobStore, DocumentIndex, Extracted, ExtractionFailed
+from domain.documents import PROCESSING, VECTOR_DIMENSIONS, BlobStore, DocumentIndex, Extracted, ExtractionFailed
 from domain.errors import InvalidInput, QuotaExceeded, UnknownRecord, Violation
 from domain.tenants import DOCUMENTS, STORED_BYTES
 from toolkinds.search_tools.model import LABEL, Document, SearchTool, document_id, search_tool_id
@@ -67,6 +67,8 @@ class Files:
     upload_max_seconds: float = 900.0
     max_upload_bytes: int = 25 * 1_048_576
     close: Callable[[], None] = lambda: None
+    # A query's vector by the chunks' model: (model, float32 bytes); None: search is lexical only.
+    embed_query: Callable[[str], tuple[str, bytes]] | None = None
 
 
 @dataclass(frozen=True)
@@ -206,9 +208,9 @@ class Ingest:
             held: set[str] = set()
             for tool in self.kind.tools(tenant):
                 for document in tool.documents.values():
-                    held.update(h for h in (document["sha256"], document["textSha256"]) if h)
+                    held.update(h for h in _blobs_of(document) if h)
             for document in gone:
-                for digest in (document["sha256"], document["textSha256"]):
+                for digest in _blobs_of(document):
                     if digest and digest not in held:
                         files.blobs.delete(tenant, digest)
             return Change(None)
@@ -319,6 +321,8 @@ class Ingest:
                     raise ExtractionFailed("the document holds no text to search")
                 text = extracted.text
                 text_sha = files.blobs.put_bytes(tenant, text.encode("utf-8"))
+                vectors = _vectors(extracted, len(found), where={"tenant": tenant, "tool": name, "document": doc_id})
+                vectors_sha = files.blobs.put_bytes(tenant, vectors) if vectors is not None else None
             except ExtractionFailed as failure:
                 self._record(tenant, name, doc_id, failed=failure.reason)
                 # The reason's words only: what a parser said in parentheses may quote the document.
@@ -328,7 +332,8 @@ class Ingest:
             # The chunk projection indexes the text once this is recorded (not at all when the
             # document was deleted meanwhile: nothing is recorded then).
             self._record(tenant, name, doc_id, ready=(text_sha, text, len(found), list(extracted.page_starts),
-                                                      extracted.title))
+                                                      extracted.title),
+                         embedded=(extracted.model, vectors_sha, vectors) if vectors_sha is not None else None)
             log.info("document ready", extra={"tenant": tenant, "tool": name, "document": doc_id, "characters": len(text),
                                               "chunks": len(found), "millis": round((time.perf_counter() - started) * 1000)})
         except Exception:
@@ -341,7 +346,8 @@ class Ingest:
             self._done(path)
 
     def _record(self, tenant: str, name: str, doc_id: str, *, failed: str | None = None,
-                ready: tuple[str, str, int, list[int], str | None] | None = None) -> bool:
+                ready: tuple[str, str, int, list[int], str | None] | None = None,
+                embedded: tuple[str | None, str, bytes] | None = None) -> bool:
         files = self.files
         deps = self.kind.deps
         done = [False]
@@ -355,6 +361,11 @@ class Ingest:
                 text_sha, text, count, page_starts, title = ready
                 if not files.blobs.exists(tenant, text_sha):  # a delete's clean-up took it meanwhile
                     files.blobs.put_bytes(tenant, text.encode("utf-8"))
+                if embedded is not None and embedded[0]:
+                    model, vectors_sha, vectors = embedded
+                    if not files.blobs.exists(tenant, vectors_sha):
+                        files.blobs.put_bytes(tenant, vectors)
+                    tool.document_embedded(doc_id, model, vectors_sha)
                 done[0] = tool.document_ready(doc_id, text_sha, len(text), count, page_starts, title)
             else:
                 done[0] = tool.document_failed(doc_id, failed or "extraction failed")
@@ -371,6 +382,23 @@ class Ingest:
         if extractions is not None:
             for job in extractions.close():
                 self._done(job.path)
+
+
+def _blobs_of(document: Document) -> tuple[str | None, ...]:
+    """The blobs a document holds: its bytes, its text and its chunks' vectors."""
+    return document["sha256"], document["textSha256"], document.get("vectorsSha256")
+
+
+def _vectors(extracted: Extracted, chunks: int, where: dict[str, str]) -> bytes | None:
+    """The worker's vectors when they are one per chunk of the model's size (else the document is
+    indexed by its words only, and the log says why)."""
+    if extracted.vectors is None or not extracted.model:
+        return None
+    if len(extracted.vectors) != chunks * 4 * VECTOR_DIMENSIONS:
+        log.warning("the extraction's vectors are not one per chunk; indexed by words only",
+                    extra={**where, "bytes": len(extracted.vectors), "chunks": chunks})
+        return None
+    return extracted.vectors
 
 
 def _file_name(given: str) -> str:

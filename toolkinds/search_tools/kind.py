@@ -26,6 +26,7 @@ from domain.catalog import ToolEntry
 from domain.documents import READY, StoredChunk
 from domain.errors import DocumentsUnavailable, ToolNotCallable, UnknownRecord, Violation
 from domain.ports import ExecutionResult
+from domain.retrieval import of as retrieval_of
 from toolkinds.search_tools.chunks import Chunks
 from toolkinds.search_tools.capabilities import Capabilities, capability_entries, page_of, parse
 from toolkinds.search_tools.ingest import DOCUMENT, Files, Ingest, Upload
@@ -152,6 +153,16 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
 
     def normalise(self, given: dict[str, Any]) -> Config:
         return normalise(given)
+
+    def save(self, tenant: str, name: str, given: dict[str, Any], *, by: str, create: bool,
+             expected: int | None = None) -> tuple[SearchTool, int | None]:
+        """A change that names no `retrieval` keeps the tool's (`lexical` for a tool made before
+        retrieval existed, until an admin sets one); a new tool's default is `hybrid`."""
+        if not create and isinstance(given, dict) and "retrieval" not in given:
+            existing = self.find(tenant, name)
+            if existing is not None:
+                given = {**given, "retrieval": retrieval_of(existing.config)}
+        return super().save(tenant, name, given, by=by, create=create, expected=expected)
 
     def violations(self, name: str, given: dict[str, Any], config: Config) -> list[Violation]:
         return name_violations(name) + given_violations(given) + violations(config)

@@ -9,7 +9,8 @@ then still fits R1's 64).
 A document's events record what an auditor needs and nothing of its contents: the SHA-256 of its
 bytes (the blob store's key), its name, media type (from its bytes) and size, who uploaded it and
 when; then either `READY` with the SHA-256 of the text extracted, its character and chunk counts
-and where its pages start, or `FAILED` with the reason. The same bytes uploaded twice to one tool
+and where its pages start (after `DocumentEmbedded`, naming the blob of its chunks' vectors and
+their model, when the extraction embedded them), or `FAILED` with the reason. The same bytes uploaded twice to one tool
 are one document: a document's id is derived from its bytes.
 """
 
@@ -21,6 +22,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import event
 
+from domain import retrieval as retrieval_rules
 from domain.configured import Configured
 from domain.documents import FAILED, PROCESSING, READY
 from domain.errors import Violation
@@ -111,6 +113,16 @@ class SearchTool(Configured):
                              characters=characters, chunks=chunks, page_starts=page_starts, title=title)
         return True
 
+    def document_embedded(self, doc_id: str, model: str, vectors_sha256: str) -> bool:
+        """Records the chunks' vectors (a blob) and their model, just before its `DocumentReady`;
+        False for a document no longer there or not waiting for it."""
+        document = self.documents.get(doc_id)
+        if document is None or document["state"] != PROCESSING:
+            return False
+        self._document_embedded(tenant=self.tenant, tool_id=self.tool_id, document_id=doc_id, model=model,
+                                vectors_sha256=vectors_sha256)
+        return True
+
     def document_failed(self, doc_id: str, reason: str) -> bool:
         document = self.documents.get(doc_id)
         if document is None or document["state"] != PROCESSING:
@@ -139,6 +151,13 @@ class SearchTool(Configured):
                         timestamp: datetime | None = None) -> None:
         self._document_update(document_id, timestamp, state=READY, textSha256=text_sha256, characters=characters,
                               chunks=chunks, pageStarts=list(page_starts), pages=len(page_starts) or None, title=title)
+
+    @event("DocumentEmbedded")
+    def _document_embedded(self, tenant: str, tool_id: str, document_id: str, model: str, vectors_sha256: str,
+                           previous_hash: str = "", timestamp: datetime | None = None) -> None:
+        # Recorded only when the extraction worker embedded the chunks: a document without it (every
+        # one before embeddings existed) is found by its words only.
+        self._document_update(document_id, timestamp, embeddingModel=model, vectorsSha256=vectors_sha256)
 
     @event("DocumentFailed")
     def _document_failed(self, tenant: str, tool_id: str, document_id: str, reason: str, previous_hash: str = "",
@@ -176,6 +195,8 @@ def normalise(given: dict[str, Any]) -> Config:
         "exposeInChat": bool(given.get("exposeInChat", True)),
         "enabled": given.get("enabled", True) is not False,
         "capabilities": normal,
+        # A new tool's default is hybrid; a PUT that names none keeps the tool's (kind.save).
+        "retrieval": retrieval_rules.normalise(given.get("retrieval"), None, creating=True),
     }
 
 
@@ -193,7 +214,7 @@ def name_violations(name: str) -> list[Violation]:
 def given_violations(given: dict[str, Any]) -> list[Violation]:
     """What `normalise` would drop unseen: a capability this kind lacks, a limit of another capability."""
     capabilities = given.get("capabilities") or {}
-    found = []
+    found = retrieval_rules.given_violations(given.get("retrieval"))
     for name, mine in capabilities.items():
         if name not in CAPABILITIES:
             found.append(Violation(f"capabilities.{name}", "R4", f"is not a capability (they are {', '.join(CAPABILITIES)})"))
@@ -208,7 +229,7 @@ def given_violations(given: dict[str, Any]) -> list[Violation]:
 
 def violations(config: Config) -> list[Violation]:
     """Every rule of docs/kinds/file-search-tools.md the (normalised) configuration breaks, each naming its field."""
-    found = description_violations(config["description"])
+    found = description_violations(config["description"]) + retrieval_rules.violations(retrieval_rules.of(config))
     tags = config["tags"]
     if len(tags) > MAX_TAGS:
         found.append(Violation("tags", "R4", f"at most {MAX_TAGS} tags, got {len(tags)}"))

@@ -6,6 +6,10 @@ service made.
 - `DocumentReady` names the SHA-256 of the text extracted (in the blob store), where its pages
   start and its title: the text is read from the blobs and chunked again (`domain.chunking`, the
   same function of the same text), and its chunks become the document's.
+- `DocumentEmbedded` (recorded just before the `DocumentReady` when the extraction worker
+  embedded the chunks) names a blob of one vector a chunk, in order, and their model: each chunk
+  is then indexed with its vector. A document recorded before embeddings, or whose vectors do
+  not fit its chunks, is indexed by its words only.
 - `DocumentRemoved` takes the document's chunks out, `Deleted` (and `Recreated`, which starts a
   tool with no document) every chunk of the tool.
 - The file name and media type a document's chunks carry come from its `DocumentAdded`, kept
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -27,15 +32,15 @@ from eventsourcing.projection import Projection
 
 from application.projected import topics_of
 from domain.chunking import chunk_text
-from domain.documents import BlobStore, DropTool, Extracted, IndexChange, IndexedDocument, PutDocument, RemoveDocument
+from domain.documents import VECTOR_DIMENSIONS, BlobStore, DropTool, Extracted, IndexChange, IndexedDocument, PutDocument, RemoveDocument
 from projections.chunks import ChunkView
 from toolkinds.search_tools.model import SearchTool
 
 log = logging.getLogger("toolsmith.search_tools")
 
 # The events that say what a tool's documents are (a configuration's change indexes nothing).
-_EVENTS = (SearchTool.Deleted, SearchTool.Recreated, SearchTool.DocumentAdded, SearchTool.DocumentReady,
-           SearchTool.DocumentFailed, SearchTool.DocumentRemoved)
+_EVENTS = (SearchTool.Deleted, SearchTool.Recreated, SearchTool.DocumentAdded, SearchTool.DocumentEmbedded,
+           SearchTool.DocumentReady, SearchTool.DocumentFailed, SearchTool.DocumentRemoved)
 
 
 class ChunkIndex(Projection[ChunkView]):
@@ -50,6 +55,8 @@ class ChunkIndex(Projection[ChunkView]):
         self._tool_at = tool_at
         # (tenant, tool, document id) -> (file name, media type), from DocumentAdded to its outcome.
         self._added: dict[tuple[str, str, str], tuple[str, str]] = {}
+        # (tenant, tool, document id) -> (model, vectors' SHA-256), from DocumentEmbedded to its READY.
+        self._embedded: dict[tuple[str, str, str], tuple[str, str]] = {}
 
     def prepare(self, domain_events: list[Any]) -> None:
         """A page begins: what a page that failed had staged goes (it is applied again from the position)."""
@@ -65,23 +72,31 @@ class ChunkIndex(Projection[ChunkView]):
         if isinstance(event, SearchTool.DocumentAdded):
             self._added[(event.tenant, event.tool_id, event.document_id)] = (event.name, event.media_type)
             return None
+        if isinstance(event, SearchTool.DocumentEmbedded):
+            self._embedded[(event.tenant, event.tool_id, event.document_id)] = (event.model, event.vectors_sha256)
+            return None
         if isinstance(event, SearchTool.DocumentReady):
             return self._ready(event)
         if isinstance(event, SearchTool.DocumentFailed):
             self._added.pop((event.tenant, event.tool_id, event.document_id), None)
+            self._embedded.pop((event.tenant, event.tool_id, event.document_id), None)
             return None
         if isinstance(event, SearchTool.DocumentRemoved):
             self._added.pop((event.tenant, event.tool_id, event.document_id), None)
+            self._embedded.pop((event.tenant, event.tool_id, event.document_id), None)
             return RemoveDocument(event.tenant, event.tool_id, event.document_id)
         if isinstance(event, (SearchTool.Deleted, SearchTool.Recreated)):
-            for key in [k for k in self._added if k[:2] == (event.tenant, event.tool_id)]:
-                del self._added[key]
+            for held in (self._added, self._embedded):
+                for key in [k for k in held if k[:2] == (event.tenant, event.tool_id)]:
+                    del held[key]
             return DropTool(event.tenant, event.tool_id)
         return None
 
     def _ready(self, event: Any) -> PutDocument | None:
         where = {"tenant": event.tenant, "tool": event.tool_id, "document": event.document_id}
-        added = self._added.pop((event.tenant, event.tool_id, event.document_id), None)
+        key = (event.tenant, event.tool_id, event.document_id)
+        added = self._added.pop(key, None)
+        embedded = self._embedded.pop(key, None)
         if added is None:
             tool = self._tool_at(event.originator_id, event.originator_version)
             document = tool.documents.get(event.document_id) if tool is not None else None
@@ -89,6 +104,8 @@ class ChunkIndex(Projection[ChunkView]):
                 log.warning("a ready document's file name is unknown; not indexed", extra=where)
                 return None
             added = (document["name"], document["mediaType"])
+            if embedded is None and document.get("vectorsSha256"):
+                embedded = (document["embeddingModel"], document["vectorsSha256"])
         name, media_type = added
         try:
             text = self.blobs.get(event.tenant, event.text_sha256).decode("utf-8")
@@ -100,4 +117,24 @@ class ChunkIndex(Projection[ChunkView]):
             return None
         chunks = chunk_text(Extracted(text, tuple(event.page_starts or ()), event.title), media_type)
         title = (event.title or "").strip() or name
-        return PutDocument(event.tenant, event.tool_id, IndexedDocument(event.document_id, title, name, media_type), chunks)
+        model = embedded[0] if embedded is not None else None
+        vectors = self._vectors(event.tenant, embedded[1], len(chunks), where) if embedded is not None else None
+        if vectors is None:
+            model = None
+        else:
+            chunks = [replace(chunk, vector=vectors[i]) for i, chunk in enumerate(chunks)]
+        return PutDocument(event.tenant, event.tool_id, IndexedDocument(event.document_id, title, name, media_type, model),
+                           chunks)
+
+    def _vectors(self, tenant: str, digest: str, count: int, where: dict[str, str]) -> list[bytes] | None:
+        """Each chunk's vector from the blob `DocumentEmbedded` named (None: indexed by words only)."""
+        try:
+            data = self.blobs.get(tenant, digest)
+        except KeyError:
+            log.warning("a document's vectors are missing from the blob store; indexed by words only", extra=where)
+            return None
+        size = 4 * VECTOR_DIMENSIONS
+        if len(data) != count * size:
+            log.error("a document's vectors are not one per chunk; indexed by words only", extra=where)
+            return None
+        return [data[i * size:(i + 1) * size] for i in range(count)]

@@ -1,8 +1,8 @@
 """What File Search tools keep documents with (docs/kinds/file-search-tools.md), built from the settings
 by the composition root (`KindPlugin.resources`): the blob store beside the event store (a folder in
 the data dir, or a table of the PostgreSQL store), the chunk index (an SQLite FTS5 file in the data
-dir, or OpenSearch when `OPENSEARCH_URL` is set), and the pool of extraction processes, started on
-first use."""
+dir, or OpenSearch when `OPENSEARCH_URL` is set), the pool of extraction processes, started on
+first use, and the query embedder of semantic retrieval."""
 
 from __future__ import annotations
 
@@ -39,4 +39,14 @@ def build_files(wiring: Wiring) -> Files:
 
     return Files(blobs=blobs, index=index, sniff=sniff_file, extract=pool.extract, workdir=workdir,
                  workers=settings.extract_workers, tenant_workers=settings.tenant_max_extractions,
-                 upload_max_seconds=settings.upload_max_seconds, max_upload_bytes=settings.max_upload_mb * 1_048_576, close=close)
+                 upload_max_seconds=settings.upload_max_seconds, max_upload_bytes=settings.max_upload_mb * 1_048_576, close=close,
+                 embed_query=embed_query)
+
+
+def embed_query(text: str) -> tuple[str, bytes]:
+    """A query's vector, in this process (a static model: well under a millisecond; the model is
+    loaded at the first query). The chunks' vectors are made in the extraction workers."""
+    from infrastructure.embeddings import default_embedder, to_bytes
+
+    embedder = default_embedder()
+    return embedder.model, to_bytes(embedder.embed_array([text]))

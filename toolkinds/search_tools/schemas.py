@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.configured import CREATING, ConfiguredBody
 from api.schemas import IDENTIFIER, documents
+from domain.retrieval import of as retrieval_of
 from toolkinds.search_tools.model import FILE_SEARCH, MAX_NAME, SearchTool
 
 
@@ -41,15 +42,26 @@ class Capabilities(_Strict):
     read_context: Capability = Field(default_factory=Capability, description="a chunk's neighbours (neighbours 1, cap 5)")
 
 
+class Retrieval(_Strict):
+    mode: Literal["hybrid", "lexical", "semantic"] | None = Field(
+        None, description="hybrid (default for a new tool): words and meaning fused; lexical: words (BM25); semantic: meaning")
+    rrfK: int | None = Field(None, ge=1, le=10_000, description="reciprocal rank fusion's k (60)")
+    minScore: float | None = Field(None, description="results scoring below this are left out (hybrid: 0 to 1)")
+    maxChunksPerDocument: int | None = Field(None, ge=1, le=50, description="at most this many results from one document")
+
+
 class SearchToolBody(ConfiguredBody):
     # Shorter than other kinds' names: each capability is offered as `<id>_<capability>` (R1).
     id: str | None = Field(None, max_length=200, description="the tool's name (R1, at most 40 characters); on PUT it must be the path's",
                            **documents(**{**IDENTIFIER, "maxLength": MAX_NAME}))
     capabilities: Capabilities = Field(default_factory=Capabilities)
+    retrieval: Retrieval | None = Field(None, description="how search finds chunks (docs/kinds/file-search-tools.md)")
 
     def as_config(self) -> dict[str, Any]:
-        given = self.model_dump(exclude={"id", "capabilities"})
+        given = self.model_dump(exclude={"id", "capabilities", "retrieval"})
         given["capabilities"] = {name: cap.model_dump(exclude_none=True) for name, cap in self.capabilities}
+        if self.retrieval is not None:
+            given["retrieval"] = self.retrieval.model_dump(exclude_unset=True)
         return given
 
 
@@ -69,7 +81,7 @@ def public(tool: SearchTool) -> dict[str, Any]:
     states: dict[str, int] = {}
     for document in tool.documents.values():
         states[document["state"]] = states.get(document["state"], 0) + 1
-    return {"id": tool.tool_id, "callType": FILE_SEARCH, **tool.config, "documents": {"total": len(tool.documents), **states},
+    return {"id": tool.tool_id, "callType": FILE_SEARCH, **tool.config, "retrieval": retrieval_of(tool.config), "documents": {"total": len(tool.documents), **states},
             "version": tool.version, "createdBy": tool.created_by, "createdAt": tool.created_on,
             "updatedBy": tool.updated_by, "updatedAt": tool.modified_on}
 
