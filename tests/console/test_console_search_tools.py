@@ -415,6 +415,9 @@ def test_search_marks_the_words_and_escapes_the_document_text(client: TestClient
     refused = words(admin.get(f"{PAGE}/{name}/search", params={"query": "the and"}, headers=HTMX).text)
     assert "Not searched: the query holds no word to search for" in refused
     assert "Type the words to search for." in admin.get(f"{PAGE}/{name}/search", params={"query": " "}, headers=HTMX).text
+    # no match: by words alone (a hybrid tool's meaning always finds the nearest passages)
+    described = expect(client.get(f"{TOOLS}/{name}"), 200).json()["description"]
+    expect(client.put(f"{TOOLS}/{name}", json={"description": described, "retrieval": {"mode": "lexical"}}), 200)
     assert "No passage matches “giraffes”." in words(admin.get(f"{PAGE}/{name}/search", params={"query": "giraffes"},
                                                                headers=HTMX).text)
 
@@ -436,8 +439,10 @@ def test_the_history_lists_the_tools_and_its_documents_changes(client: TestClien
     page = admin.get(f"{PAGE}/{name}/history")
     assert page.status_code == 200
     rows = re.findall(r"<tr>(.*?)</tr>", page.text, re.S)[1:]
-    assert [re.search(r'<th scope="row">([\w ]+)</th>', r).group(1) for r in rows] == ["Document ready", "Document added", "Created"]
-    assert "guide.md" in rows[1] and "<td>admin</td>" in rows[1]
+    # the worker embedded the chunks: its vectors are recorded with the document's READY
+    assert [re.search(r'<th scope="row">([\w ]+)</th>', r).group(1) for r in rows] == [
+        "Document ready", "Document embedded", "Document added", "Created"]
+    assert "guide.md" in rows[2] and "<td>admin</td>" in rows[2]
     assert f'href="/console/search-tools/{name}/history"' in admin.get(f"{PAGE}/{name}").text
     assert admin.get(f"{PAGE}/no_such_tool/history").status_code == 404
 
