@@ -96,6 +96,26 @@ def _setting(environ: Mapping[str, str], name: str, default: int) -> int:
     return value if value > 0 else default
 
 
+def _plain(value: Any) -> Any:
+    """`value` with every value in it as its plain type (`marshal` takes no subclass: an IntEnum's
+    member, a str subclass); what no plain type holds becomes its text."""
+    if value is None or type(value) in (str, int, float, bool, bytes):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return tuple(_plain(v) for v in value)
+    return str(value)
+
+
 class RelayProcessor:
     """The span processor of an exporting process (the SDK's `SpanProcessor` interface), batching as
     the SDK's `BatchSpanProcessor` does, with its `OTEL_BSP_*` settings: each ended span that was
@@ -131,7 +151,14 @@ class RelayProcessor:
         if len(queue) >= self.max_queue:
             self.dropped += 1
             return
-        queue.append(marshal.dumps(fields(span)))
+        try:
+            queue.append(marshal.dumps(fields(span)))
+        except ValueError:  # a value of a subclass (an enum's member, a str of its own): as the plain value it stands for
+            try:
+                queue.append(marshal.dumps(_plain(fields(span))))
+            except Exception:  # noqa: BLE001 - a span never fails the request it ends in: dropped, counted
+                self.dropped += 1
+                return
         if len(queue) >= self.batch and not self._wake.is_set():
             self._wake.set()
 

@@ -101,3 +101,29 @@ def test_the_processor_sends_sampled_spans_in_batches_and_drops_past_its_queue()
     finally:
         provider.shutdown()
     assert taking.closed and not processor._thread.is_alive()  # noqa: SLF001
+
+
+def test_a_span_with_values_of_subclasses_is_sent_as_their_plain_values() -> None:
+    from enum import IntEnum
+
+    from infrastructure.tracing import RelayProcessor
+
+    class Status(IntEnum):
+        OK = 200
+
+    class Text(str):
+        pass
+
+    taking = Taking()
+    processor = RelayProcessor(taking, {"OTEL_BSP_SCHEDULE_DELAY": "60000"})  # type: ignore[arg-type]
+    provider = TracerProvider()
+    provider.add_span_processor(processor)  # type: ignore[arg-type]
+    try:
+        provider.get_tracer("t").start_span(Text("HTTP POST"), attributes={"http.response.status_code": Status.OK,
+                                                                           "route": Text("/mcp")}).end()
+        assert processor.force_flush()
+        [[packed]] = taking.batches
+        sent = marshal.loads(packed)
+        assert sent[0] == "HTTP POST" and sent[11] == {"http.response.status_code": 200, "route": "/mcp"}
+    finally:
+        provider.shutdown()
