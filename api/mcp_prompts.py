@@ -34,7 +34,7 @@ from mcp_types import (
 from api import mcp_sdk
 from api.mcp_gate import answer_in_session, handshake_session
 from api.mcp_tools import after
-from api.mcp_watch import Offer, offer_of, take_offer
+from api.mcp_watch import Offer, offer_of, store_position, take_offer
 from api.services import Services
 from application.context import MCP
 from application.kinds.prompting import Listed, OffersPrompts
@@ -187,7 +187,7 @@ class PromptWatch:
                 log.exception("the MCP prompt watch failed a round; trying again")
 
     async def check(self) -> None:
-        current = await anyio.to_thread.run_sync(self._services.toolbox.generation)
+        current = await store_position(self._services)
         behind = [listener for listener in list(self._listeners.values()) if listener.position < current]
         if not behind:
             return

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
+import anyio.to_thread
+import pytest
 
 from api.mcp_watch import ToolWatch, take_offer
 from application.toolbox import Change
@@ -71,8 +73,16 @@ class FakeToolbox:
 
 
 @dataclass
+class FakeStore:
+    # True: the store keeps its position from its own saves (SQLite, one process); False: others
+    # write it too (PostgreSQL), and the position is read in a thread.
+    owns_its_writes: bool = True
+
+
+@dataclass
 class FakeServices:
     toolbox: FakeToolbox
+    store: FakeStore = field(default_factory=FakeStore)
 
 
 def tool(name: str, **changes: Any) -> ToolEntry:
@@ -176,5 +186,36 @@ def test_a_watcher_older_than_the_changes_kept_is_told() -> None:
         toolbox.floor = toolbox.at  # the catalog was built afresh: what changed is not known name by name
         await watch.check()
         assert told == ["old"]
+
+    scenario(body)
+
+
+@pytest.mark.parametrize("owns_its_writes", [True, False], ids=["store-owns-its-writes", "shared-store"])
+def test_a_round_with_nothing_new_hops_to_no_thread_when_the_store_owns_its_writes(
+        owns_its_writes: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    hops: list[Any] = []
+    hop = anyio.to_thread.run_sync
+
+    async def counted(function: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(function)
+        return await hop(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+
+    async def body() -> None:
+        toolbox = FakeToolbox({"a": tool("a")})
+        services = FakeServices(toolbox, FakeStore(owns_its_writes))
+        watch = ToolWatch(services)  # type: ignore[arg-type]
+        told: list[str] = []
+        watched(watch, services, told, ("admin", ADMIN, None))
+        for _ in range(3):
+            await watch.check()
+        assert told == []
+        # The position is read on the loop when the store keeps it; in a thread per round otherwise.
+        assert len(hops) == (0 if owns_its_writes else 3)
+        # A change is still heard at the next round, either way.
+        toolbox.put(tool("a", description="new words"))
+        await watch.check()
+        assert told == ["admin"]
 
     scenario(body)
