@@ -78,8 +78,10 @@ class _ForkServer:
 
     @classmethod
     def get(cls) -> _ForkServer | None:
+        if not FORKS or os.environ.get("TOOLSMITH_TEST_FORKS", "1") == "0":
+            return None
         with cls._lock:
-            if cls._instance is None and not cls._refused and FORKS and os.environ.get("TOOLSMITH_TEST_FORKS", "1") != "0":
+            if cls._instance is None and not cls._refused:
                 try:
                     cls._instance = cls()
                 except RuntimeError:
