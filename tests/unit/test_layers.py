@@ -49,7 +49,9 @@ CONSOLE_NEVER = ("api.routes",)
 # tools file's MCP tools go through its policy, never around it.
 ADAPTER_GROUPS = ("infrastructure.egress", "infrastructure.extraction", "infrastructure", "projections", "sandbox")
 KERNEL = {"infrastructure.settings", "infrastructure.data_dir", "infrastructure.logs", "infrastructure.priority"}
-SHARED_ADAPTERS = {"infrastructure.egress"}
+# The embedder is shared too: the extraction workers embed a document's chunks with it and the File
+# Search kind its query, with the same model (docs/kinds/file-search-tools.md).
+SHARED_ADAPTERS = {"infrastructure.egress", "infrastructure.embeddings"}
 # The one crossing besides: an audit import makes a new store, whose identity the read side keeps
 # (projections/store_identity.py) so that a read model built from the old one is not taken for its.
 CROSSINGS = {("infrastructure.audit", "projections.store_identity")}
