@@ -239,7 +239,8 @@ class Settings(BaseSettings):
         "extract_timeout_seconds", "TOOLSMITH_EXTRACT_TIMEOUT_SECONDS"),
         description="Each extraction's time limit; past it the document is FAILED.")
     extract_memory_mb: int = Field(512, ge=64, le=65_536, validation_alias=_env("extract_memory_mb", "TOOLSMITH_EXTRACT_MEMORY_MB"),
-        description="Each extraction process's address-space limit; past it the document is FAILED.")
+        description="The address space one document's extraction may take in its process, beyond what the "
+        "process maps once loaded (its libraries and the embedding model); past it the document is FAILED.")
     # docs/tenants.md, fair share of extraction: the most extractions one tenant runs at once (unset: half
     # of TOOLSMITH_EXTRACT_WORKERS, at least one), and the longest one upload's documents may take in all.
     tenant_max_extractions: int | None = Field(None, ge=1, le=64, validation_alias=_env(

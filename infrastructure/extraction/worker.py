@@ -2,7 +2,7 @@
 one at a time, under limits it sets on itself before its first job.
 
 `ExtractorPool` starts it as `python -I -c …`, which calls `main` with its limits. The address
-space limit (RLIMIT_AS) makes an allocation beyond it a `MemoryError`, answered as such; the CPU
+space limit (RLIMIT_AS: the job's memory limit on top of what the loaded worker maps) makes an allocation beyond it a `MemoryError`, answered as such; the CPU
 limit, moved before each job to the CPU time used so far plus the job's time limit and a margin,
 ends a worker whose server died or failed to kill it. It reads jobs from stdin and answers on a
 duplicate of stdout (`wire.py`); its own stdout is pointed at stderr, so that nothing a library
@@ -40,7 +40,10 @@ def main(argv: list[str]) -> None:
     characters and a job's time limit in seconds."""
     memory_mb, max_chars, timeout_seconds = int(argv[0]), int(argv[1]), float(argv[2])
     embedder = _embedder()
-    resource.setrlimit(resource.RLIMIT_AS, (memory_mb * MIB, memory_mb * MIB))
+    # The limit is the document's: `memory_mb` beyond what the worker itself maps once loaded (the
+    # interpreter, the extractors' libraries, the embedding model: about 220 MB with the model).
+    limit = _address_space() + memory_mb * MIB
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core dump would hold the document
     jobs, answers = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -77,7 +80,11 @@ def _embedder():  # type: ignore[no-untyped-def]
     try:
         from infrastructure.embeddings import WordLlamaEmbedder
 
-        return WordLlamaEmbedder()
+        embedder = WordLlamaEmbedder()
+        # One embedding before the memory limit: OpenBLAS allocates its buffers at its first product
+        # and ends the process (no MemoryError) when it cannot, so they must exist before the limit.
+        embedder.embed_array(["warm up the products' buffers"])
+        return embedder
     except Exception as e:  # no model here: documents are extracted, lexical only
         print(f"embeddings unavailable: {type(e).__name__}: {e}", file=sys.stderr)
         return None
@@ -96,6 +103,12 @@ def _embed(embedder, extracted: Extracted, media_type: str) -> tuple[str | None,
         return embedder.model, to_bytes(embedder.embed_array([c.text for c in chunks]))
     except MemoryError:
         return None, None
+
+
+def _address_space() -> int:
+    """The bytes of address space this process maps now (VmSize)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _limit_cpu(timeout_seconds: float) -> None:

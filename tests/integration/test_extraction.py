@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from domain.chunking import chunk_text
 from domain.documents import DOCX, HTML, MARKDOWN, PDF, TEXT, Extracted, ExtractionFailed
 from infrastructure.extraction import OCTET_STREAM, ExtractorPool, sniff_file
 from tests.documents import (
@@ -99,7 +100,12 @@ def failure(pool: ExtractorPool, path: str, media_type: str) -> tuple[str, float
 def test_markdown_is_extracted_as_written(pool: ExtractorPool, files: Files) -> None:
     path, media_type = files("handbook.md", markdown_doc())
     assert media_type == MARKDOWN
-    assert pool.extract(path, media_type) == Extracted(markdown_doc().decode())
+    extracted = pool.extract(path, media_type)
+    assert (extracted.text, extracted.page_starts, extracted.title) == (markdown_doc().decode(), (), None)
+    # and its chunks come back embedded: one float32 vector per chunk, by the model it names
+    chunks = chunk_text(Extracted(extracted.text), media_type)
+    assert extracted.model is not None and extracted.model.startswith("wordllama/")
+    assert extracted.vectors is not None and len(extracted.vectors) == len(chunks) * 256 * 4
 
 
 def test_html_gives_what_the_page_shows(pool: ExtractorPool, files: Files) -> None:
