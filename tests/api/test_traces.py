@@ -230,7 +230,17 @@ def test_a_plans_nodes_are_tool_spans_of_the_plans_call(client: TestClient, span
     assert all(node.attributes["toolsmith.via"] == "plan" for node in nodes)
 
 
-def test_every_log_line_of_a_request_carries_its_trace_id(client: TestClient, spans: InMemorySpanExporter) -> None:
+def quiet_access_logger(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The access logger as `logs.configure` leaves it: a uvicorn server started in this process
+    before (its default log config) gives it a handler of its own and a level."""
+    monkeypatch.setattr(logs.ACCESS, "handlers", [])
+    monkeypatch.setattr(logs.ACCESS, "level", logging.NOTSET)
+    monkeypatch.setattr(logs.ACCESS, "disabled", False)
+
+
+def test_every_log_line_of_a_request_carries_its_trace_id(client: TestClient, spans: InMemorySpanExporter,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    quiet_access_logger(monkeypatch)
     name = publish(client, "exports.run = function (i) { log('hello'); return 1; };")
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -255,6 +265,7 @@ def test_every_log_line_of_a_request_carries_its_trace_id(client: TestClient, sp
 
 
 def test_the_access_logs_fast_path_writes_the_trace_id(spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
+    quiet_access_logger(monkeypatch)
     stream = io.StringIO()
     handler = logs.Lines(stream)
     handler.setFormatter(logs.JsonFormatter())

@@ -31,7 +31,9 @@ def test_a_small_run_prints_every_page_and_action_with_its_verdict() -> None:
         assert f"{name}: through the page" in printed and f"{name}: the console's request" in printed
         figures = info["figures"]["actions"][name]
         assert figures["restMs"] > 0 and figures["pageMs"] > 0 and figures["consoleMs"] > 0
-        assert figures["consoleMs"] < figures["pageMs"]  # the request alone, without the browser's work
+        # the goal's figure is the console's request against REST (timings are not compared here: one
+        # round on a shared machine says nothing of which is faster)
+        assert abs(figures["consoleRatio"] - figures["consoleMs"] / figures["restMs"]) < 1e-9
     assert len(rows) == 2 * len(PAGES) + editors + 2 * len(ACTIONS)
     for row in rows:
         if row.goal == "informative":

@@ -7,8 +7,8 @@ from bench.console_browser import ACTIONS, COLD_GOAL, PAGES, WARM_GOAL, table
 
 
 def test_the_table_has_a_row_and_a_verdict_for_each_page_and_action() -> None:
-    entry = {"responseEnd": 0.02, "domContentLoaded": 0.05, "load": 0.08}
-    slow = {"responseEnd": 0.1, "domContentLoaded": 0.3, "load": 0.4}
+    entry = {"responseEnd": 0.02, "domContentLoaded": 0.05, "load": 0.08, "cpu": 0.03}
+    slow = {"responseEnd": 0.1, "domContentLoaded": 0.3, "load": 0.4, "cpu": 0.2}
     loads = {name: {"cold": [entry, slow, entry], "warm": [entry, entry, slow]} for name, _ in PAGES}
     loads[PAGES[0][0]]["cold"] = [slow, slow, slow]
     times = {name: {"ui": [0.03, 0.02, 0.04], "console": [0.004, 0.003, 0.005], "rest": [0.002, 0.002, 0.002]} for name, _ in ACTIONS}
@@ -18,6 +18,7 @@ def test_the_table_has_a_row_and_a_verdict_for_each_page_and_action() -> None:
     assert len(rows) == 2 * len(PAGES) + 2 * len(ACTIONS)
     first = rows[0]
     assert first.figure == f"{PAGES[0][0]} ({PAGES[0][1]}), cold: load" and first.ours == "400.0 ms"
+    assert first.baseline == "HTML 100.0 ms, DOM ready 300.0 ms, main thread CPU 200.0 ms"
     assert first.ratio == 0.4 / COLD_GOAL and first.meets is False and first.spread.endswith("misses the goal")
     assert rows[1].meets is True and rows[1].ratio == 0.08 / WARM_GOAL
     # each action: its console request against REST (the goal's figure), then through the page against REST
