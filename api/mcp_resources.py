@@ -39,7 +39,7 @@ from mcp_types import (
 
 from api import mcp_sdk
 from api.mcp_gate import answer_in_session, handshake_session
-from api.mcp_watch import Offer, offer_of, take_offer
+from api.mcp_watch import Offer, offer_of, store_position, take_offer
 from api.services import Services
 from application.context import MCP
 from application.queries import after_cursor, call_context, cursor_after
@@ -356,7 +356,7 @@ class ResourceWatch:
 
     async def check(self) -> None:
         """One round: each watcher hears of what changed among the resources it may see."""
-        generation = await anyio.to_thread.run_sync(self._services.toolbox.generation)
+        generation = await store_position(self._services)  # on the loop when the store keeps it
         if generation == self._generation:
             return
         self._generation = generation

@@ -219,3 +219,28 @@ def test_a_round_with_nothing_new_hops_to_no_thread_when_the_store_owns_its_writ
         assert told == ["admin"]
 
     scenario(body)
+
+
+@pytest.mark.parametrize("owns_its_writes", [True, False], ids=["store-owns-its-writes", "shared-store"])
+def test_a_resource_watch_round_with_nothing_new_hops_to_no_thread_when_the_store_owns_its_writes(
+        owns_its_writes: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from api.mcp_resources import ResourceWatch
+
+    hops: list[Any] = []
+    hop = anyio.to_thread.run_sync
+
+    async def counted(function: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(function)
+        return await hop(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+
+    async def body() -> None:
+        toolbox = FakeToolbox({"a": tool("a")})
+        watch = ResourceWatch(FakeServices(toolbox, FakeStore(owns_its_writes)))  # type: ignore[arg-type]
+        watch._generation = toolbox.generation()  # as after a first round
+        for _ in range(3):
+            await watch.check()
+        assert len(hops) == (0 if owns_its_writes else 3)
+
+    scenario(body)
