@@ -23,7 +23,10 @@ def test_a_prompt_s_versions_are_compared_seen_as_of_an_instant_and_restored(pag
     assert api.post(f"/api/v1/admin/prompts/{name}/publish", json={"message": "the first"}).status_code == 200
     # the instant's form has whole seconds: one that is after the first version and before the change
     page.wait_for_timeout(1100)
-    between = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    now = datetime.now(timezone.utc).replace(microsecond=0, tzinfo=None)
+    # as Chromium writes a datetime-local's value: without the seconds when they are :00 (Playwright's
+    # fill reads the value back, and calls "…T21:54:00" malformed)
+    between = now.isoformat(timespec="minutes" if now.second == 0 else "seconds")
     page.wait_for_timeout(1100)
     assert api.put(f"/api/v1/admin/prompts/{name}", json={"messages": text("Good morning")}).status_code == 200
     assert api.post(f"/api/v1/admin/prompts/{name}/publish", json={"message": "the second"}).status_code == 200
