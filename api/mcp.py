@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import re
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from functools import lru_cache, partial
@@ -56,9 +56,11 @@ from api.mcp_direct import DirectCalls, FastCalls, read_body, replay_body
 from api.mcp_resources import FastReads, ResourceHandlers, ResourceWatch
 from api.mcp_prompts import FastPrompts, PromptHandlers, PromptWatch
 from api.mcp_progress import SessionLevels
-from api.mcp_tools import ToolHandlers
-from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, take_offer
+from api.mcp_search import SearchingToolHandlers, input_schema_of
+from application.tool_search import ToolIndex
+from api.mcp_watch import OFFER_STATE, Offer, ToolWatch, store_position, take_offer
 from domain.errors import UnknownRecord
+from infrastructure.embeddings import default_embedder
 from application.principals import ADMIN, CALLER, Principal
 from api.services import Services
 
@@ -67,6 +69,8 @@ MCP_ROLES = (ADMIN, CALLER)
 # How often the sessions of suspended tenants are looked for (a suspension made in this process
 # is seen at the next sweep; one made by another replica within the tenants' cache, a second, too).
 SWEEP_SECONDS = 0.5
+# How often tool search's index looks for catalog changes to embed (as the tool watch does).
+FOLLOW_SECONDS = 0.25
 # A GET that asks to resume a stream (SSE `Last-Event-ID`) is refused: this server gives its events
 # no ids (no event store: a POST is answered with one JSON body, and the GET stream carries only
 # `tools/list_changed`, which says "list again", so nothing is lost by a fresh stream), and an id it
@@ -104,13 +108,15 @@ def input_schema(name: str) -> Mapping[str, Any] | None:
     checks a 2026-era call's `Mcp-Param-*` headers against. Without it the SDK runs `tools/list`
     (every page of the caller's offer) on every such call that has arguments, to find the schema."""
     offer = _REQUEST_OFFER.get()
+    if offer is not None and (own := input_schema_of(offer, name)) is not None:
+        return own
     entry = offer.tool(name) if offer is not None else None
     return entry.input_schema if entry is not None else None
 
 
 def build_server(services: Services, watch: ToolWatch, resource_watch: ResourceWatch | None = None,
-                 prompt_watch: PromptWatch | None = None) -> ToolServer:
-    handlers = ToolHandlers(services)
+                 prompt_watch: PromptWatch | None = None, tool_index: ToolIndex | None = None) -> ToolServer:
+    handlers = SearchingToolHandlers(services, tool_index if tool_index is not None else new_index(services))
     levels = SessionLevels()
     resource_watch = ResourceWatch(services) if resource_watch is None else resource_watch
     resources = ResourceHandlers(services, resource_watch)
@@ -183,7 +189,9 @@ class McpEndpoint:
         self.watch = ToolWatch(services)
         self.resource_watch = ResourceWatch(services)
         self.prompt_watch = PromptWatch(services)
-        self.server = build_server(services, self.watch, self.resource_watch, self.prompt_watch)
+        # Tool search's index (application.tool_search), kept up to the catalogs by `_follow_tools`.
+        self.tool_index = new_index(services)
+        self.server = build_server(services, self.watch, self.resource_watch, self.prompt_watch, self.tool_index)
         # A session's tool calls are answered in their own request's task (api.mcp_direct).
         self.direct = DirectCalls(self.server)
         self.server.middleware.append(self.direct.session_middleware)
@@ -212,11 +220,28 @@ class McpEndpoint:
             tasks.start_soon(self.resource_watch.run)
             tasks.start_soon(self.prompt_watch.run)
             tasks.start_soon(self._end_stopped_tenants)
+            tasks.start_soon(self._follow_tools)
             try:
                 yield
             finally:
                 self._manager = None
                 tasks.cancel_scope.cancel()
+
+    async def _follow_tools(self) -> None:
+        """Tool search's index follows each indexed tenant's catalog: a tool is embedded when it
+        changes (the store's position moved), not when it is looked for."""
+        seen = -1
+        while True:
+            await anyio.sleep(FOLLOW_SECONDS)
+            if not self.tool_index.tenants():
+                continue
+            try:
+                current = await store_position(self.services)
+                if current != seen:
+                    await anyio.to_thread.run_sync(self.tool_index.refresh_all)
+                    seen = current
+            except Exception:
+                log.exception("tool search's index could not follow the catalog; trying again")
 
     async def _end_stopped_tenants(self) -> None:
         """docs/tenants.md: the open sessions and listen streams of a suspended (or deleted) tenant end,
@@ -368,6 +393,16 @@ def _session_owner(principal: Principal, server_id: str | None) -> Authenticated
     caller and server: every request of a session asks again, and the answer never changes."""
     who = orjson.dumps(dataclasses.asdict(principal), option=orjson.OPT_SORT_KEYS).decode()
     return AuthenticatedUser(AccessToken(token="", client_id=who, scopes=[], subject=f"mcp-server:{server_id or ''}"))
+
+
+def new_index(services: Services) -> ToolIndex:
+    """Tool search's index, embedding with the offline model (loaded when first needed)."""
+
+    def model() -> tuple[Callable[[Sequence[str]], Any], int]:
+        embedder = default_embedder()
+        return embedder.embed_array, embedder.dimensions
+
+    return ToolIndex(services.toolbox, model)
 
 
 def mount(app: FastAPI, services: Services) -> McpEndpoint:

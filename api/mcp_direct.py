@@ -83,6 +83,7 @@ from api.mcp_progress import CallNotifications, SessionLevels
 from api.mcp_tools import CALL_FAILED, LOGS_META, not_offered_text, refusal_text, wire_error, wire_result
 from api.mcp_watch import Offer, take_offer
 from application.context import MCP
+from application.tool_search import META_TOOLS
 from application.queries import call_context
 from application.queries import call_context as _call_context
 from domain.errors import ModuleError, UnknownRecord
@@ -370,6 +371,8 @@ class FastCalls:
         if request is None or len(body) > manager.max_request_body_size or not self._plain_server():
             return False
         decoded, request_id, params = request
+        if params["name"] in META_TOOLS:
+            return False  # tool search's own tools (api.mcp_search), where the offer has it on: the SDK's path
         header_version = first_header(scope, _VERSION_HEADER)
         transport = None
         headers = None

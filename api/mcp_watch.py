@@ -38,6 +38,8 @@ from mcp_types import (
 
 from api import mcp_sdk
 from api.deps import permissions_of
+from application.tool_search import OFF, ToolSearch, tool_search_of
+from domain.callers import SERVER
 from domain.catalog import Permissions, ToolEntry, shown_alike
 from domain.errors import UnknownRecord
 from application.principals import Principal
@@ -63,6 +65,9 @@ class Offer:
     attached: frozenset[str] | None
     generation: int
     toolbox: Toolbox = field(repr=False, compare=False)
+    # The server's tool search (application.tool_search): on, tools/list offers find_tool and
+    # call_tool beside the pinned tools.
+    tool_search: ToolSearch = OFF
 
     def shows(self, entry: ToolEntry | None) -> bool:
         return entry is not None and self.toolbox.offers(entry, self.permissions, self.attached)
@@ -92,9 +97,9 @@ class Offer:
         return before and not shown_alike(change.before, change.after)  # type: ignore[arg-type]
 
     @property
-    def terms(self) -> tuple[Permissions, frozenset[str] | None]:
-        """What decides which tools are offered, besides the tools themselves."""
-        return self.permissions, self.attached
+    def terms(self) -> tuple[Permissions, frozenset[str] | None, ToolSearch]:
+        """What decides which tools are offered (and listed), besides the tools themselves."""
+        return self.permissions, self.attached, self.tool_search
 
 
 def take_offer(services: Services, principal: Principal, server_id: str | None) -> Offer:
@@ -106,7 +111,17 @@ def take_offer(services: Services, principal: Principal, server_id: str | None) 
     generation = toolbox.position(principal.tenant)
     permissions = permissions_of(services, principal)
     attached = toolbox.attached(principal.tenant, server_id)
-    return Offer(principal, server_id, permissions, attached, generation, toolbox)
+    return Offer(principal, server_id, permissions, attached, generation, toolbox, tool_search_on(services, principal.tenant, server_id))
+
+
+def tool_search_on(services: Services, tenant: str, server_id: str | None) -> ToolSearch:
+    """The tool search of a server (its record's `toolSearch`), or of `/mcp` (the settings)."""
+    if server_id is None:
+        settings = services.settings
+        if settings.mcp_tool_search != "on":
+            return OFF
+        return ToolSearch(True, tuple(settings.listed(settings.mcp_tool_search_pinned)))
+    return tool_search_of(services.store.registry(tenant).get(SERVER, server_id))
 
 
 async def store_position(services: Services) -> int:

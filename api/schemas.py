@@ -400,9 +400,16 @@ class AgentIn(AgentFields):
     id: str = Field(**documents(**SLUG))
 
 
+class ToolSearchIn(_Request):
+    enabled: bool = Field(False, description="tools/list offers find_tool and call_tool beside the pinned tools (docs/mcp.md)")
+    pinned: list[str] = Field([], description="the attached tools always listed beside find_tool and call_tool",
+                              **documents(**TOOL_NAMES))
+
+
 class McpServerFields(_Request):
     description: str = Field("", max_length=2_000)
     tools: list[str] = Field([], description="the attached tools, by name", **documents(**TOOL_NAMES))
+    toolSearch: ToolSearchIn = Field(default_factory=ToolSearchIn, description="tool search for large catalogs (docs/mcp.md)")
 
 
 class McpServerIn(McpServerFields):

@@ -130,6 +130,12 @@ class CallerRecords:
                         # ... or a name that is not a tool (a prompt: MCP servers offer those too).
                         kind == SERVER and self._toolbox.holder_of(tenant, name) is not None):
                     found.append(Violation(field.format(i), "R14", f"no tool named {name!r}"))
+        if kind == SERVER:
+            # A pinned tool is one the server offers: attached (or one capability of an attached group).
+            attached = set(body["tools"]) | set(self._toolbox.expanded(tenant, body["tools"]))
+            for i, name in enumerate((body.get("toolSearch") or {}).get("pinned", [])):
+                if name not in attached:
+                    found.append(Violation(f"toolSearch.pinned[{i}]", "R14", f"{name!r} is not attached to this server"))
         if kind == PLAN and not found:
             # A node reaches a plan only when that plan is exposed as a tool.
             edges = {p["id"]: tool_names(PLAN, p) for p in registry.all(PLAN) if p["exposeAsTool"] and p["id"] != body["id"]}

@@ -215,6 +215,8 @@ def record_violations(kind: str, body: Record) -> list[Violation]:
             found += id_violations(name, f"{names_field}[{i}]")
         if len(set(names)) != len(names):
             found.append(Violation(names_field, "R4", "names a tool twice"))
+    if kind == SERVER:
+        found += tool_search_violations(body)
     tags_field = "tags" if kind == PLAN else ("allowedTags" if kind in (AGENT, PROFILE) else None)
     if tags_field is not None:
         tags = body[tags_field]
@@ -223,4 +225,28 @@ def record_violations(kind: str, body: Record) -> list[Violation]:
         for i, tag in enumerate(tags):
             if not tag or len(tag) > MAX_TAG_LENGTH:
                 found.append(Violation(f"{tags_field}[{i}]", "R4", f"a tag has 1 to {MAX_TAG_LENGTH} characters"))
+    return found
+
+
+def tool_search_violations(body: Record) -> list[Violation]:
+    """A server's `toolSearch` (docs/mcp.md, "Tool search"): `enabled`, and `pinned` tool names,
+    each once (that each is attached is the records' check, which knows a group's members)."""
+    search = body.get("toolSearch")
+    if search is None:
+        return []
+    if not isinstance(search, dict) or set(search) - {"enabled", "pinned"}:
+        return [Violation("toolSearch", "R4", "must be an object with enabled and pinned")]
+    found = []
+    if not isinstance(search.get("enabled", False), bool):
+        found.append(Violation("toolSearch.enabled", "R4", "must be true or false"))
+    pinned = search.get("pinned", [])
+    if not isinstance(pinned, list):
+        return [*found, Violation("toolSearch.pinned", "R4", "must be a list of tool names")]
+    if len(pinned) > MAX_NAMED_TOOLS:
+        found.append(Violation("toolSearch.pinned", "R4", f"at most {MAX_NAMED_TOOLS} tools, got {len(pinned)}"))
+    for i, name in enumerate(pinned):
+        found += id_violations(name, f"toolSearch.pinned[{i}]") if isinstance(name, str) else [
+            Violation(f"toolSearch.pinned[{i}]", "R4", "must be a tool name")]
+    if len(set(map(str, pinned))) != len(pinned):
+        found.append(Violation("toolSearch.pinned", "R4", "names a tool twice"))
     return found

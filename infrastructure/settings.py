@@ -289,6 +289,14 @@ class Settings(BaseSettings):
     # next page with the cursor it was given, and no answer grows with the tenant's catalog.
     mcp_page_size: int = Field(100, ge=1, le=1000, validation_alias=_env("mcp_page_size", "TOOLSMITH_MCP_PAGE_SIZE"),
         description="How many tools one MCP tools/list page holds; the client pages on with nextCursor.")
+    # Tool search on the default server `/mcp` of every tenant (docs/mcp.md, "Tool search"): its
+    # tools/list then offers find_tool and call_tool beside the pinned tools. A server record has
+    # its own `toolSearch`.
+    mcp_tool_search: str = Field("off", pattern=r"^(on|off)$",
+                                 validation_alias=_env("mcp_tool_search", "TOOLSMITH_MCP_TOOL_SEARCH"),
+        description="`on`: every tenant's /mcp lists find_tool and call_tool (tool search) beside the pinned tools instead of every tool.")
+    mcp_tool_search_pinned: str = Field("", validation_alias=_env("mcp_tool_search_pinned", "TOOLSMITH_MCP_TOOL_SEARCH_PINNED"),
+        description="The tools /mcp lists beside find_tool and call_tool when tool search is on, comma-separated (a caller sees those it may use).")
     # OAuth 2.1 for MCP (docs/oauth.md): the service's public base URL (resources, issuer and metadata
     # name it; never taken from a Host header), the built-in authorization server's token lifetimes
     # and key rotation, or an external issuer whose tokens are accepted instead.

@@ -150,6 +150,9 @@ def _body_from_form(k: Kind, form: Any, record_id: str | None, existing: dict[st
         body["allowedTags"] = split_list(str(form.get("allowedTags", "")))
     elif k is SERVERS:
         body["tools"] = list(existing["tools"]) if existing else []
+        # Tool search (docs/mcp.md): switched on or off, and the attached tools pinned beside find_tool and call_tool.
+        body["toolSearch"] = {"enabled": form.get("toolSearchEnabled") == "on",
+                              "pinned": list(dict.fromkeys(str(v) for v in form.getlist("pinned")))}
     return body
 
 
@@ -165,6 +168,10 @@ def _values(k: Kind, record: dict[str, Any] | None) -> dict[str, Any]:
     elif k in (AGENTS, PROFILES):
         values["allowedTools"] = list(record.get("allowedTools", []))
         values["allowedTags"] = ", ".join(record.get("allowedTags", []))
+    elif k is SERVERS:
+        search = record.get("toolSearch") or {}
+        values.update(tools=list(record.get("tools", [])), toolSearchEnabled=bool(search.get("enabled")),
+                      pinned=list(search.get("pinned", [])))
     return values
 
 
@@ -176,7 +183,15 @@ def _form_values(k: Kind, form: Any, record_id: str | None) -> dict[str, Any]:
                       exposeInChat=form.get("exposeInChat") == "on", tags=str(form.get("tags", "")))
     elif k in (AGENTS, PROFILES):
         values.update(allowedTools=[str(v) for v in form.getlist("allowedTools")], allowedTags=str(form.get("allowedTags", "")))
+    elif k is SERVERS:
+        values.update(tools=_attached_of_form(form), toolSearchEnabled=form.get("toolSearchEnabled") == "on",
+                      pinned=[str(v) for v in form.getlist("pinned")])
     return values
+
+
+def _attached_of_form(form: Any) -> list[str]:
+    """The attached tools a server's form was shown with (its pinned choices), as it sent them back."""
+    return [str(v) for v in form.getlist("attached")]
 
 
 def _render_form(request: Request, k: Kind, *, values: dict[str, Any], editing: bool, problem: FormProblem | None = None,

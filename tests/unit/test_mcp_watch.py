@@ -72,17 +72,33 @@ class FakeToolbox:
         self.changes.append(Change(self.at, None))
 
 
+class _NoRecords:
+    """A caller registry without server records (whose tool search would be read: none is on)."""
+
+    def get(self, kind: str, record_id: str) -> None:
+        return None
+
+
 @dataclass
 class FakeStore:
     # True: the store keeps its position from its own saves (SQLite, one process); False: others
     # write it too (PostgreSQL), and the position is read in a thread.
     owns_its_writes: bool = True
 
+    def registry(self, tenant: str) -> _NoRecords:
+        return _NoRecords()
+
+
+@dataclass
+class FakeSettings:
+    mcp_tool_search: str = "off"
+
 
 @dataclass
 class FakeServices:
     toolbox: FakeToolbox
     store: FakeStore = field(default_factory=FakeStore)
+    settings: FakeSettings = field(default_factory=FakeSettings)
 
 
 def tool(name: str, **changes: Any) -> ToolEntry:
