@@ -23,17 +23,29 @@ tenant in one index, behind an alias.
   index may write it out of order: a position moved back makes changes apply again, and changes
   are idempotent. An index made by a release before it gets the position's fields added to its
   mapping when first used (a mapping only grows).
+- **Vectors beside the words (k-NN plugin, Lucene engine).** A chunk embedded by its document's
+  model has `vector` (`knn_vector`, HNSW of Lucene, cosine) and `model`; the vector is indexed but
+  left out of `_source`. `vector_search` is one `knn` query whose filter holds the tenant, tool,
+  model and documents, so Lucene answers the k nearest of those chunks (exactly, when they are few)
+  and never another tool's or tenant's. Lucene scores a match (1 + cosine) / 2; the hit's score is
+  the cosine again. An index made before vectors gets the two fields added to its mapping when
+  first used, as the tracking fields (a mapping only grows; the chunks put before have no vector
+  and are found by their words until they are put again, as on SQLite). A node without the plugin
+  cannot map `knn_vector`: the index is then made without vectors and is lexical only (`vectors`
+  is false, and the log says why).
 - **Unavailable is an answer.** A request that cannot reach OpenSearch (or gets 429 past the
   retries, or 502-504) raises `IndexUnavailable`, which the API serves as a 503.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import orjson
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as TransportConnectionError
@@ -51,9 +63,13 @@ from domain.documents import (
     IndexPosition,
     IndexUnavailable,
     PutDocument,
+    VECTOR_DIMENSIONS,
     StoredChunk,
     chunk_id,
 )
+from projections.chunks_sqlite import lead
+
+log = logging.getLogger("toolsmith.projections")
 
 DEFAULT_INDEX = "toolsmith-chunks"
 TITLE_BOOST = 2
@@ -63,6 +79,7 @@ BULK_BYTES = 4 * 1024 * 1024
 RETRY_ATTEMPTS = 8
 RETRY_BASE_SECONDS = 0.05
 MAX_CHUNKS_READ = 10_000
+MAX_TERMS = 65_536  # the values one `terms` query takes (index.max_terms_count's default)
 
 _KEYWORD = {"type": "keyword"}
 _KEPT = {"type": "keyword", "index": False, "doc_values": False}
@@ -90,12 +107,41 @@ MAPPINGS: dict[str, Any] = {
     },
 }
 TRACKING_FIELDS = ("application_name", "notification_id", "store")
+# A chunk's embedding (`Chunk.vector`) and the model that made it: HNSW of Lucene (pure Java; the
+# plugin's native engines are not used), cosine similarity (the vectors are L2-normalized).
+VECTOR_MAPPINGS: dict[str, Any] = {
+    "model": _KEYWORD,
+    "vector": {"type": "knn_vector", "dimension": VECTOR_DIMENSIONS,
+               "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}},
+}
+MAX_K = 10_000  # the k-NN plugin's bound on a query's k
+# The HNSW candidates a query explores (Lucene's default is k): with k = 10 to 50 the graph missed
+# about one true neighbour in ten of the retrieval set's questions; 256 finds what the exact scan does.
+EF_SEARCH = 256
 
 
 def index_settings(replicas: int) -> dict[str, Any]:
     # The translog is synced in the background, as the module read model's: the index is a
     # projection, rebuilt from the events and the blobs, and a crash loses only the newest writes.
     return {"number_of_shards": 1, "number_of_replicas": replicas, "translog.durability": "async"}
+
+
+def index_body(replicas: int, vectors: bool, alias: str) -> dict[str, Any]:
+    """A new index behind `alias`; `index.knn` (static: fixed when the index is made) lets the
+    k-NN plugin build the vectors' HNSW graphs."""
+    settings = index_settings(replicas)
+    if vectors:
+        settings["knn"] = True
+    return {"settings": settings, "mappings": index_mappings(vectors), "aliases": {alias: {}}}
+
+
+def index_mappings(vectors: bool) -> dict[str, Any]:
+    """The index's mapping, with the vector fields when the node has the k-NN plugin; the vectors
+    are indexed for `knn` but not kept in `_source` (1 KB a chunk that no read returns)."""
+    if not vectors:
+        return MAPPINGS
+    return {**MAPPINGS, "_source": {"excludes": ["vector"]},
+            "properties": {**MAPPINGS["properties"], **VECTOR_MAPPINGS}}
 
 
 def tracking_doc_id(application_name: str) -> str:
@@ -106,12 +152,17 @@ def chunk_doc_id(tenant: str, tool: str, document_id: str, n: int) -> str:
     return f"{tenant}/{tool}/{chunk_id(document_id, n)}"
 
 
-def chunk_source(tenant: str, tool: str, document: IndexedDocument, chunk: Chunk) -> dict[str, Any]:
-    return {
+def chunk_source(tenant: str, tool: str, document: IndexedDocument, chunk: Chunk,
+                 vectors: bool = False) -> dict[str, Any]:
+    source = {
         "tenant": tenant, "tool": tool, "document_id": document.document_id, "n": chunk.n, "start": chunk.start,
         "end": chunk.end, "page": chunk.page, "title": document.title, "text": chunk.text, "name": document.name,
         "media_type": document.media_type,
     }
+    if vectors and document.model and chunk.vector is not None and len(chunk.vector) == 4 * VECTOR_DIMENSIONS:
+        source["model"] = document.model
+        source["vector"] = np.frombuffer(chunk.vector, dtype="<f4").tolist()
+    return source
 
 
 class OpenSearchDocumentIndex(DocumentIndex):
@@ -123,13 +174,14 @@ class OpenSearchDocumentIndex(DocumentIndex):
         self.replicas = replicas
         self._ready = False
         self._ready_lock = threading.Lock()
+        self._vectors = False  # the index has the vector fields (known once prepared)
 
     # -- writes ----------------------------------------------------------------------------------
 
     def put(self, tenant: str, tool: str, document: IndexedDocument, chunks: Sequence[Chunk]) -> None:
         actions: list[bytes] = [
             _line({"index": {"_id": chunk_doc_id(tenant, tool, document.document_id, c.n)}})
-            + _line(chunk_source(tenant, tool, document, c))
+            + _line(chunk_source(tenant, tool, document, c, self.vectors))
             for c in chunks
         ]
         # The chunks numbered past this put's last one, if an earlier put made more.
@@ -153,7 +205,7 @@ class OpenSearchDocumentIndex(DocumentIndex):
             self._delete_by_query({"bool": {"filter": _scope(tenant, tool, document_ids)}}, refresh=False)
         actions = [
             _line({"index": {"_id": chunk_doc_id(tenant, tool, document.document_id, c.n)}})
-            + _line(chunk_source(tenant, tool, document, c))
+            + _line(chunk_source(tenant, tool, document, c, self.vectors))
             for tenant, tool, document, chunks in documents for c in chunks
         ]
         bodies = list(_bodies(actions))
@@ -252,6 +304,43 @@ class OpenSearchDocumentIndex(DocumentIndex):
             ))
         return hits
 
+    @property
+    def vectors(self) -> bool:  # type: ignore[override]
+        """Whether the index has the vector fields (the node has the k-NN plugin)."""
+        self.prepare()
+        return self._vectors
+
+    def vector_search(self, tenant: str, tool: str, vector: bytes, model: str, limit: int,
+                      document_ids: Sequence[str] | None = None) -> list[Hit]:
+        """One `knn` query with the scope and the model inside its filter: the k nearest of the
+        tool's chunks by `model` (within `document_ids`), never the k nearest filtered after."""
+        if (limit <= 0 or len(vector) != 4 * VECTOR_DIMENSIONS or (document_ids is not None and not document_ids)
+                or not self.vectors):
+            return []
+        k = min(limit, MAX_K)
+        body = {
+            "size": k,
+            "track_total_hits": False,
+            "_source": ["document_id", "n", "start", "page", "title", "text"],
+            "query": {"knn": {"vector": {
+                "vector": np.frombuffer(vector, dtype="<f4").tolist(),
+                "k": k,
+                "method_parameters": {"ef_search": max(k, EF_SEARCH)},
+                "filter": {"bool": {"filter": [*_scope(tenant, tool, document_ids), {"term": {"model": model}}]}},
+            }}},
+        }
+        found = self._call(lambda: self.client.search(index=self.index, body=body))
+        hits = []
+        for hit in found["hits"]["hits"]:
+            source = hit["_source"]
+            hits.append(Hit(
+                chunk_id=chunk_id(source["document_id"], source["n"]), document_id=source["document_id"],
+                title=source["title"], snippet=lead(source["text"]), score=2.0 * float(hit["_score"]) - 1.0,
+                page=source.get("page"), start=source["start"],
+            ))
+        # Lucene's order, ties by chunk id as on SQLite.
+        return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
+
     def chunks(self, tenant: str, tool: str, document_id: str, first: int, last: int) -> list[StoredChunk]:
         first = max(first, 0)
         if last < first:
@@ -288,20 +377,77 @@ class OpenSearchDocumentIndex(DocumentIndex):
                 return
             try:
                 if not (self.client.indices.exists_alias(name=self.index) or self.client.indices.exists(index=self.index)):
-                    self.client.indices.create(
-                        index=f"{self.index}-000001",
-                        body={"settings": index_settings(self.replicas), "mappings": MAPPINGS, "aliases": {self.index: {}}},
-                    )
+                    self._vectors = self._create()
                 else:
                     # An index made before the projection's tracking record: its fields are added.
                     self.client.indices.put_mapping(index=self.index, body={"properties": {
                         name: MAPPINGS["properties"][name] for name in TRACKING_FIELDS}})
+                    self._vectors = self._add_vector_fields()
             except TransportConnectionError as error:
                 raise IndexUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
             except TransportError as error:
                 if _error_type(error) != "resource_already_exists_exception":
                     raise IndexUnavailable(f"cannot prepare the OpenSearch index {self.index!r}: {_reason(error)}") from None
             self._ready = True
+
+    def _create(self, vectors: bool = True) -> bool:
+        """Creates `<index>-000001` behind the alias, with the vector fields unless the node cannot
+        map them; whether it has them."""
+        try:
+            self.client.indices.create(index=f"{self.index}-000001", body=index_body(self.replicas, vectors, self.index))
+        except TransportError as error:
+            if vectors and _no_knn(error):
+                log.warning("OpenSearch has no k-NN plugin: the chunk index is lexical only", extra={
+                    "projection": "chunks", "index": self.index, "reason": _reason(error)})
+                return self._create(vectors=False)
+            if _error_type(error) == "resource_already_exists_exception":  # another process made it
+                return self._has_vector_fields()
+            raise
+        return vectors
+
+    def _add_vector_fields(self) -> bool:
+        """An index made before vectors is rebuilt: `index.knn` is fixed when an index is made, and
+        without it a `knn_vector` field cannot be searched by `knn`. The next index (`-000002`, …)
+        is made with the vector fields, the old one's chunks copied into it (`_reindex`, so search
+        keeps finding them by their words), the alias moved to it in one step and the old index
+        deleted. Its tracking document is not copied: the projection then applies every event
+        again, and each document is put again with its vectors (from its DocumentEmbedded blob).
+        Whether the index has the vector fields."""
+        if self._has_vector_fields():
+            return True
+        found = self.client.indices.get_alias(name=self.index, ignore=[404])
+        olds = [name for name in found if isinstance(found.get(name), dict)] if found.get("status") != 404 else []
+        if len(olds) != 1:  # an index of that name, not an alias: not ours to move
+            log.warning("the OpenSearch chunk index is not behind an alias: it stays lexical only", extra={
+                "projection": "chunks", "index": self.index})
+            return False
+        old = olds[0]
+        number = int(old.rsplit("-", 1)[1]) + 1 if old.rsplit("-", 1)[-1].isdigit() else 1
+        new = f"{self.index}-{number:06d}"
+        body = index_body(self.replicas, True, self.index)
+        del body["aliases"]
+        try:
+            self.client.indices.create(index=new, body=body)
+        except TransportError as error:
+            if _no_knn(error):
+                log.warning("OpenSearch has no k-NN plugin: the chunk index is lexical only", extra={
+                    "projection": "chunks", "index": self.index, "reason": _reason(error)})
+                return False
+            if _error_type(error) != "resource_already_exists_exception":
+                raise
+            return self._has_vector_fields()  # another process is rebuilding it
+        log.warning("the OpenSearch chunk index has no vectors: building it again from the events", extra={
+            "projection": "chunks", "index": self.index, "from": old, "to": new})
+        self.client.reindex(body={"source": {"index": old, "query": {"exists": {"field": "tenant"}}},
+                                  "dest": {"index": new}}, refresh=True, wait_for_completion=True,
+                            request_timeout=3600)
+        self.client.indices.update_aliases(body={"actions": [
+            {"add": {"index": new, "alias": self.index}}, {"remove_index": {"index": old}}]})
+        return True
+
+    def _has_vector_fields(self) -> bool:
+        found = self.client.indices.get_field_mapping(index=self.index, fields="vector")
+        return any(index.get("mappings", {}).get("vector") for index in found.values())
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -393,7 +539,12 @@ class _Overloaded(IndexUnavailable):
 def _scope(tenant: str, tool: str, document_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
     filters: list[dict[str, Any]] = [{"term": {"tenant": tenant}}, {"term": {"tool": tool}}]
     if document_ids is not None:
-        filters.append({"terms": {"document_id": list(document_ids)}})
+        ids = list(document_ids)
+        if len(ids) <= MAX_TERMS:
+            filters.append({"terms": {"document_id": ids}})
+        else:  # a metadata filter's documents may be more than one `terms` query takes
+            filters.append({"bool": {"minimum_should_match": 1, "should": [
+                {"terms": {"document_id": ids[i:i + MAX_TERMS]}} for i in range(0, len(ids), MAX_TERMS)]}})
     return filters
 
 
@@ -412,6 +563,11 @@ def _bodies(actions: list[bytes]) -> Iterator[list[bytes]]:
         group.append(action)
         size += len(action)
     yield group
+
+
+def _no_knn(error: TransportError) -> bool:
+    """The node cannot map `knn_vector` (no k-NN plugin)."""
+    return "knn_vector" in _reason(error)
 
 
 def _error_type(error: TransportError) -> str | None:
