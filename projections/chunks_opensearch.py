@@ -79,7 +79,6 @@ BULK_BYTES = 4 * 1024 * 1024
 RETRY_ATTEMPTS = 8
 RETRY_BASE_SECONDS = 0.05
 MAX_CHUNKS_READ = 10_000
-MAX_TERMS = 65_536  # the values one `terms` query takes (index.max_terms_count's default)
 
 _KEYWORD = {"type": "keyword"}
 _KEPT = {"type": "keyword", "index": False, "doc_values": False}
@@ -539,12 +538,7 @@ class _Overloaded(IndexUnavailable):
 def _scope(tenant: str, tool: str, document_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
     filters: list[dict[str, Any]] = [{"term": {"tenant": tenant}}, {"term": {"tool": tool}}]
     if document_ids is not None:
-        ids = list(document_ids)
-        if len(ids) <= MAX_TERMS:
-            filters.append({"terms": {"document_id": ids}})
-        else:  # a metadata filter's documents may be more than one `terms` query takes
-            filters.append({"bool": {"minimum_should_match": 1, "should": [
-                {"terms": {"document_id": ids[i:i + MAX_TERMS]}} for i in range(0, len(ids), MAX_TERMS)]}})
+        filters.append({"terms": {"document_id": list(document_ids)}})
     return filters
 
 
