@@ -5,7 +5,12 @@ who holds that digest now, so a revoked token ends its sessions at once. A perso
 (docs/users.md: a password or single sign-on): the cookie names the person (their tenant and user
 id) instead, and every request asks the people's registry who they are now, so a disabled or
 deleted person's sessions end at once. Sign-out ends the session id on this process (and clears
-the cookie); the signature's age bounds every session (`TOOLSMITH_SESSION_HOURS`)."""
+the cookie); the signature's age bounds every session (`TOOLSMITH_SESSION_HOURS`).
+
+A cookie's signature is checked once per process: `Sessions` keeps what a cookie value it verified
+said (bounded, `VERIFIED`), and each later request with the very same value checks its age and
+whether it was signed out, as the first did. A value changed by one character is another value,
+checked in full; another key (a rotated secret) is another `Sessions`, which has verified nothing."""
 
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from itsdangerous import BadSignature, URLSafeTimedSerializer
+from itsdangerous import BadSignature, TimestampSigner, URLSafeTimedSerializer
+from itsdangerous.encoding import want_bytes
 
 from application.principals import Principal
 
@@ -27,6 +33,10 @@ KEY_FILE = "session.key"
 
 TOKEN_SESSION = "token"
 PERSON_SESSION = "person"
+SALT = "toolsmith-console-session"
+# How many verified cookie values a process keeps (one a session in use; the oldest half is dropped
+# past it). Only values whose signature was good are kept, so no visitor can fill it with guesses.
+VERIFIED = 4096
 
 
 @dataclass(frozen=True)
@@ -61,14 +71,49 @@ def session_key(data_dir: Path, configured: str | None) -> str:
     return key
 
 
+class _Signer(TimestampSigner):
+    """itsdangerous' signer with the signing key derived once per secret: it derives it again (a
+    hash of the salt and the secret) on every signature it makes or checks."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._derived: dict[bytes, bytes] = {}
+
+    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
+        secret = self.secret_keys[-1] if secret_key is None else want_bytes(secret_key)
+        derived = self._derived.get(secret)
+        if derived is None:
+            derived = self._derived[secret] = super().derive_key(secret)
+        return derived
+
+
+class _Serializer(URLSafeTimedSerializer):
+    """The session cookie's serializer (itsdangerous' format, unchanged) with one signer per salt,
+    made once: itsdangerous makes a new one, key derivation included, for each dumps and loads."""
+
+    default_signer = _Signer
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._signers: dict[object, TimestampSigner] = {}
+
+    def make_signer(self, salt: str | bytes | None = None) -> TimestampSigner:
+        signer = self._signers.get(salt)
+        if signer is None:
+            signer = self._signers[salt] = super().make_signer(salt)  # type: ignore[assignment]
+        return signer  # type: ignore[return-value]
+
+
 class Sessions:
     """Signs and reads session cookies; remembers the sessions signed out until they would expire."""
 
     def __init__(self, key: str, max_age_seconds: float) -> None:
-        self._serializer = URLSafeTimedSerializer(key, salt="toolsmith-console-session")
+        self._serializer = _Serializer(key, salt=SALT)
         self.max_age_seconds = max_age_seconds
         self._ended: dict[str, float] = {}
         self._lock = threading.Lock()
+        # A cookie value whose signature was good: its session and when it was signed (epoch seconds).
+        self._verified: dict[str, tuple[Session, int]] = {}
 
     def start(self, digest: str) -> tuple[Session, str]:
         """A new session for the token with this digest, and its cookie value."""
@@ -83,20 +128,43 @@ class Sessions:
         return session, value
 
     def read(self, value: str | None) -> Session | None:
+        """The session a cookie value carries, if its signature is good, it is not older than the
+        sessions' age (nor dated in the future) and it was not signed out; None otherwise."""
         if not value:
             return None
+        known = self._verified.get(value)
+        if known is None:
+            known = self._verify(value)
+            if known is None:
+                return None
+        session, signed = known
+        # What itsdangerous checks of the signature's age, on every request (the verdict on the signature is kept).
+        age = int(time.time()) - signed
+        if age > self.max_age_seconds or age < 0:
+            return None
+        with self._lock:
+            if session.session_id in self._ended:
+                return None
+        return session
+
+    def _verify(self, value: str) -> tuple[Session, int] | None:
         try:
-            data = self._serializer.loads(value, max_age=self.max_age_seconds)
+            data, signed_at = self._serializer.loads(value, max_age=self.max_age_seconds, return_timestamp=True)
         except BadSignature:  # also SignatureExpired
             return None
         if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("s", "d", "c")):
             return None
-        with self._lock:
-            if data["s"] in self._ended:
-                return None
         if isinstance(data.get("u"), str) and isinstance(data.get("t"), str):
-            return Session(data["s"], "", data["c"], data["t"], data["u"])
-        return Session(data["s"], data["d"], data["c"])
+            session = Session(data["s"], "", data["c"], data["t"], data["u"])
+        else:
+            session = Session(data["s"], data["d"], data["c"])
+        known = (session, int(signed_at.timestamp()))
+        with self._lock:
+            if len(self._verified) >= VERIFIED:  # the oldest half goes (dicts keep their insertion order)
+                for stale in list(self._verified)[: VERIFIED // 2]:
+                    del self._verified[stale]
+            self._verified[value] = known
+        return known
 
     def end(self, session: Session) -> None:
         now = time.monotonic()
