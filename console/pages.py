@@ -71,6 +71,27 @@ def section(path: str, groups: tuple[tuple[str, tuple[tuple[str, str], ...]], ..
     return best
 
 
+# What a plain dict has as attributes (its methods): `d.items` in a template is the method, as in Jinja.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class _Environment(Environment):
+    """Jinja's environment, reading `row.name` of a plain dict as its item at once. Jinja tries the
+    attribute first, and for a dict that raises and catches an AttributeError before it reads the
+    item: a few hundred exceptions a page, most of the time of an answer such as an attach's
+    (servers/_tools.html; bench.console_browser). The result is the same: a name that is one of
+    dict's own attributes (`items`, `get`…), a key that is not there, or any other object go
+    through Jinja's own `getattr`."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:  # noqa: A003 - Jinja's method
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 class Pages:
     def __init__(self, templates: Path | tuple[Path, ...] = TEMPLATES, static: Path = STATIC,
                  navigation: Iterable[Nav] = ()) -> None:
@@ -79,7 +100,7 @@ class Pages:
         # Each template compiled once and kept (auto_reload off): the files do not change while the service
         # runs (a new release is a new start), and checking each one's modification time on every render
         # and include cost a page a stat call per template it includes (a save's answer includes nine).
-        self.env = Environment(loader=FileSystemLoader(templates), autoescape=True, undefined=StrictUndefined,
+        self.env = _Environment(loader=FileSystemLoader(templates), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True, auto_reload=False, cache_size=-1)
         self.static = static
         self._versions: dict[str, str] = {}
