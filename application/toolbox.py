@@ -282,10 +282,14 @@ class Toolbox(Tools):
         """The position the tenant's catalog is at, brought up to the store's first."""
         return self._catalog(tenant).position
 
-    def entries(self, tenant: str) -> list[ToolEntry]:
+    def entries(self, tenant: str, *, as_of: int | None = None) -> list[ToolEntry]:
         """Every tool of the tenant, sorted by name; those that lose R15 carry `shadowed_by`.
-        Costs the whole catalog once per change: a page (`page`) costs its size."""
-        catalog = self._catalog(tenant)
+        Costs the whole catalog once per change: a page (`page`) costs its size. `as_of`: the
+        catalog as of that store position at least, rather than the store's newest: for an answer
+        to a write of the caller's own that changes no tool (an attach: the console's server page
+        shows the attached tools' kinds and states), read at the position before the write, so
+        that the answer does not read back that write's events to learn nothing."""
+        catalog = self._catalog(tenant, as_of)
         with catalog.lock:
             if catalog.flat is None:
                 catalog.flat = [entry for holders in catalog.listed.values() for entry in holders]
@@ -354,10 +358,10 @@ class Toolbox(Tools):
         """Whether the catalog lists a tool `name` of a kind other than the one labelled `besides`."""
         return any(self.kind_of(e).label != besides for e in self.holders(tenant, name))
 
-    def _catalog(self, tenant: str) -> _Catalog:
-        """The tenant's catalog as of the event store's position at least: one thread brings it
-        up to date while the others wait, then take its result."""
-        position = self._store.position()
+    def _catalog(self, tenant: str, as_of: int | None = None) -> _Catalog:
+        """The tenant's catalog as of the event store's position (or `as_of`) at least: one thread
+        brings it up to date while the others wait, then take its result."""
+        position = self._store.position() if as_of is None else as_of
         catalog = self._catalogs.get(tenant)
         if catalog is None:
             catalog = self._catalogs.setdefault(tenant, _Catalog(self._kinds))

@@ -47,11 +47,12 @@ def _page(record_id: str) -> str:
 # -- the tools: what may be attached, what is ----------------------------------------------------
 
 
-def choices(services: Any, tenant: str, attached: list[str]) -> list[dict[str, Any]]:
+def choices(services: Any, tenant: str, attached: list[str], *, as_of: int | None = None) -> list[dict[str, Any]]:
     """The tools not yet attached, one choice each: a File Search tool is one choice (its name), its
-    capabilities listed under it, as attaching its name attaches them all (`Toolbox.expanded`)."""
+    capabilities listed under it, as attaching its name attaches them all (`Toolbox.expanded`).
+    `as_of`: the catalog as of that store position at least (`Toolbox.entries`)."""
     by_name: dict[str, dict[str, Any]] = {}
-    for entry in services.toolbox.entries(tenant):
+    for entry in services.toolbox.entries(tenant, as_of=as_of):
         if entry.shadowed_by is not None:
             continue  # a call of the name reaches the winner of R15, which is its own choice
         name = entry.group or entry.name
@@ -66,11 +67,11 @@ def choices(services: Any, tenant: str, attached: list[str]) -> list[dict[str, A
     return sorted(by_name.values(), key=lambda c: c["name"])
 
 
-def attached_rows(services: Any, tenant: str, names: list[str]) -> list[dict[str, Any]]:
+def attached_rows(services: Any, tenant: str, names: list[str], *, as_of: int | None = None) -> list[dict[str, Any]]:
     """Each attached name with its kind in words, its page, its state and its capabilities."""
     toolbox = services.toolbox
     entries: dict[str, list[ToolEntry]] = {}
-    for entry in toolbox.entries(tenant):
+    for entry in toolbox.entries(tenant, as_of=as_of):
         if entry.shadowed_by is None:
             entries.setdefault(entry.group or entry.name, []).append(entry)
     rows = []
@@ -147,11 +148,15 @@ add_details(SERVERS, detail_context)
 # -- attaching and detaching ---------------------------------------------------------------------
 
 
-def _answer(request: Request, record_id: str, *, problem: str = "", text: str = "", undo: Undo | None = None) -> Response:
+def _answer(request: Request, record_id: str, *, problem: str = "", text: str = "", undo: Undo | None = None,
+            seen: int | None = None) -> Response:
     """After an attach or a detach: for htmx the attached tools' section alone (what the page swaps
     in), with a toast; for a plain form (no script) a redirect to the page, or the page with the problem.
     The section alone, not the page of which htmx would keep that section: the rest (the clients'
-    configurations, the check's tokens and profiles, the shell) was most of an attach's answer."""
+    configurations, the check's tokens and profiles, the shell) was most of an attach's answer.
+    `seen`: the store's position before the request's own writes, which change no tool (the
+    attachments are the server's record, read afresh): the tools' kinds and states are read from the
+    catalog as of then, without reading back the events just written."""
     services = _services(request)
     tenant = request.state.visitor.principal.tenant
     record = services.records.get(tenant, SERVER, record_id)
@@ -161,7 +166,8 @@ def _answer(request: Request, record_id: str, *, problem: str = "", text: str = 
         return toast(request, RedirectResponse(_page(record_id), status_code=303), text, undo=undo)
     section = request.app.state.console_pages.render(
         request, "servers/_tools.html", r=record, problem_text=problem,
-        attachable=choices(services, tenant, record["tools"]), attached_rows=attached_rows(services, tenant, record["tools"]))
+        attachable=choices(services, tenant, record["tools"], as_of=seen),
+        attached_rows=attached_rows(services, tenant, record["tools"], as_of=seen))
     return section if problem else toast(request, section, text, undo=undo)
 
 
@@ -173,6 +179,7 @@ async def attach_tools(record_id: str, request: Request, visitor: Writer) -> Res
     names = list(dict.fromkeys(str(v).strip() for v in form.getlist("tool") if str(v).strip()))
     principal = visitor.principal
     records = _services(request).records
+    seen = _services(request).store.position()
     if not names:
         records.get(principal.tenant, SERVER, record_id)  # an unknown server is a 404, not a form problem
         return _answer(request, record_id, problem="Choose at least one tool to attach.")
@@ -186,23 +193,24 @@ async def attach_tools(record_id: str, request: Request, visitor: Writer) -> Res
             refused = f"Not attached: {error.detail}."
             if done:
                 refused += f" Attached {', '.join(done)}."
-            return _answer(request, record_id, problem=refused)
+            return _answer(request, record_id, problem=refused, seen=seen)
         done.append(name)
     text = f"Attached {done[0]}." if len(done) == 1 else f"Attached {len(done)} tools: {', '.join(done)}."
-    return _answer(request, record_id, text=text)
+    return _answer(request, record_id, text=text, seen=seen)
 
 
 @router.post("/{record_id}/tools/{name}/detach")
 def detach_tool(record_id: str, name: str, request: Request, visitor: Writer) -> Response:
     principal = visitor.principal
+    seen = _services(request).store.position()
     try:
         _services(request).records.detach(principal.tenant, record_id, name, by=principal.name)
     except errors.UnknownRecord as error:
         if error.record_id != name:
             raise
-        return _answer(request, record_id, problem=f"Not detached: {name} is not attached to {record_id} (any more).")
+        return _answer(request, record_id, problem=f"Not detached: {name} is not attached to {record_id} (any more).", seen=seen)
     undo = Undo(f"{_page(record_id)}/tools", label="Undo", fields={"tool": name})
-    return _answer(request, record_id, text=f"Detached {name}.", undo=undo)
+    return _answer(request, record_id, text=f"Detached {name}.", undo=undo, seen=seen)
 
 
 # -- the check: the server's tools as a caller sees them -----------------------------------------

@@ -107,3 +107,21 @@ def test_a_module_never_published_is_shown_and_checked_as_not_published(client: 
     expect(client.post("/api/v1/admin/usage-profiles", json={"id": profile, "allowedTools": [name]}), 201)
     checked = admin.get(f"/console/servers/{server}/check", params={"caller": f"profile:{profile}"}, headers=HTMX).text
     assert "0 tools listed" in checked and f"{name}</span>: it is not published." in checked
+
+
+def test_an_answer_shows_the_tools_as_they_stood_when_it_was_asked(client: TestClient, admin: TestClient) -> None:
+    """Attach and detach read the tools' kinds and states as of the moment before their own write
+    (which changes no tool): what others changed before it, the answer shows."""
+    tool = module_tool(client)
+    server = _server(client, tool)
+    admin.get(f"/console/servers/{server}")  # the page read the catalog; nothing has read it since
+    newer = module_tool(client)  # made by someone else, then the detach
+    detached = post(admin, f"/console/servers/{server}/tools/{tool}/detach", {}, headers=HTMX)
+    assert f'name="tool" value="{newer}"' in detached.text and f'name="tool" value="{tool}"' in detached.text
+    expect(client.put(f"/api/v1/admin/code-modules/{tool}", json={"tool": {"enabled": False, "exposeInChat": True,
+                                                                            "inputParameters": []}}), 200)
+    expect(client.post(f"/api/v1/admin/code-modules/{tool}/publish"), 200)
+    attached = post(admin, f"/console/servers/{server}/tools", [("tool", tool)], headers=HTMX)
+    row = attached.text.split(f'href="/console/modules/{tool}"', 1)[1].split("</tr>", 1)[0]
+    assert "disabled" in row and f'name="tool" value="{tool}"' not in attached.text
+    assert f'name="tool" value="{newer}"' in attached.text
