@@ -6,13 +6,14 @@ static model, infrastructure/embeddings.py).
   each sharing no content word with its passage, and 10 lexical ones naming a code or a name,
   over 262 chunks): recall@5 and nDCG@10 (one relevant chunk a question) of lexical, semantic and
   hybrid retrieval, through `domain.retrieval.retrieve` as the `search` capability calls it
-  (limit 10). Goals (issue 36): hybrid recall@5 ≥ 0.8 and ≥ lexical's + 0.25 on the paraphrases;
+  (limit 10; the query's vector centred on the tool's mean, and, for comparison, as it is). Goals (issue 36): hybrid recall@5 ≥ 0.8 and ≥ lexical's + 0.25 on the paraphrases;
   on the lexical questions, hybrid keeps lexical's recall.
 - **Latency** over 100,000 chunks of one tool (English-like text of bench.search_index, each
   chunk embedded), 100 queries of 1-3 words and 62 questions of the set, each through
   `retrieve` (the query's embedding included) in lexical and in hybrid mode, interleaved; the
-  CPU time of each (the thread's: SQLite runs in it), which a loaded machine changes less than
-  the wall clock (shown too). Goals: hybrid p95 ≤ 2 × lexical p95, and ≤ 50 ms.
+  CPU time of each (the process's: SQLite runs in the calling thread, NumPy's matrix product may
+  use its own threads), which a loaded machine changes less than the wall clock (shown too).
+  Goals: hybrid p95 ≤ 2 × lexical p95, and ≤ 50 ms.
 - **Embedding throughput**: chunks of about 1,500 characters embedded a second by one process
   (CPU time, one thread: an extraction worker's), and a query's embedding.
 
@@ -34,6 +35,7 @@ from typing import Any
 
 from bench._common import Progress, Row, millis, standalone
 from domain.documents import TEXT, Chunk, DocumentIndex, IndexedDocument, query_terms
+from domain import retrieval
 from domain.retrieval import EXISTING_TOOL, HYBRID, LEXICAL, NEW_TOOL, SEMANTIC, retrieve
 
 TITLE = "File Search retrieval: lexical, semantic and hybrid on the embedded index"
@@ -135,18 +137,32 @@ def latency(chunks: int, queries: int, embedder: Any, embed: Callable[[str], tup
                 if not terms:
                     continue
                 for mode in (LEXICAL, HYBRID) if i % 2 == 0 else (HYBRID, LEXICAL):
-                    began, cpu = time.perf_counter(), time.thread_time()
+                    began, cpu = time.perf_counter(), time.process_time()
                     retrieve(index, embed, TENANT, TOOL, query, terms, LIMIT, None, RETRIEVAL[mode])
-                    times[mode].append(time.thread_time() - cpu)
+                    times[mode].append(time.process_time() - cpu)
                     walls[mode].append(time.perf_counter() - began)
-            cpu = time.thread_time()
+            cpu = time.process_time()
             for query in asked:
                 index.vector_search(TENANT, TOOL, embed(query)[1], embedder.model, LIMIT)
-            vector_only = (time.thread_time() - cpu) / len(asked)
+            vector_only = (time.process_time() - cpu) / len(asked)
+            # A write to the tool: the next search reads the tool's matrix again (once).
+            text = language.document(1_400)
+            index.put(TENANT, TOOL, IndexedDocument("late", "Late", "late.txt", TEXT, embedder.model),
+                      [Chunk(0, 0, len(text), text, vector=to_bytes(embedder.embed_array([text])[0:1]))])
+            cpu = time.process_time()
+            index.vector_search(TENANT, TOOL, embed(asked[0])[1], embedder.model, LIMIT)
+            reload = time.process_time() - cpu
+            # sqlite-vec's own scan, as when the tool's matrix is beyond the cache.
+            index._matrices.max_bytes = 0  # noqa: SLF001 (the bench compares the two read paths)
+            index._matrices.clear()  # noqa: SLF001
+            cpu = time.process_time()
+            for query in asked[:20]:
+                index.vector_search(TENANT, TOOL, embed(query)[1], embedder.model, LIMIT)
+            vec0_only = (time.process_time() - cpu) / len(asked[:20])
         finally:
             index.close()
     return {"times": times, "walls": walls, "built": built, "chunks": chunks, "embedded_seconds": embedded_seconds,
-            "vector_only": vector_only}
+            "vector_only": vector_only, "reload": reload, "vec0_only": vec0_only}
 
 
 def throughput(embedder: Any, count: int) -> tuple[float, float]:
@@ -184,20 +200,30 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[Row], dict[str, Any]]:
         try:
             index_set(index, embedder, data)
             quality = evaluate(index, embed, data)
+            retrieval.CENTRED = False  # the query's vector as it is, for comparison
+            try:
+                uncentred = evaluate(index, embed, data)
+            finally:
+                retrieval.CENTRED = True
         finally:
             index.close()
     para, lex = quality["paraphrase"], quality["lexical"]
     for kind, figures in (("paraphrase", para), ("lexical", lex)):
         for mode in MODES:
-            goal, meets = "", None
+            goal, meets, ratio = "", None, None
             if kind == "paraphrase" and mode == HYBRID:
-                goal = "≥ 0.80 and ≥ lexical + 0.25"
+                goal, ratio = "≥ 0.80 (ratio: of 0.80) and ≥ lexical + 0.25", figures[HYBRID]["recall@5"] / 0.8
                 meets = figures[HYBRID]["recall@5"] >= 0.8 and figures[HYBRID]["recall@5"] >= figures[LEXICAL]["recall@5"] + 0.25
             if kind == "lexical" and mode == HYBRID:
                 goal, meets = "≥ lexical", figures[HYBRID]["recall@5"] >= figures[LEXICAL]["recall@5"]
             rows.append(Row(f"{kind} questions: {mode}, recall@5 / nDCG@10",
                             f"{figures[mode]['recall@5']:.2f} / {figures[mode]['ndcg@10']:.2f}",
-                            f"lexical {figures[LEXICAL]['recall@5']:.2f}", goal=goal, meets=meets))
+                            f"lexical {figures[LEXICAL]['recall@5']:.2f}", ratio, goal=goal, meets=meets))
+    for kind in ("paraphrase", "lexical"):
+        figures = uncentred[kind]
+        rows.append(Row(f"  {kind}: semantic / hybrid recall@5, the query's vector not centred",
+                        f"{figures[SEMANTIC]['recall@5']:.2f} / {figures[HYBRID]['recall@5']:.2f}",
+                        f"centred {quality[kind][SEMANTIC]['recall@5']:.2f} / {quality[kind][HYBRID]['recall@5']:.2f}"))
     progress(f"latency over {chunks:,} chunks")
     measured = latency(chunks, queries, embedder, embed, data, progress)
     lexical, hybrid = measured["times"][LEXICAL], measured["times"][HYBRID]
@@ -206,11 +232,17 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[Row], dict[str, Any]]:
                     f"{millis(percentile(hybrid, 50))} / {millis(percentile(hybrid, 95))}",
                     f"lexical {millis(percentile(lexical, 50))} / {millis(percentile(lexical, 95))}",
                     ratio, goal="≤ 2.00 and p95 ≤ 50 ms", meets=ratio <= 2.0 and percentile(hybrid, 95) <= 0.050))
+    rows.append(Row("  hybrid CPU p95 against its 50 ms goal", millis(percentile(hybrid, 95)), "50 ms",
+                    percentile(hybrid, 95) / 0.050, goal="≤ 1.00", meets=percentile(hybrid, 95) <= 0.050))
     wall_h, wall_l = measured["walls"][HYBRID], measured["walls"][LEXICAL]
     rows.append(Row("  the same, wall clock p50 / p95 (the machine's load in it)",
                     f"{millis(percentile(wall_h, 50))} / {millis(percentile(wall_h, 95))}",
                     f"lexical {millis(percentile(wall_l, 50))} / {millis(percentile(wall_l, 95))}"))
-    rows.append(Row("  of which the nearest vectors alone (sqlite-vec, k 10), CPU mean", millis(measured["vector_only"]), ""))
+    rows.append(Row("  of which the nearest vectors alone (the tool's matrix in memory, k 10), CPU mean",
+                    millis(measured["vector_only"]), f"sqlite-vec's scan {millis(measured['vec0_only'])}",
+                    measured["vector_only"] / measured["vec0_only"] if measured["vec0_only"] else None))
+    rows.append(Row("  the first vector search after a write to the tool (its matrix read again), CPU",
+                    millis(measured["reload"]), ""))
     per_second, query_seconds = throughput(embedder, 400 if args.quick else 2_000)
     rows.append(Row("embedding: chunks of ~1,500 characters a second, one worker", f"{per_second:,.0f}", ""))
     rows.append(Row("embedding: one query", f"{query_seconds * 1e6:,.0f} µs", ""))

@@ -163,7 +163,19 @@ class DropTool:
     tool: str
 
 
-IndexChange = PutDocument | RemoveDocument | DropTool
+@dataclass(frozen=True)
+class PutVectors:
+    """A change of the index: the document's chunks get `vectors` (one a chunk, in order) by
+    `model` in place of those they had (a document embedded again); their words do not change."""
+
+    tenant: str
+    tool: str
+    document_id: str
+    model: str
+    vectors: Sequence[bytes]
+
+
+IndexChange = PutDocument | RemoveDocument | DropTool | PutVectors
 
 
 @dataclass(frozen=True)
@@ -196,6 +208,12 @@ class DocumentIndex(ABC):
         for tenant, tool, document, chunks in documents:
             self.put(tenant, tool, document, chunks)
 
+    def put_vectors(self, tenant: str, tool: str, document_id: str, model: str, vectors: Sequence[bytes]) -> bool:
+        """Gives the document's chunks `vectors` by `model` (one a chunk, in order) in place of
+        those they had; False (nothing changed) when the index has not one chunk a vector of the
+        document (a document not indexed yet, or chunked otherwise)."""
+        return False
+
     @abstractmethod
     def remove(self, tenant: str, tool: str, document_id: str) -> None:
         """The document's chunks are gone; removing a document the index lacks is no error."""
@@ -219,6 +237,12 @@ class DocumentIndex(ABC):
         cosine similarity, the hit's score, higher is better), best first, within `document_ids` when
         given; chunks of another model, or with no vector, are never answered."""
         return []
+
+    def vector_mean(self, tenant: str, tool: str, model: str) -> bytes | None:
+        """The mean of the tool's vectors by `model` (float32, each vector L2-normalized before
+        it is averaged; not normalized itself), or None: no vectors, or an index that cannot tell
+        (semantic retrieval then asks with the query's vector as it is, `domain.retrieval`)."""
+        return None
 
     @abstractmethod
     def chunks(self, tenant: str, tool: str, document_id: str, first: int, last: int) -> list[StoredChunk]:

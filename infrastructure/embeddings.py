@@ -14,6 +14,14 @@ Chunks are embedded in the extraction workers (`infrastructure/extraction/worker
 upload's request; a query is embedded in the server's process at search time. Vectors travel and
 are stored as little-endian float32 (`to_bytes`, `from_bytes`), `dimensions` per vector, and each
 is named by its model (`model`, `name@version`): vectors of two models are never compared.
+
+Two models can be chosen (`TOOLSMITH_EMBEDDING_MODEL`, `CHOICES`), both from the same wheel:
+`l2_supercat_256`, the whole table, and `l2_supercat_128`, its first 128 dimensions (WordLlama's
+models are Matryoshka-trained: a prefix of a vector is a coarser vector of the same text),
+normalized again and padded with zeros to the index's 256 (the cosine of two padded vectors is
+their prefixes' cosine). A model's name holds the choice and the package's version
+(`wordllama/l2_supercat_128@0.4.0.post1`), so changing either changes the name, and documents
+embedded under another name are embedded again in the background (`toolkinds/search_tools/reembed.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +39,24 @@ PACKAGE = "wordllama"
 CONFIG = "l2_supercat"
 DIMENSIONS = 256
 MAX_TOKENS = 4_096  # a text's tokens beyond these are not read (a chunk holds about 400)
+# The models one may choose (TOOLSMITH_EMBEDDING_MODEL): each is the table's first `dimensions`.
+CHOICES: dict[str, int] = {f"{CONFIG}_256": 256, f"{CONFIG}_128": 128}
+DEFAULT_CHOICE = f"{CONFIG}_256"
+
+
+def model_name(choice: str = DEFAULT_CHOICE) -> str:
+    """The name the vectors of `choice` carry, without loading the model: the choice and the
+    installed package's version."""
+    if choice not in CHOICES:
+        raise ValueError(f"{choice!r} is not an embedding model (they are {', '.join(CHOICES)})")
+    return f"{PACKAGE}/{choice}@{importlib.metadata.version(PACKAGE)}"
+
+
+def choice_of(model: str) -> str | None:
+    """The choice a model's name was made by, whatever package version made it (None: not one of ours)."""
+    head = model.partition("@")[0]
+    choice = head.removeprefix(f"{PACKAGE}/")
+    return choice if head.startswith(f"{PACKAGE}/") and choice in CHOICES else None
 
 
 class Embedder(Protocol):
@@ -49,7 +75,14 @@ class Embedder(Protocol):
 
 
 class WordLlamaEmbedder:
-    def __init__(self) -> None:
+    def __init__(self, choice: str = DEFAULT_CHOICE, *, table: WordLlamaEmbedder | None = None) -> None:
+        """`table`: an embedder of the same wheel whose table and tokenizer this one shares."""
+        self.model = model_name(choice)
+        self._prefix = CHOICES[choice]
+        if table is not None:
+            self._table, self._tokenizer, self._weights = table._table, table._tokenizer, table._weights
+            self.dimensions = DIMENSIONS
+            return
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
@@ -67,7 +100,6 @@ class WordLlamaEmbedder:
         # plain mean, 0.75 so; bench.hybrid_search).
         self._weights = np.linalg.norm(self._table, axis=1).astype(np.float32)
         self.dimensions = int(self._table.shape[1])
-        self.model = f"{PACKAGE}/{CONFIG}_{self.dimensions}@{importlib.metadata.version(PACKAGE)}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self.embed_array(texts).tolist()
@@ -83,9 +115,10 @@ class WordLlamaEmbedder:
             if ids:
                 rows = self._table[np.clip(np.asarray(ids, dtype=np.int64), 0, vocabulary - 1)]
                 row = self._weights[np.clip(np.asarray(ids, dtype=np.int64), 0, vocabulary - 1)] @ rows
+                row = row[:self._prefix]  # the Matryoshka prefix; the rest stays zero
                 norm = float(np.linalg.norm(row))
                 if norm > 0:
-                    out[i] = row / norm
+                    out[i, :self._prefix] = row / norm
         return out
 
 
@@ -109,14 +142,16 @@ def from_bytes(data: bytes, dimensions: int) -> np.ndarray:
     return np.frombuffer(data, dtype="<f4").reshape(-1, dimensions)
 
 
-_shared: WordLlamaEmbedder | None = None
+_shared: dict[str, WordLlamaEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
-def default_embedder() -> WordLlamaEmbedder:
-    """The process's one embedder (loaded on first use, about 0.3 s and 35 MB)."""
-    global _shared
+def default_embedder(choice: str = DEFAULT_CHOICE) -> WordLlamaEmbedder:
+    """The process's embedder of `choice` (the table loaded on first use, about 0.3 s and 35 MB,
+    and shared by every choice)."""
     with _shared_lock:
-        if _shared is None:
-            _shared = WordLlamaEmbedder()
-        return _shared
+        if choice not in _shared:
+            model_name(choice)  # an unknown choice raises before anything loads
+            first = next(iter(_shared.values()), None)
+            _shared[choice] = WordLlamaEmbedder(choice, table=first)
+        return _shared[choice]

@@ -63,6 +63,7 @@ from domain.documents import (
     IndexPosition,
     IndexUnavailable,
     PutDocument,
+    PutVectors,
     VECTOR_DIMENSIONS,
     StoredChunk,
     chunk_id,
@@ -79,6 +80,10 @@ BULK_BYTES = 4 * 1024 * 1024
 RETRY_ATTEMPTS = 8
 RETRY_BASE_SECONDS = 0.05
 MAX_CHUNKS_READ = 10_000
+# The documents one delete of the chunks past their last takes: five clauses each, under the
+# 1,024 clauses a query may hold (indices.query.bool.max_clause_count's default).
+EXTRA_DOCUMENTS = 200
+MAX_TERMS = 65_536  # the values one `terms` query takes (index.max_terms_count's default)
 
 _KEYWORD = {"type": "keyword"}
 _KEPT = {"type": "keyword", "index": False, "doc_values": False}
@@ -194,14 +199,12 @@ class OpenSearchDocumentIndex(DocumentIndex):
             self._bulk(body, refresh=i == len(bodies) - 1)
 
     def put_many(self, documents: Sequence[tuple[str, str, IndexedDocument, Sequence[Chunk]]]) -> None:
-        """The documents' old chunks deleted by one query per tool, then every new chunk in `_bulk`
-        requests of about `BULK_BYTES`, with one refresh at the end (a rebuild's path: one refresh
-        per batch rather than per document)."""
-        by_tool: dict[tuple[str, str], list[str]] = {}
-        for tenant, tool, document, _ in documents:
-            by_tool.setdefault((tenant, tool), []).append(document.document_id)
-        for (tenant, tool), document_ids in by_tool.items():
-            self._delete_by_query({"bool": {"filter": _scope(tenant, tool, document_ids)}}, refresh=False)
+        """Every new chunk in `_bulk` requests of about `BULK_BYTES` (over each chunk of the same id),
+        then the chunks numbered past each document's new last one deleted by one query per
+        `EXTRA_DOCUMENTS` documents (a rebuild's path: a refresh or two per batch rather than one
+        per document). Nothing is deleted before its replacement is written: a replica putting a
+        document again (two replicas follow one log into one index) never leaves a search,
+        between its steps, without the document."""
         actions = [
             _line({"index": {"_id": chunk_doc_id(tenant, tool, document.document_id, c.n)}})
             + _line(chunk_source(tenant, tool, document, c, self.vectors))
@@ -210,6 +213,33 @@ class OpenSearchDocumentIndex(DocumentIndex):
         bodies = list(_bodies(actions))
         for i, body in enumerate(bodies):
             self._bulk(body, refresh=i == len(bodies) - 1)
+        # Each past-the-last clause names the document fully: the same id may be another tool's.
+        extras = [
+            {"bool": {"filter": [*_scope(tenant, tool, [document.document_id]), {"range": {"n": {"gte": len(chunks)}}}]}}
+            for tenant, tool, document, chunks in documents
+        ]
+        for part in _parts(extras, EXTRA_DOCUMENTS):
+            # refreshed when it deleted something (a delete that matched nothing does not refresh)
+            self._delete_by_query({"bool": {"minimum_should_match": 1, "should": part}}, refresh=True)
+
+    def put_vectors(self, tenant: str, tool: str, document_id: str, model: str, vectors: Sequence[bytes]) -> bool:
+        """A partial update of each chunk (`model`, `vector`): the vector is not in `_source`, the
+        update gives it anew. Only when the document has exactly one chunk a vector."""
+        if not self.vectors or not vectors or any(len(v) != 4 * VECTOR_DIMENSIONS for v in vectors):
+            return False
+        body = {"query": {"bool": {"filter": _scope(tenant, tool, [document_id])}}}
+        if int(self._call(lambda: self.client.count(index=self.index, body=body))["count"]) != len(vectors):
+            return False
+        if self._last_number(tenant, tool, document_id, 0) != len(vectors) - 1:
+            return False
+        actions = [
+            _line({"update": {"_id": chunk_doc_id(tenant, tool, document_id, n)}})
+            + _line({"doc": {"model": model, "vector": np.frombuffer(vector, dtype="<f4").tolist()}})
+            for n, vector in enumerate(vectors)
+        ]
+        for body_part in _bodies(actions):
+            self._bulk(body_part, refresh=True)
+        return True
 
     def remove(self, tenant: str, tool: str, document_id: str) -> None:
         self._delete_by_query({"bool": {"filter": _scope(tenant, tool, [document_id])}})
@@ -234,6 +264,8 @@ class OpenSearchDocumentIndex(DocumentIndex):
                 puts = {}
             if isinstance(change, DropTool):
                 self.drop(change.tenant, change.tool)
+            elif isinstance(change, PutVectors):
+                self.put_vectors(change.tenant, change.tool, change.document_id, change.model, change.vectors)
             else:
                 self.remove(change.tenant, change.tool, change.document_id)
         if puts:
@@ -538,8 +570,17 @@ class _Overloaded(IndexUnavailable):
 def _scope(tenant: str, tool: str, document_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
     filters: list[dict[str, Any]] = [{"term": {"tenant": tenant}}, {"term": {"tool": tool}}]
     if document_ids is not None:
-        filters.append({"terms": {"document_id": list(document_ids)}})
+        ids = list(document_ids)
+        if len(ids) <= MAX_TERMS:
+            filters.append({"terms": {"document_id": ids}})
+        else:  # a metadata filter's documents may be more than one `terms` query takes
+            filters.append({"bool": {"minimum_should_match": 1, "should": [
+                {"terms": {"document_id": ids[i:i + MAX_TERMS]}} for i in range(0, len(ids), MAX_TERMS)]}})
     return filters
+
+
+def _parts(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _line(value: dict[str, Any]) -> bytes:

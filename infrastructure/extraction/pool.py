@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, cast
 
@@ -91,9 +92,11 @@ class ExtractorPool:
     `max_chars` characters of text."""
 
     def __init__(self, workers: int = 2, timeout_seconds: float = 60, memory_mb: int = 512,
-                 max_chars: int = 10_000_000) -> None:  # fmt: skip
+                 max_chars: int = 10_000_000, embedding: str | None = None) -> None:  # fmt: skip
+        """`embedding`: the embedding model's choice (`infrastructure.embeddings.CHOICES`; None: the default)."""
         if workers < 1:
             raise ValueError("an extraction pool needs at least one worker")
+        self.embedding = embedding
         self.timeout_seconds = timeout_seconds
         self.memory_mb = memory_mb
         self.max_chars = max_chars
@@ -131,6 +134,50 @@ class ExtractorPool:
                      "seconds": round(time.monotonic() - started, 3), "chars": len(extracted.text),
                      "pages": len(extracted.page_starts)})  # fmt: skip
             return extracted
+
+    def embed(self, path: str, media_type: str, page_starts: Sequence[int], title: str | None, *,
+              background: bool = True) -> tuple[str, bytes]:
+        """The model and the chunks' vectors (float32, in chunk order) of the text at `path` (UTF-8,
+        as the server holds it), chunked as the chunk index chunks it, in a worker under the same
+        limits as an extraction; raises `ExtractionFailed` with the reason."""
+        with self._turns:
+            worker = self._take()
+            started = time.monotonic()
+            deadline = started + self.timeout_seconds
+            try:
+                wire.send_json(worker.jobs_fd, {"embed": True, "path": os.path.abspath(path), "media_type": media_type,
+                                                "page_starts": list(page_starts), "title": title})
+                if background and not wire.readable(worker.answers_fd, started + LONG_EXTRACTION_SECONDS):
+                    worker.lowered = True
+                    lower(worker.pid, idle=True, what="an extraction worker")
+                answer = wire.receive_json(worker.answers_fd, deadline, _ANSWER_BYTES)
+                if not answer.get("ok"):
+                    raise ExtractionFailed(str(answer.get("reason")))
+                vectors = wire.receive(worker.answers_fd, 4 * self.max_chars + 1024, deadline)
+                model = answer.get("model")
+                if not isinstance(model, str):
+                    raise ValueError("no model named")
+            except wire.Timeout:
+                worker.kill()
+                self._retire(worker)
+                raise ExtractionFailed(self._timed_out()) from None
+            except (EOFError, BrokenPipeError):
+                reason = self._died(worker)
+                self._retire(worker)
+                raise ExtractionFailed(reason) from None
+            except (ValueError, KeyError) as e:
+                worker.kill()
+                self._retire(worker)
+                log.error("extraction worker answered out of protocol", extra={"worker": worker.pid, "error": repr(e)})
+                raise ExtractionFailed("embedding failed unexpectedly (its worker answered out of protocol)") from None
+            except BaseException:
+                self._retire(worker)
+                raise
+            worker.jobs += 1
+            self._give_back(worker)
+            log.info("document embedded", extra={"media_type": media_type, "worker": worker.pid, "model": model,
+                     "seconds": round(time.monotonic() - started, 3), "bytes": len(vectors)})  # fmt: skip
+            return model, vectors
 
     def close(self) -> None:
         """Stops every worker, a busy one too (its caller gets `ExtractionFailed`); the pool
@@ -233,7 +280,7 @@ class ExtractorPool:
 
     def _start(self) -> _Worker:
         started = time.monotonic()
-        limits = (str(self.memory_mb), str(self.max_chars), repr(float(self.timeout_seconds)))
+        limits = (str(self.memory_mb), str(self.max_chars), repr(float(self.timeout_seconds)), self.embedding or "")
         try:
             # Its own session: a Ctrl-C meant for the server does not reach it (closing its stdin ends it).
             process = subprocess.Popen(

@@ -15,6 +15,10 @@ hold it is chunked as the chunk index chunks it (`domain.chunking`), and each ch
 back in a third frame (float32), so that an upload's request never embeds and the server's process
 embeds only queries. A document whose chunks cannot be embedded (the model missing, a memory
 limit) is answered without vectors: it is still found by its words.
+
+A job `{"embed": true, …}` embeds a text the server holds already (a document embedded again under
+another model, `toolkinds/search_tools/reembed.py`): the file at `path` is that text (UTF-8), chunked
+with the `page_starts` and `title` given, and answered with the vectors only.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ CPU_MARGIN_SECONDS = 5
 
 def main(argv: list[str]) -> None:
     """Serves jobs until stdin closes; `argv` is the memory limit in MiB, the longest text in
-    characters and a job's time limit in seconds."""
+    characters, a job's time limit in seconds and the embedding model's choice (by default the
+    default one)."""
     memory_mb, max_chars, timeout_seconds = int(argv[0]), int(argv[1]), float(argv[2])
-    embedder = _embedder()
+    embedder = _embedder(argv[3] if len(argv) > 3 else None)
     # The limit is the document's: `memory_mb` beyond what the worker itself maps once loaded (the
     # interpreter, the extractors' libraries, the embedding model: about 220 MB with the model).
     limit = _address_space() + memory_mb * MIB
@@ -57,6 +62,9 @@ def main(argv: list[str]) -> None:
             return
         _limit_cpu(timeout_seconds)
         try:
+            if job.get("embed"):
+                _embed_again(answers, embedder, job, max_chars)
+                continue
             extracted = extract(job["path"], job["media_type"], max_chars)
             text = extracted.text.encode("utf-8", "replace")  # a lone surrogate becomes "?": offsets hold
             title = _clean(extracted.title)
@@ -76,11 +84,25 @@ def main(argv: list[str]) -> None:
             wire.send_json(answers, {"ok": False, "reason": reason, "memory": False})
 
 
-def _embedder():  # type: ignore[no-untyped-def]
-    try:
-        from infrastructure.embeddings import WordLlamaEmbedder
+def _embed_again(answers: int, embedder, job: dict, max_chars: int) -> None:  # type: ignore[no-untyped-def]
+    """Answers the vectors of the text at `job["path"]` (chunked as the index chunks it)."""
+    with open(job["path"], "rb") as source:
+        text = source.read(4 * max_chars + 1).decode("utf-8")
+    title = job.get("title")
+    model, vectors = _embed(embedder, Extracted(text, tuple(job.get("page_starts") or ()), title), job["media_type"])
+    if vectors is None:
+        reason = "no embedding model in the extraction worker" if embedder is None else "the text holds no chunk to embed"
+        wire.send_json(answers, {"ok": False, "reason": reason, "memory": False})
+        return
+    wire.send_json(answers, {"ok": True, "model": model, "vectors": True})
+    wire.send(answers, vectors)
 
-        embedder = WordLlamaEmbedder()
+
+def _embedder(choice: str | None = None):  # type: ignore[no-untyped-def]
+    try:
+        from infrastructure.embeddings import DEFAULT_CHOICE, WordLlamaEmbedder
+
+        embedder = WordLlamaEmbedder(choice or DEFAULT_CHOICE)
         # One embedding before the memory limit: OpenBLAS allocates its buffers at its first product
         # and ends the process (no MemoryError) when it cannot, so they must exist before the limit.
         embedder.embed_array(["warm up the products' buffers"])

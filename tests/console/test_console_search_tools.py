@@ -219,6 +219,63 @@ def test_an_edit_switches_a_capability_off_and_a_stale_form_is_refused(
     assert ">typed again</textarea>" in stale.text
 
 
+def test_how_search_finds_passages_is_set_in_the_form_and_each_bad_value_named_next_to_its_field(
+        client: TestClient, admin: TestClient) -> None:
+    name = unique_id("guides")
+    # a new tool's form offers words and meaning (the default), with k at 60 and no floor nor cap
+    new = admin.get(f"{PAGE}/new").text
+    assert checked(new, "retrieval-mode-hybrid") and not checked(new, "retrieval-mode-lexical")
+    assert value_of(new, "retrieval-rrfK") == "60" and value_of(new, "retrieval-minScore") == ""
+    assert "Words and meaning (hybrid)" in new and "Meaning only (semantic)" in new
+    retrieval = {"retrieval_mode": "semantic", "retrieval_rrfK": "30", "retrieval_minScore": "0.25",
+                 "retrieval_maxChunksPerDocument": "2"}
+    answer = post(admin, PAGE, {**tool_form(name), **retrieval}, page=f"{PAGE}/new")
+    assert answer.status_code == 303, answer.text
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["retrieval"] == \
+        {"mode": "semantic", "rrfK": 30, "minScore": 0.25, "maxChunksPerDocument": 2}
+    page = admin.get(f"{PAGE}/{name}").text
+    assert checked(page, "retrieval-mode-semantic") and value_of(page, "retrieval-minScore") == "0.25"
+    assert "Searched by meaning only (semantic)" in words(page)  # the Test panel says how it searches
+    # each bad value is named next to its own field, what was typed kept
+    digest = re.search(r'name="digest" value="(\w+)"', page).group(1)
+    edit = {**tool_form(name), "digest": digest}
+    edit.pop("id")
+    bad = post(admin, f"{PAGE}/{name}", {**edit, "retrieval_mode": "lexical", "retrieval_rrfK": "0",
+                                         "retrieval_minScore": "high", "retrieval_maxChunksPerDocument": "99"},
+               page=f"{PAGE}/{name}").text
+    assert "Some fields need a change." in bad
+    assert error_of(bad, "retrieval-minScore").startswith("Lowest score kept: must be a number")
+    assert value_of(bad, "retrieval-minScore") == "high" and checked(bad, "retrieval-mode-lexical")
+    bad = post(admin, f"{PAGE}/{name}", {**edit, "retrieval_rrfK": "0", "retrieval_maxChunksPerDocument": "99",
+                                         "retrieval_mode": "fuzzy"}, page=f"{PAGE}/{name}").text
+    assert error_of(bad, "retrieval-rrfK").startswith("Fusion constant k: ")
+    assert error_of(bad, "retrieval-maxChunksPerDocument").startswith("Passages per document at most: ")
+    assert re.search(r'id="retrieval-mode-lexical"[^>]*aria-invalid="true" aria-describedby="retrieval-mode-error ', bad)
+    assert re.search(r'<p class="error" id="retrieval-mode-error">Search by: Input should be', bad)
+    assert '<a href="#retrieval-rrfK">' in bad
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["retrieval"]["mode"] == "semantic"  # nothing saved
+    # an empty k is the default, an empty floor and cap are none
+    saved = post(admin, f"{PAGE}/{name}", {**edit, "retrieval_mode": "lexical", "retrieval_rrfK": "",
+                                           "retrieval_minScore": "", "retrieval_maxChunksPerDocument": ""},
+                 page=f"{PAGE}/{name}")
+    assert saved.status_code == 303, saved.text
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["retrieval"] == \
+        {"mode": "lexical", "rrfK": 60, "minScore": None, "maxChunksPerDocument": None}
+    # a form without the retrieval fields (posted by a script of before) keeps the tool's
+    digest = re.search(r'name="digest" value="(\w+)"', admin.get(f"{PAGE}/{name}").text).group(1)
+    assert post(admin, f"{PAGE}/{name}", {**edit, "digest": digest, "description": "again"},
+                page=f"{PAGE}/{name}").status_code == 303
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["retrieval"]["mode"] == "lexical"
+
+
+def test_a_tool_made_before_retrieval_existed_shows_words_only(admin: TestClient) -> None:
+    from toolkinds.search_tools import form as forms
+
+    values = forms.values_of({"description": "old", "capabilities": {}}, "old")  # a recorded config with no retrieval
+    assert values["retrieval"] == {"mode": "lexical", "rrfK": "60", "minScore": "", "maxChunksPerDocument": ""}
+    assert forms.values_of(None)["retrieval"]["mode"] == "hybrid"
+
+
 def test_disable_enable_and_delete_with_its_refusal(client: TestClient, admin: TestClient) -> None:
     name = unique_id("guides")
     made(client, name)
@@ -418,8 +475,43 @@ def test_search_marks_the_words_and_escapes_the_document_text(client: TestClient
     # no match: by words alone (a hybrid tool's meaning always finds the nearest passages)
     described = expect(client.get(f"{TOOLS}/{name}"), 200).json()["description"]
     expect(client.put(f"{TOOLS}/{name}", json={"description": described, "retrieval": {"mode": "lexical"}}), 200)
-    assert "No passage matches “giraffes”." in words(admin.get(f"{PAGE}/{name}/search", params={"query": "giraffes"},
-                                                               headers=HTMX).text)
+    none = words(admin.get(f"{PAGE}/{name}/search", params={"query": "giraffes"}, headers=HTMX).text)
+    assert "No passage matches “giraffes”." in none
+    # what is true by words alone: no stemming; nothing said of meaning
+    assert "By words, a passage must hold one of the query's words as it is typed" in none and "no stemming" in none
+    assert "By meaning" not in none
+
+
+def test_each_result_says_why_it_was_found_and_what_its_score_means(
+        client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name)  # a new tool: words and meaning
+    assert upload(admin, name, [("guide.md", GUIDE)]).status_code == 202
+    assert kind.wait_idle(60)
+
+    def searched(query: str) -> str:
+        return words(admin.get(f"{PAGE}/{name}/search", params={"query": query}, headers=HTMX).text)
+
+    both = searched("zebras graze")
+    assert "Found by its words and by its meaning." in both
+    assert "Searched by words and meaning: a score is the result's rank by its words and its rank by its meaning, fused, from 0 to 1" in both
+    # words the guide does not hold: found by its meaning alone
+    meaning = searched("animals eating grass in the morning")
+    assert "Found by its meaning: it need not hold a word of the query (its start is shown)." in meaning
+    assert "Found by its words" not in meaning
+    described = expect(client.get(f"{TOOLS}/{name}"), 200).json()["description"]
+    expect(client.put(f"{TOOLS}/{name}", json={"description": described, "retrieval": {"mode": "semantic"}}), 200)
+    semantic = searched("zebras graze")
+    assert "Searched by meaning only: a score is the similarity of the passage's meaning to the query's, from −1 to 1" in semantic
+    assert "Found by its meaning" in semantic and "Found by its words" not in semantic
+    expect(client.put(f"{TOOLS}/{name}", json={"description": described, "retrieval": {"mode": "lexical"}}), 200)
+    lexical = searched("zebras graze")
+    assert "Searched by words only: a score is BM25's relevance" in lexical and "Found by its words." in lexical
+    # a floor no result reaches: said first among the reasons, then what holds of words and meaning
+    expect(client.put(f"{TOOLS}/{name}", json={"description": described, "retrieval": {"mode": "hybrid", "minScore": 2}}), 200)
+    floored = searched("zebras graze")
+    assert "No passage matches “zebras graze”. Results scoring below 2 are left out (the tool's lowest score kept)." in floored
+    assert "By words, a passage must hold" in floored and "; by meaning, the nearest passages are always found, but only in documents whose passages were embedded" in floored
 
 
 def test_a_snippet_is_split_only_on_whole_marks() -> None:
@@ -488,3 +580,103 @@ def test_an_auditor_reads_every_page_and_changes_nothing(client: TestClient, kin
     refused = auditor.post(f"{PAGE}/{name}/documents", files=[("files", ("a.txt", b"zebras", "text/plain"))],
                            headers={"Origin": ORIGIN, "X-CSRF-Token": token, "Accept": "application/json"})
     assert refused.status_code == 403
+
+
+# -- metadata and filters ---------------------------------------------------------------------------
+
+SCHEMA = {"department": "string", "year": "number", "draft": "boolean", "published": "date"}
+
+
+def test_metadata_keys_are_declared_in_the_tools_form_and_a_bad_one_named_on_its_row(
+        client: TestClient, admin: TestClient) -> None:
+    name = unique_id("guides")
+    made(client, name, metadata=SCHEMA)
+    page = admin.get(f"{PAGE}/{name}").text
+    assert [value_of(page, f"metadata-key-{i}") for i in range(6)] == ["department", "draft", "published", "year", "", ""]
+    assert re.search(r'id="metadata-type-1".*?<option value="boolean" selected>Yes or no</option>', page, re.S)
+    digest = re.search(r'name="digest" value="(\w+)"', page).group(1)
+    edit = {**tool_form(name), "digest": digest, "metadata_rows": "on"}
+    edit.pop("id")
+    rows = [("metadata_key", k) for k in ("department", "draft", "published", "year", "region", "")] + \
+           [("metadata_type", t) for t in ("string", "boolean", "date", "number", "string", "string")]
+    saved = post(admin, f"{PAGE}/{name}", list(edit.items()) + rows, page=f"{PAGE}/{name}")
+    assert saved.status_code == 303, saved.text
+    assert expect(client.get(f"{TOOLS}/{name}"), 200).json()["metadata"] == {**SCHEMA, "region": "string"}
+    # a key that is not one: named on its own row, the rows as typed kept
+    digest = re.search(r'name="digest" value="(\w+)"', admin.get(f"{PAGE}/{name}").text).group(1)
+    rows = [("metadata_key", "department"), ("metadata_key", "bad key!"),
+            ("metadata_type", "string"), ("metadata_type", "number")]
+    bad = post(admin, f"{PAGE}/{name}", list({**edit, "digest": digest}.items()) + rows, page=f"{PAGE}/{name}").text
+    assert error_of(bad, "metadata-key-1").startswith("Metadata key bad key!: a key is 1 to 64")
+    assert value_of(bad, "metadata-key-1") == "bad key!"
+    # a form without the rows keeps the tool's keys
+    plain = {k: v for k, v in edit.items() if k != "metadata_rows"}
+    assert post(admin, f"{PAGE}/{name}", {**plain, "digest": digest, "description": "again"},
+                page=f"{PAGE}/{name}").status_code == 303
+    assert "region" in expect(client.get(f"{TOOLS}/{name}"), 200).json()["metadata"]
+
+
+def test_metadata_is_given_at_upload_edited_on_the_documents_page_and_filtered_in_the_test_panel(
+        client: TestClient, admin: TestClient, kind: SearchToolKind) -> None:
+    name = unique_id("guides")
+    made(client, name, metadata=SCHEMA)
+    token = page_csrf(admin.get(f"{PAGE}/{name}").text)
+    answer = admin.post(f"{PAGE}/{name}/documents", files=[("files", ("guide.md", GUIDE, "application/octet-stream"))],
+                        data={"upload_meta_department": "Care", "upload_meta_year": "2024", "upload_meta_draft": "no"},
+                        headers={"Origin": ORIGIN, "X-CSRF-Token": token, "Accept": "application/json"})
+    assert answer.status_code == 202, answer.text
+    # a value that does not read: the upload is refused, naming the key
+    refused = admin.post(f"{PAGE}/{name}/documents", files=[("files", ("notes.txt", b"Zebra notes.", "text/plain"))],
+                         data={"upload_meta_year": "last year"},
+                         headers={"Origin": ORIGIN, "X-CSRF-Token": token, "Accept": "application/json"})
+    assert refused.status_code == 400 and "year" in refused.text
+    assert upload(admin, name, [("notes.txt", b"Field notes: zebras at the river.")]).status_code == 202
+    assert kind.wait_idle(60)
+    listed = {d["name"]: d for d in expect(client.get(f"{TOOLS}/{name}/documents"), 200).json()["documents"]}
+    guide, notes = listed["guide.md"], listed["notes.txt"]
+    assert guide["metadata"] == {"department": "Care", "year": 2024, "draft": False}
+    assert notes["metadata"] == {}
+
+    # the document's page shows its values in their fields, and saves them
+    here = f"{PAGE}/{name}/documents/{notes['id']}"
+    page = admin.get(here).text
+    assert value_of(page, "meta-department") == "" and 'id="meta-draft"' in page and "Save the metadata" in page
+    bad = post(admin, f"{here}/metadata", {"meta_department": "Field", "meta_year": "soon", "meta_published": "May"},
+               page=here)
+    assert bad.status_code == 200 and "The metadata was not saved: some values need a change." in bad.text  # as every form
+    assert error_of(bad.text, "meta-year") == "year: must be a number, like 12 or 0.5"
+    assert value_of(bad.text, "meta-department") == "Field" and value_of(bad.text, "meta-year") == "soon"
+    bad = post(admin, f"{here}/metadata", {"meta_department": "Field", "meta_published": "May"}, page=here)
+    assert bad.status_code == 200 and error_of(bad.text, "meta-published").startswith("published: must be")
+    saved = post(admin, f"{here}/metadata", {"meta_department": "Field", "meta_year": "2023", "meta_draft": "yes",
+                                             "meta_published": "2023-05-01"}, page=here)
+    assert saved.status_code == 303, saved.text
+    assert read_cookie(saved.cookies[COOKIE])["text"] == "Saved the metadata of notes.txt."
+    assert expect(client.get(f"{TOOLS}/{name}/documents/{notes['id']}"), 200).json()["metadata"] == \
+        {"department": "Field", "year": 2023, "draft": True, "published": "2023-05-01"}
+    assert value_of(admin.get(here).text, "meta-published") == "2023-05-01"
+    # an empty field removes its value
+    assert post(admin, f"{here}/metadata", {"meta_department": "Field"}, page=here).status_code == 303
+    assert expect(client.get(f"{TOOLS}/{name}/documents/{notes['id']}"), 200).json()["metadata"] == {"department": "Field"}
+
+    # the Test panel's filter: only the documents that pass are searched
+    def searched(**params: str) -> str:
+        return words(admin.get(f"{PAGE}/{name}/search", params=params, headers=HTMX).text)
+
+    care = searched(query="zebras", filter_key_0="department", filter_op_0="eq", filter_value_0="Care")
+    assert "1 result for “zebras” within the filter." in care and "guide.md" in care and "notes.txt" not in care
+    assert "department: Care · draft: no · year: 2024" in care  # the result's metadata
+    either = searched(query="zebras", filter_join="or", filter_key_0="department", filter_op_0="in",
+                      filter_value_0="Care, Field", filter_key_1="year", filter_op_1="gt", filter_value_1="3000")
+    assert "2 results for “zebras” within the filter." in either
+    both = searched(query="zebras", filter_join="and", filter_key_0="department", filter_op_0="in",
+                    filter_value_0="Care, Field", filter_key_1="year", filter_op_1="gte", filter_value_1="2024")
+    assert "1 result for" in both and "guide.md" in both
+    alone = searched(filter_key_0="department", filter_op_0="ne", filter_value_0="Care")
+    assert "1 document passes the filter." in alone and "notes.txt" in alone
+    assert "Found by the filter alone" in alone
+    # what to change, in words
+    assert "Condition 1: year must be a number" in searched(query="zebras", filter_key_0="year", filter_value_0="new")
+    assert "Type the words to search for, or a filter." in searched(query=" ")
+    ordered = searched(query="zebras", filter_key_0="department", filter_op_0="gt", filter_value_0="A")
+    assert "Not searched:" in ordered

@@ -26,6 +26,7 @@ from domain.documents import (
     IndexPosition,
     IndexUnavailable,
     PutDocument,
+    PutVectors,
     RemoveDocument,
     query_terms,
 )
@@ -175,6 +176,24 @@ def test_document_ids_filter_keeps_to_those_documents(index: DocumentIndex) -> N
     assert found(index, "narwhal", document_ids=["missing"]) == []
 
 
+def test_document_ids_are_kept_to_before_the_top_k_however_many(index: DocumentIndex) -> None:
+    """A search's metadata filter reaches the index as the documents that pass it (issue 36): the
+    index ranks within them, so the best `limit` of those come back even where every chunk of
+    the other documents ranks higher, and a list of tens of thousands of ids is one query."""
+    with_filler(index)
+    for i in range(12):
+        put(index, f"strong{i}", f"narwhal narwhal narwhal narwhal tusk {i}")
+    for i in range(3):
+        put(index, f"weak{i}", f"One narwhal was seen once near the pier among {' '.join(FILLER[i].split()[:12])}")
+    weak = ["weak0", "weak1", "weak2"]
+
+    assert {h.document_id for h in search(index, "narwhal", limit=3)} <= {f"strong{i}" for i in range(12)}
+    assert sorted(h.document_id for h in search(index, "narwhal", limit=3, document_ids=weak)) == weak
+    many = [f"absent{i:05}" for i in range(70_000)] + weak  # past SQLite's parameters and one OpenSearch terms query
+    assert sorted(h.document_id for h in search(index, "narwhal", limit=3, document_ids=many)) == weak
+    assert found(index, "narwhal", document_ids=many[:70_000]) == []
+
+
 def test_tenants_and_tools_never_see_each_others_chunks(index: DocumentIndex) -> None:
     # the same document id in two tenants and in two tools of one tenant
     put(index, "policy", "Acme's handbook says the ocelot sleeps.", tenant=TENANT, tool=TOOL)
@@ -238,6 +257,43 @@ def test_put_many_replaces_every_chunk_of_each_document_across_tools(index: Docu
     assert found(index, "manatee") == ["fresh#1"]
     assert found(index, "tapir", tool="other-tool") == [] and found(index, "capybara", tool="other-tool") == ["other#0"]
     assert index.count(TENANT, TOOL) == len(FILLER) + 3
+
+
+def test_a_document_put_again_is_found_throughout_by_another_process(open_index: Callable[[], DocumentIndex]) -> None:
+    # Two replicas following one log into one index both put each document (the second again):
+    # a search between the steps of a put must still find the document, never an empty answer.
+    writer, reader = open_index(), open_index()
+    with_filler(writer)
+    chunks = chunks_of("The first chunk mentions the tapir.", "The second chunk mentions the tapir too.")
+    writer.put_many([(TENANT, TOOL, document("notes"), chunks)])
+    assert sorted(found(reader, "tapir")) == ["notes#0", "notes#1"]
+    done, answers = threading.Event(), []
+
+    other = open_index()
+
+    def search_meanwhile() -> None:
+        while not done.is_set():
+            answers.append(sorted(found(reader, "tapir")))
+
+    def write_meanwhile() -> None:  # the other replica's writes (each made visible at once)
+        while not done.is_set():
+            other.put(TENANT, TOOL, document("elsewhere"), chunks_of("A note on the okapi."))
+
+    meanwhile = [threading.Thread(target=search_meanwhile), threading.Thread(target=write_meanwhile)]
+    for thread in meanwhile:
+        thread.start()
+    try:
+        for _ in range(40):
+            writer.put_many([(TENANT, TOOL, document("notes"), chunks)])
+    finally:
+        done.set()
+        for thread in meanwhile:
+            thread.join()
+    assert answers and all(answer == ["notes#0", "notes#1"] for answer in answers), \
+        [answer for answer in answers if answer != ["notes#0", "notes#1"]][:3]
+    # Put again with fewer chunks, the one past the new last is gone.
+    writer.put_many([(TENANT, TOOL, document("notes"), chunks[:1])])
+    assert found(reader, "tapir") == ["notes#0"]
 
 
 def test_remove_counts_for_the_very_next_search(index: DocumentIndex) -> None:
@@ -523,6 +579,19 @@ def test_vectors_keep_to_their_tenant_tool_model_and_documents(vector_index: Doc
     assert found(vector_index, "plovers") != []  # the words of every chunk are still found
 
 
+def test_vector_search_keeps_to_document_ids_before_the_top_k_however_many(vector_index: DocumentIndex) -> None:
+    """As `search`: the k nearest of the documents given, not the k nearest filtered after."""
+    for i in range(20):
+        put_vectors(vector_index, f"near{i:02}", unit(1, 0.01 * i))
+    put_vectors(vector_index, "far0", unit(0, 1))
+    put_vectors(vector_index, "far1", unit(-1, 0))
+
+    assert set(nearest(vector_index, unit(1, 0), limit=2)) <= {f"near{i:02}#0" for i in range(20)}
+    assert nearest(vector_index, unit(1, 0), limit=2, document_ids=["far1", "far0"]) == ["far0#0", "far1#0"]
+    many = [f"absent{i:05}" for i in range(70_000)] + ["far1", "far0"]
+    assert nearest(vector_index, unit(1, 0), limit=2, document_ids=many) == ["far0#0", "far1#0"]
+
+
 def test_a_put_remove_drop_and_clear_count_for_the_next_vector_search(vector_index: DocumentIndex) -> None:
     put_vectors(vector_index, "a", unit(1, 0), unit(0, 1))
     put_vectors(vector_index, "a", unit(0, 1))  # put again: its one chunk now
@@ -535,6 +604,35 @@ def test_a_put_remove_drop_and_clear_count_for_the_next_vector_search(vector_ind
     put_vectors(vector_index, "c", unit(1, 0))
     vector_index.clear()
     assert nearest(vector_index, unit(1, 0)) == [] and vector_index.total() == 0
+
+
+def test_a_document_embedded_again_is_found_by_its_new_model_only(vector_index: DocumentIndex) -> None:
+    """A change of model (toolkinds/search_tools/reembed.py): the same chunks, their vectors by
+    the new model in place of the old, in one change."""
+    put_vectors(vector_index, "a", unit(1, 0), unit(0, 1))
+    put_vectors(vector_index, "b", unit(1, 0))
+
+    assert vector_index.put_vectors(TENANT, TOOL, "a", "new-model@2", [unit(0, 1), unit(1, 0)]) is True
+
+    assert nearest(vector_index, unit(1, 0), model="new-model@2") == ["a#1", "a#0"]
+    assert nearest(vector_index, unit(1, 0)) == ["b#0"]  # the old model's: b's only now
+    assert [c.text for c in vector_index.chunks(TENANT, TOOL, "a", 0, 9)] == [
+        "a chunk 0 says something about plovers", "a chunk 1 says something about plovers"]
+    assert {c.split("#")[0] for c in found(vector_index, "plovers")} == {"a", "b"}  # its words unchanged
+    # Through `apply`, as the projection writes it, with its position.
+    vector_index.apply([PutVectors(TENANT, TOOL, "b", "new-model@2", [unit(0, 1)])], IndexPosition("app", 7))
+    assert nearest(vector_index, unit(1, 0)) == []
+    assert nearest(vector_index, unit(0, 1), model="new-model@2") == ["a#0", "b#0", "a#1"]
+    assert vector_index.position("app") == IndexPosition("app", 7)
+
+
+def test_vectors_that_do_not_fit_the_chunks_change_nothing(vector_index: DocumentIndex) -> None:
+    put_vectors(vector_index, "a", unit(1, 0), unit(0, 1))
+    assert vector_index.put_vectors(TENANT, TOOL, "a", "new-model@2", [unit(1, 0)]) is False  # one vector, two chunks
+    assert vector_index.put_vectors(TENANT, TOOL, "absent", "new-model@2", [unit(1, 0)]) is False
+    assert vector_index.put_vectors(OTHER_TENANT, TOOL, "a", "new-model@2", [unit(1, 0), unit(0, 1)]) is False
+    assert nearest(vector_index, unit(1, 0)) == ["a#0", "a#1"]
+    assert nearest(vector_index, unit(1, 0), model="new-model@2") == []
 
 
 def test_a_vector_of_another_width_finds_nothing(vector_index: DocumentIndex) -> None:
@@ -606,8 +704,10 @@ def test_an_opensearch_index_made_before_vectors_is_rebuilt_with_them(opensearch
 def test_on_the_retrieval_set_hybrid_finds_what_words_alone_cannot_and_keeps_what_they_find(vector_index: DocumentIndex) -> None:
     """tests/fixtures/retrieval_set.json with the offline model, through `domain.retrieval.retrieve`
     as `search` calls it (bench.hybrid_search prints the figures). Issue 36 asks hybrid recall@5 ≥ 0.8
-    on the paraphrases; this model and RRF give 0.67 (semantic alone 0.75), held here as
-    floors of what is reached, so that a change that lowers them fails."""
+    on the paraphrases; this model and weighted RRF give 0.75, semantic alone's (plain RRF: 0.67),
+    0.83 with the query's vector centred on the tool's mean (where the index tells it),
+    held here as floors of what is reached, so that a change that lowers them fails; hybrid is
+    never below semantic alone here (words find nothing right on these questions)."""
     from bench.hybrid_search import embedder_and_query, evaluate, index_set, load_set
 
     data = load_set()
@@ -620,6 +720,10 @@ def test_on_the_retrieval_set_hybrid_finds_what_words_alone_cannot_and_keeps_wha
     paraphrase, lexical = quality["paraphrase"], quality["lexical"]
     assert paraphrase["lexical"]["recall@5"] <= 0.1  # the set's rule at work: words alone find next to nothing
     assert paraphrase["semantic"]["recall@5"] >= 0.7
-    assert paraphrase["hybrid"]["recall@5"] >= 0.65
+    assert paraphrase["hybrid"]["recall@5"] >= 0.75
+    assert paraphrase["hybrid"]["recall@5"] >= paraphrase["semantic"]["recall@5"]
     assert paraphrase["hybrid"]["recall@5"] >= paraphrase["lexical"]["recall@5"] + 0.25
     assert lexical["lexical"]["recall@5"] == 1.0 and lexical["hybrid"]["recall@5"] == 1.0  # codes and names kept
+    if vector_index.vector_mean(TENANT, TOOL, embedder.model) is not None:
+        # an index that tells its tool's mean (the embedded one): the query centred on it reaches the goal
+        assert paraphrase["semantic"]["recall@5"] >= 0.8 and paraphrase["hybrid"]["recall@5"] >= 0.8

@@ -69,7 +69,9 @@ def test_read_your_writes_with_the_runner_in_the_api(tmp_path: Path, opensearch_
 
 
 def test_read_your_writes_with_the_runner_as_its_own_process(tmp_path: Path, opensearch_url: str, opensearch_index: str) -> None:
-    env = _env(opensearch_url, opensearch_index, TOOLSMITH_PROJECTION_RUNNER="external")
+    # The runner's process starts beside the first write: a loaded machine took longer than the
+    # default bound a write waits for its read model (5 s), which the API then answers without.
+    env = _env(opensearch_url, opensearch_index, TOOLSMITH_PROJECTION_RUNNER="external", TOOLSMITH_READ_YOUR_WRITES_SECONDS="60")
     server = _start(tmp_path, env)
     runner_env = environment_without_settings()
     runner_env.update(env, TOOLSMITH_DATA_DIR=str(tmp_path / "data"))

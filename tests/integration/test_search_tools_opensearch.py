@@ -103,3 +103,32 @@ def test_a_chunk_index_lost_or_left_by_the_release_before_is_built_again_from_th
         "mappings": {"dynamic": "strict", "properties": before}, "aliases": {chunks_alias: {}}})
     with service() as again:
         assert unscored(found(again)) == unscored(live)
+
+
+def test_a_change_of_embedding_model_keeps_every_document_found_on_opensearch(
+        tmp_path: Path, opensearch_url: str, opensearch_index: str, shared_sandbox: Any, opensearch: OpenSearch,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tests/reembedding.py`'s scenario with the chunk index (and its vectors) in OpenSearch."""
+    from contextlib import contextmanager
+
+    from tests import reembedding
+    from toolkinds.search_tools.kind import SearchToolKind
+
+    def kind_of(client: TestClient) -> Any:
+        return client.app.state.services.toolbox.kind(SearchToolKind)  # type: ignore[attr-defined]
+
+    @contextmanager
+    def start(choice: str) -> Iterator[TestClient]:
+        settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, opensearch_url=SecretStr(opensearch_url),
+                            opensearch_index=opensearch_index, opensearch_chunks_index=f"{opensearch_index}-chunks",
+                            opensearch_replicas=0, embedding_model=choice)
+        with TestClient(create_app(wire(settings, shared_sandbox)), headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
+            yield client
+
+    def index_models(client: TestClient) -> set[str]:
+        kind_of(client).chunk_index._index()  # the projection caught up
+        body = {"size": 0, "query": {"term": {"tool": "memo"}}, "aggs": {"models": {"terms": {"field": "model"}}}}
+        found = opensearch.search(index=f"{opensearch_index}-chunks", body=body)
+        return {bucket["key"] for bucket in found["aggregations"]["models"]["buckets"]}
+
+    reembedding.scenario(start, monkeypatch, index_models, kind_of)

@@ -21,8 +21,9 @@ import orjson
 
 from application.kinds.base import tagged, validated
 from domain.catalog import ToolEntry
-from domain.documents import MAX_QUERY_CHARS, READY, IndexUnavailable, query_terms, split_chunk_id
+from domain.documents import MAX_QUERY_CHARS, READY, Hit, IndexUnavailable, query_terms, split_chunk_id
 from domain.errors import DocumentsUnavailable, InvalidInput, Violation
+from domain.metadata import COMPARISONS, COMPOUNDS, MAX_NODES, described, filter_violations, predicate, schema_of
 from domain.retrieval import of as retrieval_of
 from domain.ports import ExecutionError, ExecutionResult
 from toolkinds.search_tools.model import (
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from toolkinds.search_tools.kind import SearchToolKind
 
 SEARCH_TAG = "search"
+FILTER = "filter"  # the retriever a search with filters and no query names
 CONTEXT_CHARS = 120  # find_text: the characters shown either side of a match
 MAX_DOCUMENT_IDS = 100
 TEXT_CACHE_CHARS = 64_000_000  # decoded texts kept for fetch and find_text
@@ -72,23 +74,55 @@ class Capabilities:
         return [d for d in ready if d["id"] in wanted]
 
     def _search(self, tenant: str, tool: SearchTool, args: dict[str, Any]) -> dict[str, Any]:
-        terms = query_terms(args["query"])
-        if not terms:
+        query = args.get("query")
+        filters = args.get("filters")
+        schema = schema_of(tool.config)
+        if filters is not None:
+            found = filter_violations(schema, filters)
+            if found:
+                raise InvalidInput(found)
+        if query is None and filters is None:
+            raise InvalidInput([Violation("input.query", "V1", "give a query, filters, or both")])
+        terms = query_terms(query) if query is not None else []
+        if query is not None and not terms:
             raise InvalidInput([Violation("input.query", "V1", "the query holds no word to search for (only common "
                                                              "words like 'the' or punctuation): add a distinctive word")])
         limit = args.get("maxResults", _default(tool.config, "search"))
         document_ids = args.get("documentIds")
-        ready_ids = {d["id"] for d in self._ready(tool, document_ids)}
-        if document_ids is not None and not ready_ids:
-            return {"query": args["query"], "results": []}
-        hits = self.kind.chunk_index.retrieve(tenant, tool.tool_id, args["query"], terms, limit, document_ids,
-                                              retrieval_of(tool.config))
-        return {"query": args["query"], "results": [
+        ready = self._ready(tool, document_ids)
+        if filters is not None:
+            # The filter picks the documents first, and the index ranks within them (inside its
+            # query, on either engine: never a filter after the top k).
+            passes = predicate(schema, filters)
+            passed = [d for d in ready if passes(d.get("metadata") or {})]
+            if len(passed) < len(ready):
+                document_ids = sorted(d["id"] for d in passed)
+            ready = passed
+        by_id = {d["id"]: d for d in ready}
+        if (document_ids is not None or filters is not None) and not by_id:
+            return {"query": query or "", "results": []}
+        if query is None:
+            hits = self._first_chunks(tenant, tool, sorted(by_id.values(), key=lambda d: (d["name"], d["id"]))[:limit])
+        else:
+            hits = self.kind.chunk_index.retrieve(tenant, tool.tool_id, query, terms, limit, document_ids,
+                                                  retrieval_of(tool.config), tool=tool)
+        return {"query": query or "", "results": [
             {"id": h.chunk_id, "documentId": h.document_id, "uri": document_uri(tool.tool_id, h.document_id), "title": h.title,
              "snippet": h.snippet, "score": round(h.score, 6), **({"page": h.page} if h.page is not None else {}),
-             "retrievers": list(h.retrievers)}
-            for h in hits if h.document_id in ready_ids
+             "retrievers": list(h.retrievers),
+             **({"metadata": by_id[h.document_id]["metadata"]} if by_id[h.document_id].get("metadata") else {})}
+            for h in hits if h.document_id in by_id
         ]}
+
+    def _first_chunks(self, tenant: str, tool: SearchTool, documents: Sequence[Document]) -> list[Hit]:
+        """A search with filters and no query: each document's first chunk, in the order given."""
+        hits = []
+        for document in documents:
+            for chunk in self.kind.chunk_index.chunk_range(tenant, tool.tool_id, document["id"], 0, 0):
+                hits.append(Hit(chunk_id=chunk.chunk_id, document_id=document["id"], title=_title(document),
+                                snippet=_lead(chunk.text), score=0.0, page=chunk.page, start=chunk.start,
+                                retrievers=(FILTER,)))
+        return hits
 
     def _fetch(self, tenant: str, tool: SearchTool, args: dict[str, Any]) -> dict[str, Any]:
         given = args["id"]
@@ -123,7 +157,8 @@ class Capabilities:
         except InvalidInput:
             raise InvalidInput([Violation("input.cursor", "V1", "is not a cursor this tool gave")]) from None
         return {"documents": [{"id": d["id"], "name": d["name"], "title": _title(d), "mediaType": d["mediaType"],
-                               "size": d["size"], "characters": d["characters"], "updatedAt": d["updatedAt"]} for d in page],
+                               "size": d["size"], "characters": d["characters"], "updatedAt": d["updatedAt"],
+                               **({"metadata": d["metadata"]} if d.get("metadata") else {})} for d in page],
                 "nextCursor": cursor}
 
     def _find_text(self, tenant: str, tool: SearchTool, args: dict[str, Any]) -> dict[str, Any]:
@@ -228,6 +263,11 @@ def capability_schema(capability: str, config: Config) -> dict[str, Any]:
             "documentIds": _DOCUMENT_IDS,
         }
         required = ["query"]
+        schema = schema_of(config)
+        if schema:  # offered only where there is something to filter on
+            properties["filters"] = _filters(schema)
+            properties["query"] = {**properties["query"], "description": "words to search for (optional with filters)"}
+            required = []
     elif capability == "fetch":
         properties = {
             "id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "a document id, or a chunk id from search (the text then starts at that chunk)"},
@@ -260,6 +300,25 @@ def capability_schema(capability: str, config: Config) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
+def _filters(schema: dict[str, str]) -> dict[str, Any]:
+    """`filters` as the model sees it: OpenAI's shape, the tool's keys named (checked in full by
+    `domain.metadata.filter_violations`, which names the path of each problem)."""
+    return {
+        "type": "object", "required": ["type"],
+        "description": "only documents whose metadata passes: a comparison {\"type\": eq|ne|gt|gte|lt|lte|in|nin, "
+                       "\"key\", \"value\"} (in/nin: an array; gt/gte/lt/lte: numbers and dates; a date is ISO 8601) or "
+                       "{\"type\": and|or, \"filters\": [...]}. A document without the key never passes. Keys: "
+                       + described(schema),
+        "properties": {
+            "type": {"enum": [*COMPARISONS, *COMPOUNDS]},
+            "key": {"type": "string", "enum": sorted(schema)},
+            "value": {"description": "a string, number, boolean or date, or an array of them for in/nin"},
+            "filters": {"type": "array", "minItems": 1, "maxItems": MAX_NODES, "items": {"type": "object"},
+                        "description": "the filters an and/or combines (the same shape, nested)"},
+        },
+    }
+
+
 _WHAT = {
     "search": "Search the documents of {name} for words: the best passages, each with its chunk id, document id, "
               "title, a snippet with the matching words marked, and its score. Fetch an id for the full text.",
@@ -285,12 +344,14 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "search": _object({"query": _S, "results": {"type": "array", "items": _object(
         {"id": _S, "documentId": _S, "uri": _S, "title": _S, "snippet": _S, "score": _N, "page": _I,
-         "retrievers": {"type": "array", "items": {"enum": ["lexical", "semantic"]}}},
+         "retrievers": {"type": "array", "items": {"enum": ["lexical", "semantic", FILTER]}},
+         "metadata": {"type": "object"}},
         ["id", "documentId", "title", "snippet", "score"])}}, ["query", "results"]),
     "fetch": _object({"id": _S, "title": _S, "name": _S, "text": _S, "offset": _I, "nextOffset": {"type": ["integer", "null"]},
                       "totalCharacters": _I}, ["id", "text", "offset", "nextOffset", "totalCharacters"]),
     "list_documents": _object({"documents": {"type": "array", "items": _object(
-        {"id": _S, "name": _S, "title": _S, "mediaType": _S, "size": _I, "characters": _I, "updatedAt": _S}, ["id", "name"])},
+        {"id": _S, "name": _S, "title": _S, "mediaType": _S, "size": _I, "characters": _I, "updatedAt": _S,
+         "metadata": {"type": "object"}}, ["id", "name"])},
         "nextCursor": {"type": ["string", "null"]}}, ["documents", "nextCursor"]),
     "find_text": _object({"text": _S, "matches": {"type": "array", "items": _object(
         {"documentId": _S, "title": _S, "offset": _I, "text": _S, "contextOffset": _I}, ["documentId", "offset", "text"])},
@@ -342,6 +403,12 @@ def _linked(tool: SearchTool, output: dict[str, Any]) -> tuple[dict[str, Any], .
             links[hit["documentId"]] = {"type": "resource_link", "uri": hit["uri"], "name": document["name"] if document else hit["documentId"],
                                         "title": hit["title"], "mimeType": "text/plain"}
     return ({"type": "text", "text": orjson.dumps(output).decode()}, *links.values())
+
+
+def _lead(text: str, words: int = 32) -> str:
+    """A snippet of a chunk found by a filter alone: its first words (nothing to mark)."""
+    found = text.split()
+    return " ".join(found[:words]) + (" …" if len(found) > words else "")
 
 
 def _title(document: Document) -> str:

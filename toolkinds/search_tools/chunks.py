@@ -29,6 +29,7 @@ from projections.chunks import ChunkView
 from projections.store_identity import store_identity
 from toolkinds.search_tools.model import SearchTool
 from toolkinds.search_tools.projection import ChunkIndex
+from toolkinds.search_tools.reembed import models_of
 
 if TYPE_CHECKING:
     from toolkinds.search_tools.ingest import Files
@@ -86,10 +87,20 @@ class Chunks:
         return self._index().search(tenant, name, terms, limit, document_ids)
 
     def retrieve(self, tenant: str, name: str, query: str, terms: Sequence[str], limit: int,
-                 document_ids: Sequence[str] | None, retrieval: Mapping[str, Any]) -> list[Hit]:
-        """The best `limit` chunks by the tool's retrieval (`domain.retrieval.retrieve`)."""
-        return retrieve(self._index(), self.kind.files.embed_query, tenant, name, query, terms, limit, document_ids,
-                        retrieval)
+                 document_ids: Sequence[str] | None, retrieval: Mapping[str, Any], *,
+                 tool: SearchTool | None = None) -> list[Hit]:
+        """The best `limit` chunks by the tool's retrieval (`domain.retrieval.retrieve`); the
+        query embedded by every model the `tool`'s documents have (a change of model under way,
+        `reembed.py`), else by the service's."""
+        files = self.kind.files
+        embed = files.embed_query
+        models = models_of(tool, files.embedding_model) if tool is not None else []
+        if embed is not None and len(models) > 1:
+            def embed_each(text: str, given: Callable[..., tuple[str, bytes]] = embed) -> list[tuple[str, bytes]]:
+                return [given(text, model=model) for model in models]
+
+            return retrieve(self._index(), embed_each, tenant, name, query, terms, limit, document_ids, retrieval)
+        return retrieve(self._index(), embed, tenant, name, query, terms, limit, document_ids, retrieval)
 
     def chunk_range(self, tenant: str, name: str, doc_id: str, first: int, last: int) -> list[StoredChunk]:
         """The document's chunks numbered `first` to `last`, in order (those that exist)."""

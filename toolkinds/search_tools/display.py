@@ -7,8 +7,10 @@ that a long document is never rendered whole. One mapping for every File Search 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from domain.documents import CODE, CSV, DOCX, FAILED, HTML, JSON, MARKDOWN, PDF, PROCESSING, READY, TEXT
+from domain.retrieval import HYBRID, LEXICAL, SEMANTIC
 
 TYPE_NAMES = {
     TEXT: "Text", MARKDOWN: "Markdown", JSON: "JSON", CSV: "CSV", CODE: "Source code", HTML: "HTML", PDF: "PDF",
@@ -27,6 +29,56 @@ def type_name(media_type: str | None) -> str:
 
 def state_name(state: str | None) -> str:
     return STATE_NAMES.get(state or "", (state or "").capitalize())
+
+
+# Why a search result was found, by the retrievers that found it (each result's `retrievers`).
+_FOUND_BY = {
+    (LEXICAL, SEMANTIC): "Found by its words and by its meaning",
+    (LEXICAL,): "Found by its words",
+    (SEMANTIC,): "Found by its meaning: it need not hold a word of the query (its start is shown)",
+    ("filter",): "Found by the filter alone (no words to search for)",
+}
+# What a search's scores are, by the tool's retrieval mode (domain/retrieval.py).
+_SCORES = {
+    HYBRID: "Searched by words and meaning: a score is the result's rank by its words and its rank by its meaning, "
+            "fused, from 0 to 1 (1 is first in both).",
+    LEXICAL: "Searched by words only: a score is BM25's relevance, higher when the query's rarer words occur more "
+             "often in the passage; it has no fixed top.",
+    SEMANTIC: "Searched by meaning only: a score is the similarity of the passage's meaning to the query's, "
+              "from −1 to 1 (1 is the same meaning).",
+}
+
+
+def found_by(retrievers: list[str] | tuple[str, ...] | None) -> str:
+    """Why a search result was found, in words: by its words, its meaning, or both."""
+    given = tuple(sorted(retrievers or (), key=lambda r: (r != LEXICAL, r)))
+    return _FOUND_BY.get(given, "Found by " + (", ".join(given) or "the search"))
+
+
+def score_text(mode: str | None) -> str:
+    """What a search's scores mean in the tool's retrieval mode."""
+    return _SCORES.get(mode or LEXICAL, _SCORES[LEXICAL])
+
+
+def no_match(retrieval: dict[str, Any] | None) -> str:
+    """Why a search may have found nothing, true of the tool's retrieval mode."""
+    retrieval = retrieval or {}
+    mode = retrieval.get("mode") or LEXICAL
+    said = []
+    if retrieval.get("minScore") is not None:
+        said.append(f"Results scoring below {retrieval['minScore']:g} are left out (the tool's lowest score kept).")
+    said.append("Only documents that are ready are searched.")
+    words = ("a passage must hold one of the query's words as it is typed, in any case and with accents ignored, "
+             "but no other form of it (no stemming: “zebra” does not find “zebras”)")
+    meaning = ("the nearest passages are always found, but only in documents whose passages were embedded (one "
+               "recorded before embeddings, or kept in an index without vectors, is found by its words only)")
+    if mode == LEXICAL:
+        said.append(f"By words, {words}.")
+    elif mode == SEMANTIC:
+        said.append(f"By meaning, {meaning}.")
+    else:
+        said.append(f"By words, {words}; by meaning, {meaning}.")
+    return " ".join(said)
 
 
 @dataclass(frozen=True)

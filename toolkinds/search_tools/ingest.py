@@ -15,6 +15,7 @@ equals), a tenant runs at most `Files.tenant_workers` at once (`TOOLSMITH_TENANT
 and its smallest file first; a long extraction is lowered in priority by the pool. One upload's
 documents all end within `Files.upload_max_seconds` of the upload (`TOOLSMITH_UPLOAD_MAX_SECONDS`):
 past it, the one being extracted is stopped and those not reached end `FAILED`, with the reason.
+Documents embedded again under a new model (`reembed.py`) queue there too, after the uploads.
 """
 
 from __future__ import annotations
@@ -28,15 +29,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from application.commands import Change
 from application.fair_queue import FairQueue
 from domain.chunking import chunk_text
 from domain.documents import PROCESSING, VECTOR_DIMENSIONS, BlobStore, DocumentIndex, Extracted, ExtractionFailed
 from domain.errors import InvalidInput, QuotaExceeded, UnknownRecord, Violation
+from domain.metadata import merged, schema_of, values_violations
 from domain.tenants import DOCUMENTS, STORED_BYTES
 from toolkinds.search_tools.model import LABEL, Document, SearchTool, document_id, search_tool_id
+from toolkinds.search_tools.reembed import Reembed, Reembedding
 
 if TYPE_CHECKING:
     from toolkinds.search_tools.kind import SearchToolKind
@@ -67,8 +70,13 @@ class Files:
     upload_max_seconds: float = 900.0
     max_upload_bytes: int = 25 * 1_048_576
     close: Callable[[], None] = lambda: None
-    # A query's vector by the chunks' model: (model, float32 bytes); None: search is lexical only.
-    embed_query: Callable[[str], tuple[str, bytes]] | None = None
+    # A query's vector (model, float32 bytes): by the service's model, or (`model=`) for the vectors
+    # of that model (a change of model under way); None: search is lexical only.
+    embed_query: Callable[..., tuple[str, bytes]] | None = None
+    # The service's embedding model (what documents of another are embedded again by, `reembed.py`)
+    # and a text's vectors in an extraction worker (`ExtractorPool.embed`).
+    embedding_model: str | None = None
+    embed: Callable[..., tuple[str, bytes]] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +105,12 @@ class Ingest:
 
     def __init__(self, kind: SearchToolKind) -> None:
         self.kind = kind
-        self._extractions: FairQueue[_Extraction] | None = None
+        self._extractions: FairQueue[_Extraction | Reembed] | None = None
         self._extractions_lock = threading.Lock()
         self._pending = 0
         self._idle = threading.Condition()
         self._closed = False
+        self.reembedding = Reembedding(self)
 
     @property
     def pending(self) -> int:
@@ -119,9 +128,12 @@ class Ingest:
 
     # -- commands: documents -------------------------------------------------------------------
 
-    def upload(self, tenant: str, name: str, uploads: Sequence[Upload], *, by: str) -> list[Document]:
+    def upload(self, tenant: str, name: str, uploads: Sequence[Upload], *, by: str,
+               metadata: dict[str, Any] | None = None) -> list[Document]:
         """Adds each file as a document (`PROCESSING`) and starts its extraction; the same bytes
-        the tool has already are the document it has (202 either way). Takes over the files."""
+        the tool has already are the document it has (202 either way). `metadata`, checked
+        against the tool's schema before any byte is kept, becomes each document's (the one
+        the tool had too). Takes over the files."""
         files = self.files
         deps = self.kind.deps
         taken: list[tuple[Upload, str, int, str]] = []
@@ -133,6 +145,7 @@ class Ingest:
             if len(uploads) > MAX_FILES:
                 raise InvalidInput([Violation("files", "DOC", f"at most {MAX_FILES} files per upload, got {len(uploads)}")])
             known = self.kind.get(tenant, name)  # an unknown tool is 404 before any byte is stored
+            kept = self._checked_metadata(known, metadata) if metadata is not None else None
             if quotas is not None and quotas.limited(tenant, DOCUMENTS, STORED_BYTES):
                 # Refused before any byte is kept (and checked again, exactly, under the lock below).
                 quotas.check_all(tenant, _adding(known, [(_sha256(upload.path), upload.path.stat().st_size) for upload in uploads]))
@@ -142,14 +155,20 @@ class Ingest:
                 taken.append((upload, sha256, size, files.sniff(str(upload.path), upload.name)))
             added: list[Document] = []
 
+            changed = [False]
+
             def attempt() -> Change[None]:
                 added.clear()
                 new.clear()
+                changed[0] = False
                 tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
                 if tool is None or tool.deleted:
                     raise UnknownRecord(LABEL, name)
                 for upload, sha256, size, media_type in taken:
                     document, is_new = tool.add_document(sha256, _file_name(upload.name), media_type, size, by)
+                    if kept is not None and tool.set_metadata(document["id"], self._checked_metadata(tool, kept), by):
+                        changed[0] = True
+                        document = tool.documents[document["id"]]
                     added.append(document)
                     if is_new:
                         new.append((document, upload))
@@ -158,7 +177,7 @@ class Ingest:
                                 files.blobs.put(tenant, source)
                 if new and quotas is not None:
                     quotas.check_all(tenant, {DOCUMENTS: len(new), STORED_BYTES: sum(int(document["size"]) for document, _ in new)})
-                return Change(None, save=[tool] if new else [], subject=deps.commands.subject(tool, name))
+                return Change(None, save=[tool] if new or changed[0] else [], subject=deps.commands.subject(tool, name))
 
             deps.commands.run(attempt, name=name, lock=tenant)
         except BaseException as error:
@@ -178,6 +197,36 @@ class Ingest:
             self._queue(tenant, name, document, upload.path, deadline)
         log.info("documents uploaded", extra={"tenant": tenant, "tool": name, "files": len(uploads), "new": len(new)})
         return added
+
+    def set_metadata(self, tenant: str, name: str, doc_id: str, metadata: Any, *, by: str, merge: bool = False) -> Document:
+        """Makes `metadata` the document's (`merge`: a JSON merge patch of what it has, null
+        removing a key), checked against the tool's schema under the tenant's lock."""
+        if not isinstance(metadata, dict):
+            raise InvalidInput([Violation("metadata", "DOC", "must be a JSON object of key -> value")])
+        deps = self.kind.deps
+        answer: list[Document] = []
+
+        def attempt() -> Change[None]:
+            tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
+            if tool is None or tool.deleted:
+                raise UnknownRecord(LABEL, name)
+            document = tool.documents.get(doc_id)
+            if document is None:
+                raise UnknownRecord(DOCUMENT, doc_id)
+            wanted = merged(document.get("metadata") or {}, metadata) if merge else metadata
+            changed = tool.set_metadata(doc_id, self._checked_metadata(tool, wanted), by)
+            answer[:] = [tool.documents[doc_id]]
+            return Change(None, save=[tool] if changed else [], subject=deps.commands.subject(tool, name))
+
+        deps.commands.run(attempt, name=name, lock=tenant)
+        return answer[0]
+
+    @staticmethod
+    def _checked_metadata(tool: SearchTool, metadata: Any) -> dict[str, Any]:
+        kept, found = values_violations(schema_of(tool.config), metadata)
+        if found:
+            raise InvalidInput(found)
+        return kept
 
     def delete_document(self, tenant: str, name: str, doc_id: str, *, by: str) -> int | None:
         """The document is gone from every capability's answers when this returns."""
@@ -227,6 +276,14 @@ class Ingest:
         threading.Thread(target=self._resume, name="toolsmith-documents-resume", daemon=True).start()
 
     def _resume(self) -> None:
+        self._resume_extractions()
+        try:
+            # After the extractions resumed: those embed by the service's model already.
+            self.reembedding.queue_all()
+        except Exception:
+            log.exception("documents of another embedding model could not be queued to be embedded again")
+
+    def _resume_extractions(self) -> None:
         try:
             for tool in self.kind._all():
                 if tool.deleted:
@@ -252,22 +309,33 @@ class Ingest:
         return Path(path)
 
     def _queue(self, tenant: str, name: str, document: Document, path: Path, deadline: float) -> None:
+        job = _Extraction(tenant, name, dict(document), path, deadline)
+        self.queue_job(tenant, job, size=int(document["size"]), deadline=deadline)
+
+    def queue_job(self, tenant: str, job: _Extraction | Reembed, *, size: int, deadline: float | None = None) -> None:
+        """Queues an extraction or a re-embedding (`reembed.py`) for the workers, fairly between tenants."""
         files = self.files
         with self._idle:
             self._pending += 1
         with self._extractions_lock:
             if self._closed:  # the service is stopping: the document stays PROCESSING, extracted at the next start
-                self._done(path)
+                self._job_done(job)
                 return
             if self._extractions is None:
                 per_tenant = files.tenant_workers or max(1, files.workers // 2)
                 self._extractions = FairQueue(self._extract, self._overdue, workers=files.workers,
                                               per_tenant=min(per_tenant, files.workers), name="toolsmith-extract")
             extractions = self._extractions
-        job = _Extraction(tenant, name, dict(document), path, deadline)
         try:
-            extractions.put(tenant, job, size=int(document["size"]), deadline=deadline)
+            extractions.put(tenant, job, size=size, deadline=deadline)
         except RuntimeError:  # closed meanwhile: the document stays PROCESSING, extracted at the next start
+            self._job_done(job)
+
+    def _job_done(self, job: _Extraction | Reembed) -> None:
+        if isinstance(job, Reembed):
+            self.reembedding._finished(job)
+            self._done(None)
+        else:
             self._done(job.path)
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
@@ -281,11 +349,20 @@ class Ingest:
                 self._idle.wait(left)
         return True
 
-    def _extract(self, job: _Extraction, background: bool) -> None:
+    def _extract(self, job: _Extraction | Reembed, background: bool) -> None:
+        if isinstance(job, Reembed):
+            try:
+                self.reembedding.run(job)
+            finally:
+                self._done(None)
+            return
         self._process(job.tenant, job.name, job.document, job.path, background=background, deadline=job.deadline)
 
-    def _overdue(self, job: _Extraction) -> None:
+    def _overdue(self, job: _Extraction | Reembed) -> None:
         """A document its upload's time ran out for before its turn came: FAILED, with the reason."""
+        if isinstance(job, Reembed):  # queued with no deadline: never
+            self._job_done(job)
+            return
         try:
             self._record(job.tenant, job.name, job.document["id"], failed=self._overdue_reason())
             log.info("document failed", extra={"tenant": job.tenant, "tool": job.name, "document": job.document["id"],
@@ -300,9 +377,10 @@ class Ingest:
         return (f"its upload's documents were not all extracted within {self.files.upload_max_seconds:g} s (the limit "
                 f"for one upload); upload this file again, alone or with fewer files")
 
-    def _done(self, path: Path) -> None:
+    def _done(self, path: Path | None) -> None:
         """The extraction of the file at `path` is over (or will not happen in this process)."""
-        path.unlink(missing_ok=True)
+        if path is not None:
+            path.unlink(missing_ok=True)
         with self._idle:
             self._pending -= 1
             self._idle.notify_all()
@@ -381,7 +459,7 @@ class Ingest:
             extractions, self._extractions = self._extractions, None
         if extractions is not None:
             for job in extractions.close():
-                self._done(job.path)
+                self._job_done(job)
 
 
 def _blobs_of(document: Document) -> tuple[str | None, ...]:

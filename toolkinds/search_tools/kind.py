@@ -24,7 +24,8 @@ from application.kinds.configured import ConfiguredKind
 from application.resources import NOT_KEPT, NotKept, ResourceItem, ResourceMatch, ResourceTemplateItem, ResourceText
 from domain.catalog import ToolEntry
 from domain.documents import READY, StoredChunk
-from domain.errors import DocumentsUnavailable, ToolNotCallable, UnknownRecord, Violation
+from domain.errors import DocumentsUnavailable, InvalidDefinition, ToolNotCallable, UnknownRecord, Violation
+from domain.metadata import schema_of, schema_violations
 from domain.ports import ExecutionResult
 from domain.retrieval import of as retrieval_of
 from toolkinds.search_tools.chunks import Chunks
@@ -34,6 +35,7 @@ from toolkinds.search_tools.model import (
     CAPABILITIES, FILE_SEARCH, LABEL, Config, Document, SearchTool, capability_names, given_violations, name_violations,
     normalise, violations,
 )
+from toolkinds.search_tools.reembed import progress
 from toolkinds.search_tools.uris import TEMPLATE, document_uri, page_uri, parse_uri
 
 __all__ = ["Files", "SearchToolKind", "Upload"]  # `Files` and `Upload` are named here by the composition and the routes
@@ -158,10 +160,18 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
              expected: int | None = None) -> tuple[SearchTool, int | None]:
         """A change that names no `retrieval` keeps the tool's (`lexical` for a tool made before
         retrieval existed, until an admin sets one); a new tool's default is `hybrid`."""
-        if not create and isinstance(given, dict) and "retrieval" not in given:
-            existing = self.find(tenant, name)
-            if existing is not None:
+        existing = self.find(tenant, name) if not create and isinstance(given, dict) else None
+        if existing is not None:
+            if "retrieval" not in given:
                 given = {**given, "retrieval": retrieval_of(existing.config)}
+            # Likewise the metadata schema; one that drops or retypes a key a document holds is refused.
+            if given.get("metadata") is None:
+                given = {**given, "metadata": schema_of(existing.config)}
+            elif isinstance(given["metadata"], dict) and not schema_violations(given["metadata"]):
+                # A schema that is itself wrong is named as such by the save's own check first.
+                held = _held_keys(existing, given["metadata"])
+                if held:
+                    raise InvalidDefinition(held)
         return super().save(tenant, name, given, by=by, create=create, expected=expected)
 
     def violations(self, name: str, given: dict[str, Any], config: Config) -> list[Violation]:
@@ -179,9 +189,16 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
 
     # -- commands: documents (`ingest`) --------------------------------------------------------
 
-    def upload(self, tenant: str, name: str, uploads: Sequence[Upload], *, by: str) -> list[Document]:
-        """Adds each file as a document (`PROCESSING`) and starts its extraction (`Ingest.upload`)."""
-        return self.ingest.upload(tenant, name, uploads, by=by)
+    def upload(self, tenant: str, name: str, uploads: Sequence[Upload], *, by: str,
+               metadata: dict[str, Any] | None = None) -> list[Document]:
+        """Adds each file as a document (`PROCESSING`) and starts its extraction (`Ingest.upload`),
+        each with `metadata` when given."""
+        return self.ingest.upload(tenant, name, uploads, by=by, metadata=metadata)
+
+    def set_metadata(self, tenant: str, name: str, doc_id: str, metadata: Any, *, by: str, merge: bool = False) -> Document:
+        """Makes `metadata` the document's (`merge`: a JSON merge patch of what it has), checked
+        against the tool's schema; answers the document."""
+        return self.ingest.set_metadata(tenant, name, doc_id, metadata, by=by, merge=merge)
 
     def delete_document(self, tenant: str, name: str, doc_id: str, *, by: str) -> int | None:
         """The document is gone from every capability's answers when this returns."""
@@ -190,6 +207,23 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
     def start(self) -> None:
         """Extracts again what a stopped process left `PROCESSING` (in the background)."""
         self.ingest.start()
+
+    def embedding(self, tenant: str, name: str) -> dict[str, Any]:
+        """The tool's embedding: the service's model, its documents with vectors and those by that
+        model, and whether a re-embedding of its documents is under way (`reembed.py`)."""
+        tool = self.get(tenant, name)
+        try:
+            model = self.files.embedding_model
+        except DocumentsUnavailable:
+            model = None
+        return {**progress(tool, model), "reembedding": self.ingest.reembedding.running(tenant, name)}
+
+    def embed_again(self, tenant: str, name: str) -> dict[str, Any]:
+        """Queues the tool's documents of another model than the service's to be embedded again
+        (those a failed re-embedding left; nothing while one runs); answers `embedding`."""
+        self.files  # documents not configured: DocumentsUnavailable (503)
+        self.ingest.reembedding.queue_tool(self.get(tenant, name))
+        return self.embedding(tenant, name)
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """Whether every queued extraction finished within `timeout` (tests and the CLI)."""
@@ -252,6 +286,19 @@ class SearchToolKind(ConfiguredKind[SearchTool]):
 
     def run(self, tenant: str, tool: SearchTool, capability: str, arguments: Any) -> ExecutionResult:
         return self.capabilities.run(tenant, tool, capability, arguments)
+
+
+def _held_keys(tool: SearchTool, schema: dict[str, Any]) -> list[Violation]:
+    """A violation for each key a document holds that `schema` drops or gives another type."""
+    before = schema_of(tool.config)
+    holders: dict[str, int] = {}
+    for document in tool.documents.values():
+        for key in document.get("metadata") or {}:
+            if schema.get(key) != before.get(key):
+                holders[key] = holders.get(key, 0) + 1
+    return [Violation(f"metadata.{key}", "R4", f"{count} document(s) hold a value of {key!r} ({before.get(key)}): "
+                                               f"remove it from them before dropping the key or changing its type")
+            for key, count in sorted(holders.items())]
 
 
 def _resource(tool: SearchTool, document: Document) -> ResourceItem:

@@ -10,7 +10,10 @@ A document's events record what an auditor needs and nothing of its contents: th
 bytes (the blob store's key), its name, media type (from its bytes) and size, who uploaded it and
 when; then either `READY` with the SHA-256 of the text extracted, its character and chunk counts
 and where its pages start (after `DocumentEmbedded`, naming the blob of its chunks' vectors and
-their model, when the extraction embedded them), or `FAILED` with the reason. The same bytes uploaded twice to one tool
+their model, when the extraction embedded them; another `DocumentEmbedded` later when the service's
+model changed and the document was embedded again), or `FAILED` with the reason; and its typed metadata
+(`DocumentMetadataSet`, the whole of it after each change, checked against the tool's `metadata`
+schema: `domain.metadata`). The same bytes uploaded twice to one tool
 are one document: a document's id is derived from its bytes.
 """
 
@@ -22,6 +25,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import event
 
+from domain import metadata as metadata_rules
 from domain import retrieval as retrieval_rules
 from domain.configured import Configured
 from domain.documents import FAILED, PROCESSING, READY
@@ -123,11 +127,32 @@ class SearchTool(Configured):
                                 vectors_sha256=vectors_sha256)
         return True
 
+    def document_embedded_again(self, doc_id: str, model: str, vectors_sha256: str, text_sha256: str) -> bool:
+        """Records the chunks' vectors by another model (a change of model: `reembed.py`) of a
+        `READY` document whose text is still `text_sha256`; False (nothing recorded) for a
+        document gone, not ready, of another text, or of that model already."""
+        document = self.documents.get(doc_id)
+        if (document is None or document["state"] != READY or document["textSha256"] != text_sha256
+                or document.get("embeddingModel") == model):
+            return False
+        self._document_embedded(tenant=self.tenant, tool_id=self.tool_id, document_id=doc_id, model=model,
+                                vectors_sha256=vectors_sha256)
+        return True
+
     def document_failed(self, doc_id: str, reason: str) -> bool:
         document = self.documents.get(doc_id)
         if document is None or document["state"] != PROCESSING:
             return False
         self._document_failed(tenant=self.tenant, tool_id=self.tool_id, document_id=doc_id, reason=reason)
+        return True
+
+    def set_metadata(self, doc_id: str, metadata: dict[str, Any], by: str) -> bool:
+        """Makes `metadata` (checked against the tool's schema by the caller) the document's; False
+        (nothing recorded) when it holds that already."""
+        if self.documents[doc_id].get("metadata", {}) == metadata:
+            return False
+        self._document_metadata_set(tenant=self.tenant, tool_id=self.tool_id, document_id=doc_id, metadata=dict(metadata),
+                                    by=by)
         return True
 
     def remove_document(self, doc_id: str, by: str) -> Document:
@@ -159,6 +184,12 @@ class SearchTool(Configured):
         # one before embeddings existed) is found by its words only.
         self._document_update(document_id, timestamp, embeddingModel=model, vectorsSha256=vectors_sha256)
 
+    @event("DocumentMetadataSet")
+    def _document_metadata_set(self, tenant: str, tool_id: str, document_id: str, metadata: dict[str, Any], by: str,
+                               previous_hash: str = "", timestamp: datetime | None = None) -> None:
+        # The whole of the document's metadata after the change (an upload's, a PUT's or a PATCH's).
+        self._document_update(document_id, timestamp, metadata=dict(metadata))
+
     @event("DocumentFailed")
     def _document_failed(self, tenant: str, tool_id: str, document_id: str, reason: str, previous_hash: str = "",
                          timestamp: datetime | None = None) -> None:
@@ -189,7 +220,7 @@ def normalise(given: dict[str, Any]) -> Config:
             limit: _or(mine.get(limit), default),
             cap_key(limit): _or(mine.get(cap_key(limit)), cap),
         }
-    return {
+    normal_config = {
         "description": given.get("description") or "",
         "tags": list(dict.fromkeys(given.get("tags") or [])),
         "exposeInChat": bool(given.get("exposeInChat", True)),
@@ -198,6 +229,12 @@ def normalise(given: dict[str, Any]) -> Config:
         # A new tool's default is hybrid; a PUT that names none keeps the tool's (kind.save).
         "retrieval": retrieval_rules.normalise(given.get("retrieval"), None, creating=True),
     }
+    # Each document's metadata keys and their types (domain.metadata), kept only when there are
+    # some (a tool without reads as `{}`); a PUT that names none keeps the tool's (kind.save).
+    schema = given.get("metadata")
+    if schema:
+        normal_config["metadata"] = dict(schema) if isinstance(schema, dict) else schema
+    return normal_config
 
 
 def _or(value: Any, default: Any) -> Any:
@@ -230,6 +267,7 @@ def given_violations(given: dict[str, Any]) -> list[Violation]:
 def violations(config: Config) -> list[Violation]:
     """Every rule of docs/kinds/file-search-tools.md the (normalised) configuration breaks, each naming its field."""
     found = description_violations(config["description"]) + retrieval_rules.violations(retrieval_rules.of(config))
+    found += metadata_rules.schema_violations(config.get("metadata", {}))
     tags = config["tags"]
     if len(tags) > MAX_TAGS:
         found.append(Violation("tags", "R4", f"at most {MAX_TAGS} tags, got {len(tags)}"))

@@ -31,10 +31,12 @@ from console.routing import problem_of
 from console.security import Reader, Writer
 from console.toast import toast
 from domain import errors
+from domain import retrieval as retrieval_rules
 from domain.documents import FAILED, MARK_END, MARK_START, MAX_QUERY_CHARS, PROCESSING, READY, split_chunk_id
-from toolkinds.search_tools import display
+from domain.metadata import MAX_KEYS as MAX_METADATA_KEYS, schema_of
+from toolkinds.search_tools import display, metadata_form
 from toolkinds.search_tools import form as forms
-from toolkinds.search_tools.form import CAPABILITY_TEXT
+from toolkinds.search_tools.form import CAPABILITY_TEXT, MODE_TEXT
 from toolkinds.search_tools.kind import SearchToolKind
 from toolkinds.search_tools.model import CAPABILITIES, MAX_NAME, cap_key, capability_name
 from toolkinds.search_tools.schemas import SearchToolBody, public
@@ -65,13 +67,20 @@ def _editor_context(request: Request, tool: Any) -> dict[str, Any]:
         context["ready_documents"] = sorted((d for d in tool.documents.values() if d["state"] == READY),
                                             key=lambda d: (d["name"], d["id"]))[:MAX_CHOICES]
     return {**context, **_words(), "capabilities": CAPABILITIES, "capability_text": CAPABILITY_TEXT, "cap_key": cap_key,
-            "capability_name": capability_name, "max_name": MAX_NAME, "max_query": MAX_QUERY_CHARS, "tested": TESTED}
+            "capability_name": capability_name, "max_name": MAX_NAME, "max_query": MAX_QUERY_CHARS, "tested": TESTED,
+            "rrf_k": retrieval_rules.RRF_K, "max_rrf_k": retrieval_rules.MAX_RRF_K,
+            "max_chunks_per_document": retrieval_rules.MAX_CHUNKS_PER_DOCUMENT, "max_metadata_keys": MAX_METADATA_KEYS,
+            "operator_text": metadata_form.OPERATOR_TEXT, "join_text": metadata_form.JOIN_TEXT,
+            "filter_rows_count": metadata_form.FILTER_ROWS, "retrieval_values": forms.retrieval_values,
+            "metadata_rows_of": metadata_form.schema_rows, "schema": schema_of(tool.config) if tool is not None else {}}
 
 
 def _words() -> dict[str, Any]:
     """What every File Search page names things with (`display`): one mapping for all of them."""
     return {"type_name": display.type_name, "state_name": display.state_name, "failure": display.failure,
-            "size_text": size_text}
+            "size_text": size_text, "mode_text": MODE_TEXT, "found_by": display.found_by, "score_text": display.score_text,
+            "no_match": display.no_match, "metadata_type_text": metadata_form.TYPE_TEXT, "type_text": metadata_form.TYPE_TEXT,
+            "shown_value": metadata_form.shown_value}
 
 
 PAGES = ConfiguredPages(
@@ -135,20 +144,28 @@ def _documents(kind: SearchToolKind, tenant: str, name: str, after: str) -> dict
         max_upload_mb: int | None = kind.files.max_upload_bytes // 1_048_576
     except errors.DocumentsUnavailable:
         max_upload_mb = None
+    embedding = kind.embedding(tenant, name)  # a change of model's progress (reembed.py)
     return {"tool_id": tool.tool_id, "documents": rows, "next_cursor": next_cursor, "after": after,
-            "counts": counts, "total": len(tool.documents), "processing": counts.get(PROCESSING, 0) > 0,
-            "max_upload_mb": max_upload_mb, **_words()}
+            "counts": counts, "total": len(tool.documents),
+            "processing": counts.get(PROCESSING, 0) > 0 or embedding["reembedding"], "embedding": embedding,
+            "max_upload_mb": max_upload_mb, "schema": schema_of(tool.config), **_words()}
 
 
 def _field(inputs: dict[str, str], key: str) -> str:
     return (inputs.get(key) or "").strip()
 
 
-def _arguments(capability: str, inputs: dict[str, str]) -> tuple[dict[str, Any], str]:
+def _arguments(capability: str, inputs: dict[str, str], schema: dict[str, str] | None = None) -> tuple[dict[str, Any], str]:
     """The capability's arguments from what the Test panel's fields hold, or what to type first."""
     if capability == "search":
         query = inputs.get("query") or ""
-        return {"query": query}, "" if query.strip() else "Type the words to search for."
+        filters, problem = metadata_form.filter_of(schema or {}, inputs)
+        if problem:
+            return {}, problem
+        if filters is not None:  # with a filter the words are optional
+            return {**({"query": query} if query.strip() else {}), "filters": filters}, ""
+        return {"query": query}, "" if query.strip() else \
+            ("Type the words to search for, or a filter." if schema else "Type the words to search for.")
     if capability == "find_text":
         text = inputs.get("text") or ""
         arguments: dict[str, Any] = {"text": text, "caseSensitive": inputs.get("case") == "on"}
@@ -179,12 +196,13 @@ def _test(kind: SearchToolKind, tenant: str, name: str, capability: str, inputs:
     capability = capability if capability in TESTED else "search"
     outcome: dict[str, Any] = {"capability": capability, "label": CAPABILITY_TEXT[capability][0],
                                "query": inputs.get("query") or "", "inputs": inputs, "results": [], "problem": "",
-                               "output": None, "raw": ""}
-    arguments, missing = _arguments(capability, inputs)
+                               "output": None, "raw": "", "filtered": False}
+    tool = kind.get(tenant, name)
+    arguments, missing = _arguments(capability, inputs, schema_of(tool.config))
     if missing:
         outcome["problem"] = missing
         return outcome
-    tool = kind.get(tenant, name)
+    outcome["filtered"] = "filters" in arguments
     try:
         result = kind.run_capability(tenant, name, capability, arguments)
     except errors.InvalidInput as refusal:
@@ -231,8 +249,15 @@ def documents_page(name: str, request: Request, visitor: Reader, after: str = ""
 def _refusal_words(error: errors.ModuleError) -> str:
     """A refused upload's reasons as the page says them: the messages, not the API's field paths."""
     if isinstance(error, errors.InvalidInput):
-        return "; ".join(v.message for v in error.violations)
+        return "; ".join(_named(v) for v in error.violations)
     return plain(error.detail).rstrip(".")
+
+
+def _named(violation: errors.Violation) -> str:
+    """A refusal's message, with the metadata key it is about."""
+    if violation.field.startswith("metadata."):
+        return f"{violation.field.removeprefix('metadata.')}: {violation.message}"
+    return violation.message
 
 
 def _no_file(item: Any) -> bool:
@@ -255,8 +280,14 @@ async def upload_documents(name: str, request: Request, visitor: Writer) -> Resp
             if not given and not wants_json:
                 # A form sent with nothing chosen: the words the page's script says, not the API's.
                 raise errors.InvalidInput([errors.Violation("files", "DOC", "choose or drop at least one file")])
+            # The metadata typed for the upload (a field per key of the tool's schema), given to every file.
+            schema = schema_of(kind.get(principal.tenant, name).config)
+            metadata, _, unread = metadata_form.typed_values(schema, form, "upload_meta")
+            if unread:
+                raise errors.InvalidInput(unread)
             uploads = await spooled(given, files.workdir, files.max_upload_bytes)
-        documents = await run_in_threadpool(lambda: kind.upload(principal.tenant, name, uploads, by=principal.name))
+        documents = await run_in_threadpool(lambda: kind.upload(principal.tenant, name, uploads, by=principal.name,
+                                                                metadata=metadata or None))
     except errors.ModuleError as error:
         if wants_json:
             problem = problem_of(error)
@@ -289,7 +320,7 @@ async def delete_document(name: str, doc_id: str, request: Request, visitor: Wri
 
 # -- the Test panel --------------------------------------------------------------------------------
 
-TEST_FIELDS = ("query", "text", "case", "document", "offset", "chunk", "prefix")
+TEST_FIELDS = ("query", "text", "case", "document", "offset", "chunk", "prefix", *metadata_form.FILTER_FIELDS)
 
 
 @router.get("/{name}/search")
@@ -303,7 +334,7 @@ async def search_documents(name: str, request: Request, visitor: Writer, capabil
     outcome = await run_in_threadpool(_test, kind, tenant, name, capability, inputs)
     if _htmx(request):
         return PAGES.render(request, "search_tools/_search_results.html", search=outcome, tool=public(tool),
-                            **_words())
+                            schema=schema_of(tool.config), **_words())
     return PAGES.editor(request, PAGES.form.values_of(tool), tool=tool, search=outcome)
 
 
@@ -318,6 +349,34 @@ def _number(value: str, default: int = 1) -> int:
 @router.get("/{name}/documents/{doc_id}")
 async def document_page(name: str, doc_id: str, request: Request, visitor: Reader, part: str = "",
                         chunks: str = "", chunk: str = "") -> Response:
+    return await _document_page(name, doc_id, request, visitor, part, chunks, chunk)
+
+
+@router.post("/{name}/documents/{doc_id}/metadata")
+async def save_document_metadata(name: str, doc_id: str, request: Request, visitor: Writer) -> Response:
+    """The document's metadata from one field per key of the tool's schema (an empty field: no
+    value), replacing what it had, as `PUT …/documents/{docId}/metadata` does; each value refused is
+    named next to its field, with what was typed kept."""
+    kind = _kind(request)
+    principal = visitor.principal
+    form = await request.form()
+    schema = schema_of(kind.get(principal.tenant, name).config)
+    values, typed, unread = metadata_form.typed_values(schema, form, "meta")
+    try:
+        if unread:
+            raise errors.InvalidInput(unread)
+        document = await run_in_threadpool(
+            lambda: kind.set_metadata(principal.tenant, name, doc_id, values, by=principal.name))
+    except errors.InvalidInput as refusal:
+        fields = metadata_form.value_messages(refusal.violations, "meta", schema)
+        return await _document_page(name, doc_id, request, visitor, metadata_typed=typed,
+                                    metadata_fields=fields, metadata_summary="The metadata was not saved: some values need a change.")
+    said = f"Saved the metadata of {document['name']}."
+    return toast(request, PAGES.redirect(PAGES.page(name, f"/documents/{doc_id}")), said)
+
+
+async def _document_page(name: str, doc_id: str, request: Request, visitor: Any, part: str = "", chunks: str = "",
+                         chunk: str = "", **metadata: Any) -> Response:
     """One document: what it is, and its extracted text one part at a time (a PDF a page at a time)
     and its chunks a page at a time, or why its extraction failed. `chunk=n` opens the page of
     chunks holding chunk n (a search result's link); htmx asks for one section's fragment."""
@@ -345,6 +404,11 @@ async def document_page(name: str, doc_id: str, request: Request, visitor: Reade
         "processing": document["state"] == PROCESSING, "reads": reads, **_words(),
         # What an MCP client reads it by (`resources/read`), once it is ready.
         "resource_uri": document_uri(tool.tool_id, document["id"]) if document["state"] == READY else None,
+        # Its metadata, by the keys of the tool's schema: as kept, or as typed into a refused save.
+        "schema": schema_of(tool.config), "metadata_fields": {}, "metadata_summary": "",
+        "metadata_typed": {key: metadata_form.shown_value(kind_of, (document.get("metadata") or {}).get(key))
+                           for key, kind_of in schema_of(tool.config).items()},
+        **metadata,
     }
     headers = {"Vary": "HX-Request", "Cache-Control": "no-store"}
     section = request.headers.get("hx-target", "")

@@ -10,6 +10,9 @@ service made.
   embedded the chunks) names a blob of one vector a chunk, in order, and their model: each chunk
   is then indexed with its vector. A document recorded before embeddings, or whose vectors do
   not fit its chunks, is indexed by its words only.
+- A `DocumentEmbedded` of a document already `READY` (embedded again by another model,
+  `reembed.py`) gives its chunks the new vectors in place (`PutVectors`): the same chunks, the
+  new model; the index keeps a document's vectors of one model at a time.
 - `DocumentRemoved` takes the document's chunks out, `Deleted` (and `Recreated`, which starts a
   tool with no document) every chunk of the tool.
 - The file name and media type a document's chunks carry come from its `DocumentAdded`, kept
@@ -32,7 +35,7 @@ from eventsourcing.projection import Projection
 
 from application.projected import topics_of
 from domain.chunking import chunk_text
-from domain.documents import VECTOR_DIMENSIONS, BlobStore, DropTool, Extracted, IndexChange, IndexedDocument, PutDocument, RemoveDocument
+from domain.documents import VECTOR_DIMENSIONS, BlobStore, DropTool, Extracted, IndexChange, IndexedDocument, PutDocument, PutVectors, RemoveDocument
 from projections.chunks import ChunkView
 from toolkinds.search_tools.model import SearchTool
 
@@ -73,8 +76,11 @@ class ChunkIndex(Projection[ChunkView]):
             self._added[(event.tenant, event.tool_id, event.document_id)] = (event.name, event.media_type)
             return None
         if isinstance(event, SearchTool.DocumentEmbedded):
-            self._embedded[(event.tenant, event.tool_id, event.document_id)] = (event.model, event.vectors_sha256)
-            return None
+            key = (event.tenant, event.tool_id, event.document_id)
+            if key in self._added:  # its extraction's: indexed with its DocumentReady
+                self._embedded[key] = (event.model, event.vectors_sha256)
+                return None
+            return self._embedded_again(event)
         if isinstance(event, SearchTool.DocumentReady):
             return self._ready(event)
         if isinstance(event, SearchTool.DocumentFailed):
@@ -125,6 +131,24 @@ class ChunkIndex(Projection[ChunkView]):
             chunks = [replace(chunk, vector=vectors[i]) for i, chunk in enumerate(chunks)]
         return PutDocument(event.tenant, event.tool_id, IndexedDocument(event.document_id, title, name, media_type, model),
                            chunks)
+
+    def _embedded_again(self, event: Any) -> PutVectors | None:
+        """A ready document embedded again (another model): its chunks' vectors change in place.
+        (A position resumed between a document's DocumentAdded and its DocumentReady also comes
+        here: the index has no chunk of it yet, so nothing changes, and its DocumentReady reads
+        the vectors from the tool as it was.)"""
+        where = {"tenant": event.tenant, "tool": event.tool_id, "document": event.document_id}
+        try:
+            data = self.blobs.get(event.tenant, event.vectors_sha256)
+        except KeyError:
+            log.warning("a document's new vectors are missing from the blob store; it keeps its vectors", extra=where)
+            return None
+        size = 4 * VECTOR_DIMENSIONS
+        if not data or len(data) % size:
+            log.error("a document's new vectors are not whole vectors; it keeps its vectors", extra=where)
+            return None
+        return PutVectors(event.tenant, event.tool_id, event.document_id, event.model,
+                          [data[i:i + size] for i in range(0, len(data), size)])
 
     def _vectors(self, tenant: str, digest: str, count: int, where: dict[str, str]) -> list[bytes] | None:
         """Each chunk's vector from the blob `DocumentEmbedded` named (None: indexed by words only)."""

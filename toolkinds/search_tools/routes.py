@@ -7,6 +7,9 @@ the tool has already answer that document); extraction runs in the background, a
 `GET /{id}/documents/{docId}` says `READY` with its counts or `FAILED` with the reason. An upload
 over `TOOLSMITH_MAX_UPLOAD_MB` is refused with 413 before its body is read past the cap (the body
 limit of `entrypoints/web.py`). `POST /{id}/test` runs one capability, enabled or not.
+`GET /{id}/embedding` says the service's embedding model and how many of the tool's documents
+are embedded by it (a change of model's progress, `reembed.py`); `POST /{id}/embedding` queues
+those of another model again (202).
 
 The routes every configured kind shares (list, create, read with `asOf`, replace with
 `If-Match`, delete, history) are `api/configured.py`'s; this module adds the kind's own.
@@ -27,7 +30,7 @@ from api.problems import documented
 from application.toolbox import answered
 from toolkinds.search_tools.kind import SearchToolKind
 from toolkinds.search_tools.schemas import SearchToolBody, SearchToolCreate, SearchToolTestCall, public, public_document
-from toolkinds.search_tools.uploads import spooled, uploaded
+from toolkinds.search_tools.uploads import form_metadata, spooled, uploaded
 
 API = ConfiguredApi(SearchToolKind, noun="File Search tool", one="search_tool", body=SearchToolBody, create=SearchToolCreate,
                     public=public, said={
@@ -55,6 +58,18 @@ async def test_search_tool(id: str, services: ServicesDep, principal: Admin,
     return {"capability": body.capability, **execution_out(answered(result))}
 
 
+@router.get("/{id}/embedding", responses=documented(404))
+def get_embedding(id: str, services: ServicesDep, principal: Reader) -> dict[str, Any]:
+    """The service's embedding model and how many of the tool's documents with vectors are by it (a re-embedding's progress)."""
+    return _kind(services).embedding(principal.tenant, id)
+
+
+@router.post("/{id}/embedding", status_code=202, responses=documented(404, 503))
+def embed_again(id: str, services: ServicesDep, principal: Admin) -> dict[str, Any]:
+    """Embed the tool's documents of another model again now, in the background (those a failed re-embedding left)."""
+    return _kind(services).embed_again(principal.tenant, id)
+
+
 # -- documents ----------------------------------------------------------------------------------
 
 
@@ -62,7 +77,9 @@ async def test_search_tool(id: str, services: ServicesDep, principal: Admin,
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
     "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"},
-                             "description": "one or many files (text, Markdown, JSON, CSV, source code, HTML, PDF, .docx)"}},
+                             "description": "one or many files (text, Markdown, JSON, CSV, source code, HTML, PDF, .docx)"},
+                   "metadata": {"type": "string", "description": "a JSON object of metadata (keys of the tool's "
+                                                                 "metadata schema), given to every file of the upload"}},
 }}}}}
 
 
@@ -73,9 +90,29 @@ async def upload_documents(id: str, request: Request, services: ServicesDep, pri
     kind = _kind(services)
     files = kind.files
     async with request.form(max_files=1_000, max_fields=100) as form:
+        metadata = form_metadata(form.getlist("metadata"))
         uploads = await spooled(form.getlist("files"), files.workdir, files.max_upload_bytes)
-    documents = await run_in_threadpool(lambda: kind.upload(principal.tenant, id, uploads, by=principal.name))
+    documents = await run_in_threadpool(lambda: kind.upload(principal.tenant, id, uploads, by=principal.name,
+                                                            metadata=metadata))
     return uploaded(documents)
+
+
+@router.put("/{id}/documents/{docId}/metadata", responses=documented(400, 404))
+async def put_document_metadata(id: str, docId: str, services: ServicesDep, principal: Admin,
+                                body: dict[str, Any] = Body(..., description="the document's metadata, whole")) -> dict[str, Any]:
+    """Replace a document's metadata (keys of the tool's metadata schema, values of their types)."""
+    document = await run_in_threadpool(
+        lambda: _kind(services).set_metadata(principal.tenant, id, docId, body, by=principal.name))
+    return public_document(document)
+
+
+@router.patch("/{id}/documents/{docId}/metadata", responses=documented(400, 404))
+async def patch_document_metadata(id: str, docId: str, services: ServicesDep, principal: Admin,
+                                  body: dict[str, Any] = Body(..., description="a JSON merge patch: null removes a key")) -> dict[str, Any]:
+    """Change some of a document's metadata (a JSON merge patch: a key set to null is removed)."""
+    document = await run_in_threadpool(
+        lambda: _kind(services).set_metadata(principal.tenant, id, docId, body, by=principal.name, merge=True))
+    return public_document(document)
 
 
 @router.get("/{id}/documents", responses=documented(400, 404))

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.configured import CREATING, ConfiguredBody
 from api.schemas import IDENTIFIER, documents
+from domain.metadata import schema_of
 from domain.retrieval import of as retrieval_of
 from toolkinds.search_tools.model import FILE_SEARCH, MAX_NAME, SearchTool
 
@@ -56,6 +57,9 @@ class SearchToolBody(ConfiguredBody):
                            **documents(**{**IDENTIFIER, "maxLength": MAX_NAME}))
     capabilities: Capabilities = Field(default_factory=Capabilities)
     retrieval: Retrieval | None = Field(None, description="how search finds chunks (docs/kinds/file-search-tools.md)")
+    metadata: dict[str, str] | None = Field(
+        None, description="the documents' metadata keys and their types (string, number, boolean, date), at most 32; "
+                          "search filters on them. Unnamed on PUT: the tool's are kept")
 
     def as_config(self) -> dict[str, Any]:
         given = self.model_dump(exclude={"id", "capabilities", "retrieval"})
@@ -81,10 +85,11 @@ def public(tool: SearchTool) -> dict[str, Any]:
     states: dict[str, int] = {}
     for document in tool.documents.values():
         states[document["state"]] = states.get(document["state"], 0) + 1
-    return {"id": tool.tool_id, "callType": FILE_SEARCH, **tool.config, "retrieval": retrieval_of(tool.config), "documents": {"total": len(tool.documents), **states},
+    return {"id": tool.tool_id, "callType": FILE_SEARCH, **tool.config, "retrieval": retrieval_of(tool.config),
+            "metadata": schema_of(tool.config), "documents": {"total": len(tool.documents), **states},
             "version": tool.version, "createdBy": tool.created_by, "createdAt": tool.created_on,
             "updatedBy": tool.updated_by, "updatedAt": tool.modified_on}
 
 
 def public_document(document: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in document.items() if k != "pageStarts"}
+    return {**{k: v for k, v in document.items() if k != "pageStarts"}, "metadata": document.get("metadata") or {}}

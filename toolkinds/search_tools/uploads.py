@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -34,6 +35,22 @@ async def spooled(given: Sequence[Any], workdir: Path, limit: int) -> list[Uploa
             upload.path.unlink(missing_ok=True)
         raise
     return uploads
+
+
+def form_metadata(given: Sequence[Any]) -> dict[str, Any] | None:
+    """The upload's `metadata` field: one JSON object (None when the form has none), checked
+    against the tool's schema by the kind."""
+    if not given:
+        return None
+    if len(given) > 1 or not isinstance(given[0], str):
+        raise InvalidInput([Violation("metadata", "DOC", "one form field holding a JSON object, given to every file")])
+    try:
+        value = orjson.loads(given[0])
+    except orjson.JSONDecodeError:
+        raise InvalidInput([Violation("metadata", "DOC", "is not JSON (a JSON object of key -> value)")]) from None
+    if not isinstance(value, dict):
+        raise InvalidInput([Violation("metadata", "DOC", "must be a JSON object of key -> value")])
+    return value
 
 
 def spool(item: UploadFile, workdir: Path, limit: int) -> Path:

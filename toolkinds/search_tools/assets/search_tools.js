@@ -55,6 +55,10 @@ function upload(zone, given) {
   const button = byId("upload-button");
   const data = new FormData();
   for (const file of files) data.append("files", file, file.name);
+  // The metadata typed for this upload (one field per key of the tool's schema), given to every file.
+  for (const field of document.querySelectorAll("#upload-form [data-upload-meta] [name]")) {
+    if (field.value.trim()) data.append(field.name, field.value);
+  }
 
   zone.dataset.busy = "true";
   if (button) button.disabled = true;
@@ -162,9 +166,48 @@ function setUpTest() {
   });
 }
 
+// The tool's metadata schema: "Add a key" appends an empty row (the page offers two without the script).
+function setUpSchema() {
+  const rows = byId("metadata-rows");
+  const template = byId("metadata-row-template");
+  const add = byId("metadata-add");
+  if (!rows || !template || !add) return;
+  add.hidden = false;
+  add.addEventListener("click", () => {
+    const n = rows.querySelectorAll(".metadata-row").length;
+    const holder = document.createElement("div");
+    holder.innerHTML = template.innerHTML.replaceAll("__N__", String(n)).replaceAll("__M__", String(n + 1));
+    const row = holder.firstElementChild;
+    rows.append(row);
+    row.querySelector("input")?.focus();
+  });
+}
+
+// The Test panel's filter: a condition's ordering operators (more than, at least…) are offered for
+// numbers and dates only.
+function setUpFilter() {
+  for (const key of document.querySelectorAll("select[id^='filter-key-']")) {
+    const op = byId(key.id.replace("filter-key-", "filter-op-"));
+    if (!op) continue;
+    const update = () => {
+      const type = key.selectedOptions[0]?.dataset.type ?? "";
+      const ordered = type === "number" || type === "date" || type === "";
+      for (const option of op.options) {
+        if (["gt", "gte", "lt", "lte"].includes(option.value)) option.disabled = !ordered;
+      }
+      if (op.selectedOptions[0]?.disabled) op.value = "eq";
+    };
+    key.addEventListener("change", update);
+    update();
+  }
+}
+
 function setUp() {
   if (byId("search-tool-form")) byId("form-problem")?.focus();
+  byId("metadata-problem")?.focus();
+  setUpSchema();
   setUpTest();
+  setUpFilter();
   const zone = byId("drop-zone");
   const input = byId("upload-files");
   const form = byId("upload-form");

@@ -1,0 +1,57 @@
+"""File Search's weighted reciprocal rank fusion (domain/retrieval.py, `WEIGHTS`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.documents import Hit
+from domain.retrieval import HYBRID, LEXICAL, RRF_K, SEMANTIC, WEIGHTS, fuse
+
+
+def hits(*ids: str) -> list[Hit]:
+    return [Hit(chunk_id=i, document_id=i.split("#")[0], title=i, snippet=i, score=1.0) for i in ids]
+
+
+def ranked(found: dict[str, list[Hit]], limit: int = 10, **kwargs) -> list[str]:  # type: ignore[no-untyped-def]
+    return [h.chunk_id for h in fuse(found, mode=HYBRID, limit=limit, weights=WEIGHTS, **kwargs)]
+
+
+def test_where_the_lists_disagree_meanings_best_few_come_first() -> None:
+    semantic = hits(*(f"s{i}#0" for i in range(1, 11)))
+    lexical = hits(*(f"w{i}#0" for i in range(1, 11)))
+    order = ranked({LEXICAL: lexical, SEMANTIC: semantic}, limit=20)
+    assert order[:7] == [f"s{i}#0" for i in range(1, 8)]  # 1 / (60 + 7) > 0.9 / (60 + 1)
+    assert order[7] == "w1#0"  # a code's exact match is not pushed behind every vague one
+    assert set(order) == {h.chunk_id for h in semantic + lexical}
+
+
+def test_a_chunk_high_in_both_lists_outranks_the_first_of_either_alone() -> None:
+    order = ranked({LEXICAL: hits("w1#0", "both#0"), SEMANTIC: hits("s1#0", "both#0")})
+    assert order[0] == "both#0"
+
+
+def test_scores_are_over_the_best_possible_and_the_weights_are_optional() -> None:
+    found = {LEXICAL: hits("a#0", "b#0"), SEMANTIC: hits("a#0", "c#0")}
+    top = fuse(found, mode=HYBRID, limit=3, weights=WEIGHTS)[0]
+    assert top.chunk_id == "a#0" and top.score == pytest.approx(1.0) and top.retrievers == (LEXICAL, SEMANTIC)
+    # plain RRF when no weights are given (tool search fuses so): a tie goes to the chunk id
+    plain = fuse({LEXICAL: hits("w#0"), SEMANTIC: hits("s#0")}, mode=HYBRID, limit=2, rrf_k=RRF_K)
+    assert [h.chunk_id for h in plain] == ["s#0", "w#0"] and plain[0].score == pytest.approx(0.5)
+    weighted = fuse({LEXICAL: hits("a#0"), SEMANTIC: hits("s#0")}, mode=HYBRID, limit=2, weights=WEIGHTS)
+    assert [h.chunk_id for h in weighted] == ["s#0", "a#0"]  # "a" would win the plain tie
+    assert weighted[0].score == pytest.approx(1.0 / 1.9)
+
+
+def test_a_query_is_centred_on_the_tools_mean_and_normalized_again() -> None:
+    import struct
+
+    from domain.retrieval import centred
+
+    def pack(*values: float) -> bytes:
+        return struct.pack(f"<{len(values)}f", *values)
+
+    asked = struct.unpack("<3f", centred(pack(0.6, 0.8, 0.0), pack(0.6, 0.0, 0.0)))
+    assert asked == pytest.approx((0.0, 1.0, 0.0), abs=1e-6)
+    assert centred(pack(0.6, 0.8, 0.0), None) == pack(0.6, 0.8, 0.0)  # an index that cannot tell
+    assert centred(pack(1.0, 0.0, 0.0), pack(1.0, 0.0, 0.0)) == pack(1.0, 0.0, 0.0)  # nothing left: as it is
+    assert centred(pack(1.0, 0.0), pack(1.0, 0.0, 0.0)) == pack(1.0, 0.0)  # another width: as it is
