@@ -11,8 +11,8 @@
   tools/list, as the SDK's client puts them on the wire) against on (find_tool, call_tool and 5
   pinned tools), and one find_tool answer of 5 tools. Tokens are counted as characters / 4 of
   the JSON (tiktoken is not in the venv; for English and JSON, OpenAI's own rule of thumb).
-- **Quality** (informative; asserted by tests/unit/test_tool_search.py): recall@5 over the 2,000
-  tools for the three query sets.
+- **Quality** (asserted by tests/unit/test_tool_search.py): recall@5 over the 2,000 tools for the
+  four query sets; the goal (issue 36, 0.9 for descriptions paraphrased) is the asked set's.
 
 Run: `python -m bench.tool_search [--quick]` (quick: 10,000 tools, 100 queries).
 """
@@ -136,13 +136,13 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[Row], dict[str, Any]]:
     quality: dict[str, float] = {}
     small = Catalog([entry_of(t) for t in catalog()])
     small_index = ToolIndex(small, lambda: (embedder.embed_array, embedder.dimensions))  # type: ignore[arg-type]
-    for label, field in (("reworded", "query"), ("object named", "partial"), ("own words", "exact")):
+    for label, field in (("asked", "asked"), ("reworded", "query"), ("object named", "partial"), ("own words", "exact")):
         hits = sum(t.name in [f.entry.name for f in small_index.find(TENANT, lambda e: True, "all", getattr(t, field), 5)]
                    for t in catalog())
         quality[label] = hits / 2_000
-    rows.append(Row("recall@5 over 2,000 tools: reworded / object named / own words",
-                    " / ".join(f"{v:.2f}" for v in quality.values()), "", goal="reworded ≥ 0.90 (issue 36)",
-                    meets=quality["reworded"] >= 0.9))
+    rows.append(Row("recall@5 over 2,000 tools: asked / reworded / object named / own words",
+                    " / ".join(f"{v:.2f}" for v in quality.values()), "", goal="asked ≥ 0.90 (issue 36)",
+                    meets=quality["asked"] >= 0.9))
     return rows, {"load": " ".join(f"{x:.1f}" for x in os.getloadavg()), "tokens": spent, "quality": quality,
                   "model": embedder.model}
 

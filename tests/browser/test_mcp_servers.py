@@ -131,6 +131,7 @@ def test_several_tools_are_attached_at_once_and_a_detach_is_undone(page, console
     assert attached_table(page).get_by_role("row", name=re.compile(rf"^{second}\b")).count() == 0
     assert page.evaluate("() => window.stillThisPage === true")
     assert second not in listed_by_mcp(console_server, server)
+    page.locator("#toasts .toast", has_text=f"Detached {second}.").hover()  # kept while the pointer is on it (6 s otherwise)
     assert_accessible(page, "the detach toast")
     page.locator("#toasts .toast", has_text=f"Detached {second}.").get_by_role("button", name="Undo").click()
     page.get_by_role("status").get_by_text(f"Attached {second}.").wait_for()

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from application.tool_search import HYBRID, LEXICAL, SEMANTIC, ToolIndex, tool_text, words
-from bench.tool_catalog import SHARED, Catalog, GeneratedTool, catalog, entry_of
+from application.tool_search import HYBRID, LEXICAL, SEMANTIC, ToolIndex, meant, query_terms, tool_text, words
+from bench.tool_catalog import SHARED, Catalog, GeneratedTool, _plural, catalog, entry_of
 from domain.catalog import Permissions, ToolEntry
 from infrastructure.embeddings import default_embedder
 
@@ -57,25 +57,51 @@ def test_the_generated_catalog_is_2000_distinct_tools_whose_queries_share_no_con
     assert len({t.query for t in generated}) == 2_000
 
 
+def test_the_asked_set_names_each_action_in_other_words_than_its_description(generated: list[GeneratedTool]) -> None:
+    # a person's request: the object by its name, and no other word of the description
+    objects = {t.name: t.exact.split(" ", 1)[1] for t in generated}  # "delete credit note": "credit note"
+    object_words = {name: set(words(o)) | set(words(_plural(o))) for name, o in objects.items()}
+    copied = [t.name for t in generated if (set(words(t.asked)) & set(words(t.description))) - object_words[t.name]]
+    assert copied == []
+    assert len({t.asked for t in generated}) == 2_000
+
+
 def test_recall_at_5_over_2000_tools(index: ToolIndex, generated: list[GeneratedTool], capsys: pytest.CaptureFixture[str]) -> None:
-    """Figures of each query set and retriever, printed; the floors asserted are what the offline
-    static model reaches (docs/mcp.md, "Tool search"): the issue's goal of 0.9 on descriptions
-    paraphrased word for word is not reached with it."""
+    """Issue 36's goal: recall@5 at least 0.9 for the tools' descriptions paraphrased as a person
+    asks for them (the asked set); the other sets' floors are what the offline static model
+    reaches (docs/mcp.md, "Tool search"): with every noun reworded too, far less."""
     sets: dict[str, Callable[[GeneratedTool], str]] = {
+        "asked as a person would": lambda t: t.asked,
         "reworded (no shared content word)": lambda t: t.query,
         "object named, action and domain reworded": lambda t: t.partial,
         "action and object in the tool's words": lambda t: t.exact,
     }
-    figures = {label: {mode: recall_at_5(index, generated, query, mode) for mode in (LEXICAL, SEMANTIC, HYBRID)}
+    # Each set's 2,000 queries in the modes asserted (bench.tool_catalog asks every mode of every set):
+    # all twelve took five minutes on a loaded CI machine.
+    modes = {"asked as a person would": (LEXICAL, SEMANTIC, HYBRID), "reworded (no shared content word)": (LEXICAL, SEMANTIC, HYBRID)}
+    figures = {label: {mode: recall_at_5(index, generated, query, mode) for mode in modes.get(label, (HYBRID,))}
                for label, query in sets.items()}
     with capsys.disabled():
         for label, by_mode in figures.items():
             print(f"\n  recall@5 {label}: " + ", ".join(f"{m} {v:.3f}" for m, v in by_mode.items()), file=sys.stderr)
-    assert figures["action and object in the tool's words"][HYBRID] >= 0.9
-    assert figures["object named, action and domain reworded"][HYBRID] >= 0.5
-    assert figures["reworded (no shared content word)"][HYBRID] >= 0.18
+    assert figures["asked as a person would"][HYBRID] >= 0.9
+    assert figures["action and object in the tool's words"][HYBRID] >= 0.98
+    assert figures["object named, action and domain reworded"][HYBRID] >= 0.9
+    assert figures["reworded (no shared content word)"][HYBRID] >= 0.25
+    # hybrid beats either retriever alone where a person asks
+    assert figures["asked as a person would"][HYBRID] > max(figures["asked as a person would"][LEXICAL],
+                                                           figures["asked as a person would"][SEMANTIC])
     # the embedding is what finds a reworded description at all
     assert figures["reworded (no shared content word)"][SEMANTIC] > figures["reworded (no shared content word)"][LEXICAL] + 0.1
+
+
+def test_the_thesaurus_finds_an_action_by_its_synonyms_and_a_word_by_its_forms() -> None:
+    assert words("Deletes deleted deleting searches companies") == ["delet", "delet", "delet", "search", "company"]
+    erase = query_terms("erase an invoice")
+    assert erase["eras"] == erase["invoic"] == 1.0 and 0 < erase["delet"] < 1
+    assert "count" in query_terms("how many invoices are there")
+    assert meant("wipe out a refund").endswith("delete")
+    assert meant("delete a refund") == "delete a refund"
 
 
 def test_a_tool_the_caller_may_not_use_is_never_found(index: ToolIndex, generated: list[GeneratedTool]) -> None:
