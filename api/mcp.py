@@ -47,10 +47,12 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import Receive, Scope, Send
+from starlette._utils import get_route_path
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api import problems
 from api.admission import Refusal, client_address
+from api.direct import ROUTE_TEMPLATE, _route_selected
 from api import mcp_batch, mcp_sdk
 from api.mcp_direct import DirectCalls, FastCalls, read_body, replay_body
 from api.mcp_resources import FastReads, ResourceHandlers, ResourceWatch
@@ -414,4 +416,45 @@ def mount(app: FastAPI, services: Services) -> McpEndpoint:
     # /mcp, so it need not be tried against every route of the API and the console before it.
     routes = app.router.routes
     routes[:] = routes[-2:] + routes[:-2]
+    # And served before the router's search (`McpFirst`), as the REST call is (api.direct).
+    router = app.router
+    router.middleware_stack = McpFirst(router.middleware_stack, router, endpoint, tuple(routes[:2]))
     return endpoint
+
+
+class McpFirst:
+    """The two MCP paths, served as soon as a request reaches the router (issue 30: MCP at REST's
+    cost): a request of `/mcp` or `/mcp/{server_id}` (one segment, not empty, as Starlette's
+    `{server_id}` is) goes to the endpoint with the scope the router would have given it (its
+    `router`, `endpoint`, `path_params`; the route's template for the metrics and the request's
+    span), without the router's walk over the routes before it, FastAPI's per-request wrapper or the
+    route's method check (an MCP route takes every method: the endpoint refuses what it does not
+    serve). Anything else (`/mcp/` included, which the router redirects) goes to the router, as before."""
+
+    def __init__(self, app: ASGIApp, router: Any, endpoint: McpEndpoint, routes: tuple[Any, ...]) -> None:
+        self.app = app
+        self.router = router
+        self.endpoint = endpoint
+        self.default_route, self.server_route = routes
+        self.default_path, self.server_path = DEFAULT_PATH, DEFAULT_PATH + "/"
+        self.skip = len(self.server_path)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = get_route_path(scope)
+            if path == self.default_path:
+                route, parameters = self.default_route, {}
+            elif path.startswith(self.server_path) and len(path) > self.skip and "/" not in path[self.skip:]:
+                route, parameters = self.server_route, {"server_id": path[self.skip:]}
+            else:
+                await self.app(scope, receive, send)
+                return
+            scope.setdefault("router", self.router)
+            scope["endpoint"] = self.endpoint
+            scope["path_params"] = parameters
+            scope[ROUTE_TEMPLATE] = route.path
+            if _route_selected is not None and "fastapi.telemetry" in scope:
+                _route_selected(scope=scope, path=route.path)
+            await self.endpoint(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

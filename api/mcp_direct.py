@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -160,11 +161,14 @@ class DirectCalls:
             return None
         return getattr(session.connection, "protocol_version", None)
 
-    def serves(self, manager: StreamableHTTPSessionManager, scope: Scope) -> tuple[_Session, Any] | None:
-        """The session and transport a POST names, if its calls can be answered here."""
+    def serves(self, manager: StreamableHTTPSessionManager, scope: Scope,
+               headers: dict[str, str] | None = None) -> tuple[_Session, Any] | None:
+        """The session and transport a POST names, if its calls can be answered here (`headers`:
+        the request's `session_headers`, when the caller read them already)."""
         if scope["method"] != "POST":
             return None
-        headers = session_headers(scope)
+        if headers is None:
+            headers = session_headers(scope)
         session_id = headers.get(_SESSION_ID)
         session = self._sessions.get(session_id) if session_id is not None else None
         transport = mcp_sdk.transport_of(manager, session_id) if session is not None else None
@@ -184,10 +188,11 @@ class DirectCalls:
             return None
         return session, transport
 
-    def initialized(self, manager: StreamableHTTPSessionManager, scope: Scope) -> tuple[_Session, Any] | None:
+    def initialized(self, manager: StreamableHTTPSessionManager, scope: Scope,
+                    headers: dict[str, str] | None = None) -> tuple[_Session, Any] | None:
         """`serves`, once the session's handshake ended (the kernel refuses a request before it):
         the session gate of the fast paths (`FastCalls`; `api.mcp_gate` for prompts and resources)."""
-        found = self.serves(manager, scope)
+        found = self.serves(manager, scope, headers)
         return found if found is not None and getattr(found[0].connection, "initialize_accepted", False) else None
 
     async def answer(self, found: tuple[_Session, Any], scope: Scope, receive: Receive, send: Send) -> Receive | None:
@@ -225,7 +230,20 @@ class DirectCalls:
         return JSONRPCResponse(jsonrpc="2.0", id=request.id, result=result)
 
 
-_VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.encode()
+# A tracer provider named in the environment, which `trace.get_tracer_provider` loads when first asked.
+_PROVIDER_IN_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_UNKNOWN = object()
+
+
+def tracer_provider_set() -> bool:
+    """Whether OpenTelemetry has a tracer provider (`trace.get_tracer_provider()` is not the
+    proxy). While none is set, `get_tracer_provider` looks the environment up on every call (3 µs
+    of a plain call's path); its module's global says the same at once: it is set once, never
+    unset. A provider named in the environment, or an OpenTelemetry without that global: the
+    public call answers."""
+    if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not _PROVIDER_IN_ENVIRONMENT:
+        return False
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def first_header(scope: Scope, name: bytes) -> str | None:
@@ -353,15 +371,15 @@ class FastCalls:
         """Takes the server's middleware as it is now as the chain known to do nothing for a plain
         call: OpenTelemetry's (while no tracer is configured) and the two session middlewares,
         which act on a session's first message only (they need no `Connection` of a 2026 call)."""
-        self._chain = tuple(self._server.middleware)
+        self._chain = list(self._server.middleware)
         self._spans = any(isinstance(middleware, OpenTelemetryMiddleware) for middleware in self._chain)
 
     def _plain_server(self) -> bool:
-        middleware, chain = self._server.middleware, self._chain
-        if chain is None or len(middleware) != len(chain) or any(ours is not theirs for ours, theirs in zip(middleware, chain)):
+        # (A list's == takes each element as equal when it is the same object, as the chain's are.)
+        if self._chain is None or self._server.middleware != self._chain:
             return False
         # The SDK records a span per request once a tracer provider is set: it then serves the call.
-        return not self._spans or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+        return not self._spans or not tracer_provider_set()
 
     async def answer(self, manager: StreamableHTTPSessionManager, scope: Scope, body: bytes, principal: Principal,
                      server_id: str | None, send: Send) -> bool:
@@ -373,11 +391,12 @@ class FastCalls:
         decoded, request_id, params = request
         if params["name"] in META_TOOLS:
             return False  # tool search's own tools (api.mcp_search), where the offer has it on: the SDK's path
-        header_version = first_header(scope, _VERSION_HEADER)
+        read = session_headers(scope)
+        header_version = read.get(MCP_PROTOCOL_VERSION_HEADER)
         transport = None
         headers = None
         if header_version is None or header_version in HANDSHAKE_PROTOCOL_VERSIONS:
-            found = self._direct.initialized(manager, scope)
+            found = self._direct.initialized(manager, scope, read)
             if found is None:
                 return False  # not a session served here, or one before its handshake's end
             session, transport = found
@@ -390,7 +409,7 @@ class FastCalls:
         if any(kind.saturated() for kind in self._services.toolbox.kinds):
             return False  # the SDK's path says "busy" at once, before the call queues for a thread
         modern = version == MODERN_VERSION
-        notes = self._notifications(scope, params, None if modern else getattr(session.connection, "session_id", None))
+        notes = self._notifications(read.get("accept"), params, None if modern else getattr(session.connection, "session_id", None))
         started = transport is not None and mcp_sdk.call_started(transport)
         try:
             if notes is not None:
@@ -418,14 +437,15 @@ class FastCalls:
         await send({"type": "http.response.body", "body": payload})
         return True
 
-    def _notifications(self, scope: Scope, params: dict[str, Any], session_id: str | None) -> CallNotifications | None:
+    def _notifications(self, accept: str | None, params: dict[str, Any], session_id: str | None) -> CallNotifications | None:
         """The call's notifications, when it asks for some (a progress token; a log level: the
-        session's, or the 2026 request's own) and takes an SSE answer; else None (a JSON answer)."""
+        session's, or the 2026 request's own) and takes an SSE answer (`accept`: the request's
+        first `Accept` header); else None (a JSON answer)."""
         token = mcp_progress.progress_token(params)
         level = self.levels.level(session_id) if session_id is not None else mcp_progress.request_level(params)
         if token is None and not mcp_progress.sends_lines(level):
             return None
-        if "text/event-stream" not in (first_header(scope, b"accept") or ""):
+        if "text/event-stream" not in (accept or ""):
             return None
         return CallNotifications(token, level, params["name"])
 

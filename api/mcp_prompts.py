@@ -272,18 +272,23 @@ class FastPrompts:
     async def _get(self, principal: Any, server_id: str | None, request_id: RequestId, name: str,
                    arguments: dict[str, Any] | None) -> bytes:
         services = self._services
-        generation = services.toolbox.generation()
-        key = (principal, server_id)
-        offer = self._offers.get(key)
-        kept = self._prompts.get((principal.tenant, name))
-        if offer is None or offer.generation != generation or kept is None or kept[0] != generation:
-            offer, kept = await anyio.to_thread.run_sync(self._take, principal, server_id, name, generation)
-            # Kept here, on the loop: the only place the kept offers and prompts change.
-            for found, at, value in ((self._offers, key, offer), (self._prompts, (principal.tenant, name), kept)):
-                found.pop(at, None)
-                if len(found) >= MAX_KEPT:
-                    found.pop(next(iter(found)), None)
-                found[at] = value
+        if not services.store.owns_its_writes:
+            # A store others write too (PostgreSQL): its position is a database read, so it is read in
+            # the worker thread with the offer and the prompt, and nothing is kept (as FastCalls does).
+            offer, kept = await anyio.to_thread.run_sync(self._take, principal, server_id, name, None)
+        else:
+            generation = services.toolbox.generation()  # kept from the store's own saves: no I/O
+            key = (principal, server_id)
+            offer = self._offers.get(key)
+            kept = self._prompts.get((principal.tenant, name))
+            if offer is None or offer.generation != generation or kept is None or kept[0] != generation:
+                offer, kept = await anyio.to_thread.run_sync(self._take, principal, server_id, name, generation)
+                # Kept here, on the loop: the only place the kept offers and prompts change.
+                for found, at, value in ((self._offers, key, offer), (self._prompts, (principal.tenant, name), kept)):
+                    found.pop(at, None)
+                    if len(found) >= MAX_KEPT:
+                        found.pop(next(iter(found)), None)
+                    found[at] = value
         _, kind, published = kept
         try:
             if kind is None:
@@ -301,8 +306,12 @@ class FastPrompts:
         # a module's answer as it was read): written as they are.
         return pydantic_core.to_json({"jsonrpc": "2.0", "id": request_id, "result": rendered})
 
-    def _take(self, principal: Any, server_id: str | None, name: str, generation: int) -> tuple[Offer, tuple[int, Any, Any]]:
-        """The caller's offer and the published prompt `name`, as of the store's position (blocking)."""
+    def _take(self, principal: Any, server_id: str | None, name: str,
+              generation: int | None) -> tuple[Offer, tuple[int, Any, Any]]:
+        """The caller's offer and the published prompt `name`, as of the store's position
+        (`generation`, read here when None; blocking)."""
+        if generation is None:
+            generation = self._services.toolbox.generation()
         offer = take_offer(self._services, principal, server_id)
         kept: tuple[int, Any, Any] = (generation, None, None)
         for kind in prompt_kinds(self._services):

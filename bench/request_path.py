@@ -38,6 +38,10 @@ answer (status 200 and the tool's output in the body); a wrong answer fails the 
   attach (ptrace refused), the bench says so and profiles the same app in this process instead
   (cProfile over an in-process ASGI run: each function's own time in its layer, a function of no
   layer in its callers').
+- With `--in-process-cpu`, the CPU per request of the REST call and of MCP's `tools/call` in both
+  eras, the same app in this process, each request handed straight to the ASGI app (the event loop
+  thread's CPU, the paths interleaved): the figure that holds on a loaded machine, where wrk's
+  rates do not (`cpu_in_process`).
 - API URL tools against httpx directly at 8 concurrent callers: `bench.api_tools`'s own
   measurement, called as it is (`--skip-api-tools` leaves it out).
 
@@ -51,7 +55,9 @@ Run: `python -m bench.request_path [--quick]` (about 2 minutes quick, 5 in full)
 from __future__ import annotations
 
 import argparse
+import ast
 import cProfile
+import importlib.util
 import json
 import os
 import pstats
@@ -65,7 +71,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import httpx
@@ -105,10 +112,12 @@ TITLE = "Benchmark — the request path (issue 30): one small tool call against 
 @dataclass(frozen=True)
 class Frame:
     """One frame of a sampled stack: the function's (qualified) name and its file, as py-spy prints it
-    (`package/module.py`, relative to its sys.path entry)."""
+    (`package/module.py`, relative to its sys.path entry), and the line it was at (None: not known,
+    as in a cProfile; not part of a frame's identity)."""
 
     function: str
     file: str
+    line: int | None = field(default=None, compare=False)
 
 
 def files(*prefixes: str) -> Callable[[Frame], bool]:
@@ -124,6 +133,48 @@ def named(file_prefix: str, *functions: str) -> Callable[[Frame], bool]:
 
 def any_of(*predicates: Callable[[Frame], bool]) -> Callable[[Frame], bool]:
     return lambda frame: any(p(frame) for p in predicates)
+
+
+# The wrappers of the server's `send` between the app and uvicorn: the edge's `respond`
+# (entrypoints/web.py), Starlette's ServerErrorMiddleware and exception handler. A sample whose
+# innermost frame (of any layer) is one of them at a line awaiting `send` is the server's write in
+# progress (py-spy catches the call between frames: the wrapper's line is the last it sees), the
+# response's; the wrapper's other lines (the security headers, the status kept for the log) are
+# the middleware's.
+SEND_WRAPPERS = (
+    ("entrypoints/web.py", "Edge._served.<locals>.respond", "entrypoints.web"),
+    ("starlette/middleware/errors.py", "ServerErrorMiddleware.__call__.<locals>._send", "starlette.middleware.errors"),
+    ("starlette/_exception_handler.py", "wrap_app_handling_exceptions.<locals>.wrapped_app.<locals>.sender",
+     "starlette._exception_handler"),
+)
+
+
+@lru_cache(maxsize=None)
+def send_lines(module: str, qualified: str) -> frozenset[int]:
+    """The lines of the function `qualified` (`Class.method.<locals>.inner`) in `module`'s source
+    that await a call of `send` (read from the source, not imported: the app need not load)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return frozenset()
+    node: ast.AST = ast.parse(Path(spec.origin).read_text())
+    for name in (part for part in qualified.split(".") if part != "<locals>"):
+        node = next((child for child in ast.walk(node) if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                     and child.name == name and child is not node), None)  # type: ignore[assignment]
+        if node is None:
+            return frozenset()
+    return frozenset(awaited.lineno for awaited in ast.walk(node) if isinstance(awaited, ast.Await)
+                     and isinstance(awaited.value, ast.Call) and isinstance(awaited.value.func, ast.Name) and awaited.value.func.id == "send")
+
+
+def is_send_wrapper(frame: Frame) -> bool:
+    """A frame of a `SEND_WRAPPERS` wrapper as a cProfile names it (the function's own name, no line)."""
+    return any(frame.file == file and frame.function in (function, function.rpartition(".")[2]) for file, function, _ in SEND_WRAPPERS)
+
+
+def awaiting_send(frame: Frame) -> bool:
+    """A frame of a `SEND_WRAPPERS` wrapper at a line awaiting the server's `send`."""
+    return frame.line is not None and any(frame.file == file and frame.function == function and frame.line in send_lines(module, function)
+                                          for file, function, module in SEND_WRAPPERS)
 
 
 # Each sample belongs to the INNERMOST frame of its stack that some layer matches (so a JSON decode
@@ -168,6 +219,7 @@ LAYERS: tuple[tuple[str, Callable[[Frame], bool]], ...] = (
     ("the response (starlette Response, uvicorn send)", any_of(
         files("starlette/responses.py", "starlette/background.py"),
         lambda frame: frame.file.startswith("uvicorn/protocols/") and "send" in frame.function,
+        awaiting_send,
     )),
     ("FastAPI's endpoint wrapper", any_of(
         named("fastapi/routing.py", "request_response.", "get_request_handler.", "run_endpoint_function"),
@@ -183,13 +235,15 @@ LAYERS: tuple[tuple[str, Callable[[Frame], bool]], ...] = (
 )
 OTHER = "other (event loop, asyncio, other threads)"
 
-_FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
+_FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^():]*)(?::(?P<line>\d+))?\)$")
 
 
 def parse_frame(text: str) -> Frame:
-    """`Request.body (starlette/requests.py:241)` → Frame("Request.body", "starlette/requests.py")."""
+    """`Request.body (starlette/requests.py:241)` → Frame("Request.body", "starlette/requests.py", 241)."""
     found = _FRAME.match(text)
-    return Frame(found["function"], found["file"]) if found else Frame(text, "")
+    if not found:
+        return Frame(text, "")
+    return Frame(found["function"], found["file"], int(found["line"]) if found["line"] else None)
 
 
 def placed(stack: Sequence[Frame]) -> tuple[str, Frame | None]:
@@ -262,6 +316,10 @@ def fold_profile(stats: pstats.Stats) -> Counter[str]:
             seconds[OTHER] += amount
             return
         for caller, weight in weights.items():
+            if is_send_wrapper(frame_of(caller)):
+                # under a wrapper of `send`: the in-process client's taking of the answer (no server's write)
+                seconds[OTHER] += amount * weight / total
+                continue
             spread(caller, amount * weight / total, depth + 1)
 
     for key, (_, _, own, _, _) in table.items():
@@ -714,6 +772,115 @@ def profile_in_process(progress: Progress, calls: int) -> tuple[list[Row], str]:
     return layer_rows(samples, cpu, served, None, f"{served:,} requests, {cpu:.2f} CPU s"), how
 
 
+# -- CPU per request per path, in process ----------------------------------------------------------
+
+
+def _asgi_scope(method: str, path: str, headers: dict[str, str], body: bytes) -> dict[str, object]:
+    lines = [(b"host", b"127.0.0.1:8000")] + [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    if body:
+        lines.append((b"content-length", str(len(body)).encode()))
+    return {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1", "method": method,
+            "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"", "headers": lines,
+            "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "state": {}}
+
+
+async def _asgi_request(app: object, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """One request straight to the ASGI app (no HTTP client, no server: what is measured is the app's)."""
+    import anyio
+
+    sent: list[dict[str, object]] = []
+    given = False
+
+    async def receive() -> dict[str, object]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    await app(_asgi_scope(method, path, headers, body), receive, send)  # type: ignore[operator]
+    head = {k.decode(): v.decode() for k, v in sent[0]["headers"]}  # type: ignore[union-attr]
+    return sent[0]["status"], head, b"".join(m.get("body", b"") for m in sent[1:])  # type: ignore[return-value,misc]
+
+
+def cpu_in_process(progress: Progress, calls: int, rounds: int) -> list[Row]:
+    """CPU per request of the REST call and of MCP's tools/call in both eras, the same app (bootstrap +
+    create_app with its lifespan, embedded defaults, the limiters on and out of reach) in this process,
+    each request handed straight to the ASGI app: the event loop thread's CPU (time.thread_time) over
+    `calls` requests per path per round, the paths interleaved in a rotated order, medians of the
+    rounds. On a loaded machine this holds where wrk's rates do not: another process's load takes
+    wall time, not this thread's CPU. (uvicorn's part, the same for every path but for the size of
+    the head and body, is not in it; the sandbox's worker processes are not either.)"""
+    import anyio
+
+    from entrypoints.compose import bootstrap
+    from entrypoints.web import create_app
+    from infrastructure.settings import Settings
+
+    progress(f"in process: CPU per request, {rounds} rounds × {calls} requests per path")
+    with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
+        os.environ.pop("SQLITE_DBNAME", None)
+        settings = Settings(data_dir=tmp, admin_token=TOKEN, persistence_module="eventsourcing.sqlite", sandbox_url="embedded",
+                            rate_per_second=float(UNREACHED_RATE), rate_burst=int(UNREACHED_BURST),
+                            tenant_rate_per_second=float(UNREACHED_RATE), tenant_rate_burst=int(UNREACHED_BURST))
+        services = bootstrap(settings)
+        app = create_app(services)
+        auth = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
+
+        async def drive() -> dict[str, list[float]]:
+            async with app.router.lifespan_context(app):
+                tool = {"inputParameters": [{"name": "n", "type": "integer", "required": True, "description": "n"}], "exposeInChat": True}
+                module = {"id": TOOL, "description": "Adds one to n.", "draftContent": SOURCE, "tool": tool}
+                await _asgi_request(app, "POST", "/api/v1/admin/code-modules", auth, json.dumps(module).encode())
+                await _asgi_request(app, "POST", f"/api/v1/admin/code-modules/{TOOL}/publish", auth, b"")
+                initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "bench.request_path", "version": "1"}}}
+                _, head, _ = await _asgi_request(app, "POST", "/mcp", auth | {"accept": "application/json, text/event-stream"},
+                                                 json.dumps(initialize).encode())
+                session = head["mcp-session-id"]
+                await _asgi_request(app, "POST", "/mcp", mcp_headers(HANDSHAKE_VERSION, session, token=True),
+                                    b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+                paths = {
+                    "REST call": ("POST", f"/api/v1/tools/{TOOL}/call", auth, ARGUMENTS.encode(), f'"output":{EXPECTED}'),
+                    "MCP session": ("POST", "/mcp", mcp_headers(HANDSHAKE_VERSION, session, token=True),
+                                    str(mcp_call_body(7, meta=False)).encode(), f'"text":"{EXPECTED}"'),
+                    "MCP stateless": ("POST", "/mcp", mcp_headers(STATELESS_VERSION, token=True),
+                                      str(mcp_call_body(7, meta=True)).encode(), f'"text":"{EXPECTED}"'),
+                }
+                for name, (method, path, headers, body, expected) in paths.items():
+                    for _ in range(max(50, calls // 4)):  # warm: the offer kept, the verdicts cached
+                        status, _, answer = await _asgi_request(app, method, path, headers, body)
+                        if status != 200 or expected.encode() not in answer:
+                            raise SystemExit(f"bench.request_path: in process, {name} answered {status}: {answer[:300]!r}")
+                cpu: dict[str, list[float]] = {name: [] for name in paths}
+                for r in range(rounds):
+                    for name in rotated(list(paths), r):  # type: ignore[arg-type]
+                        method, path, headers, body, _ = paths[name]
+                        started = time.thread_time()
+                        for _ in range(calls):
+                            await _asgi_request(app, method, path, headers, body)
+                        cpu[name].append((time.thread_time() - started) / calls)
+                return cpu
+
+        try:
+            cpu = anyio.run(drive)
+        finally:
+            services.close()
+    rest = median(cpu["REST call"])
+    rows = [Row("in process: CPU per request of the event loop thread (no HTTP server)", "", "", None, "", None, "")]
+    for name, values in cpu.items():
+        # each round's REST CPU over this path's (as a rate ratio: above 1, cheaper than REST), their median
+        ratios = [r / v for v, r in zip(values, cpu["REST call"])]
+        q1, q3 = quartiles(ratios)
+        rows.append(Row(f"  {name}", f"{median(values) * 1e6:,.0f} µs/request", f"REST {rest * 1e6:,.0f} µs", median(ratios),
+                        "(REST's CPU / this path's, per round: as a rate ratio)", None, f"IQR {q1:.2f}–{q3:.2f}"))
+    return rows
+
+
 # -- the run ---------------------------------------------------------------------------------------
 
 
@@ -848,6 +1015,8 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
     rows.append(Row(f"where the time goes: {profiled}, CPU per request by layer", "", "", None, "", None, ""))
     rows += layer_table
     rows += api_tools_rows(args, progress)
+    if args.in_process_cpu:
+        rows += cpu_in_process(progress, 300 if args.quick else 1000, 5 if args.quick else 9)
     return rows, {"args": vars(args), "profile": how, "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
 
 
@@ -863,6 +1032,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", default="REST call ×1", metavar="VARIANT",
                         help="the variant py-spy samples the server under (default 'REST call ×1'; e.g. 'MCP stateless ×1')")
     parser.add_argument("--hot", type=int, default=0, metavar="N", help="print each layer's N hottest frames under the table")
+    parser.add_argument("--in-process-cpu", action="store_true",
+                        help="also the CPU per request of REST and MCP's two eras, in this process (steady on a loaded machine)")
     parser.add_argument("--in-process-profile", action="store_true",
                         help="profile with cProfile in this process (the fallback when py-spy cannot attach) instead of py-spy")
     args = parser.parse_args(argv)

@@ -145,3 +145,30 @@ def test_a_tool_without_parameters_takes_no_arguments(client: TestClient) -> Non
     refused = client.post("/api/v1/tools/hello/call", json={"surprise": 1})
     assert refused.status_code == 400, refused.text
     assert [e["field"] for e in refused.json()["errors"]] == ["input.surprise"]
+
+
+def test_the_mcp_paths_are_served_as_the_router_would_serve_them(tmp_path: Any, shared_sandbox: object) -> None:
+    """`api.mcp.McpFirst` takes `/mcp` and `/mcp/{serverId}` before the router's search: what it
+    does not take (`/mcp/`, a deeper path) is the router's as before, and the metrics name each
+    request by its route's template, never by the server's id."""
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, operator_token="operator-token-for-mcp-paths-1",
+                        metrics_token="scraper-token-for-mcp-paths-01")
+    with TestClient(create_app(wire(settings, shared_sandbox)), base_url=URL, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as client:
+        publish(client, "echo", "exports.run = function (input) { return input; };")
+        expect(client.post("/api/v1/admin/mcp-servers", json={"id": "helpers", "tools": ["echo"]}), 201)
+        for path in ("/mcp", "/mcp/helpers"):
+            session = open_session(client, "2025-11-25", path)
+            listed = client.post(path, json=request(1, "tools/list"), headers=session)
+            assert [t["name"] for t in listed.json()["result"]["tools"]] == ["echo"], path
+        # a server the tenant does not have: the gate's 404, as through the router
+        unknown = client.post("/mcp/nobody", json=request(1, "tools/list"), headers=ACCEPT)
+        assert unknown.status_code == 404 and unknown.headers["content-type"].startswith("application/problem+json")
+        # the router's: a trailing slash is redirected to /mcp, a deeper path has no route
+        slashed = client.post("/mcp/", json=request(1, "tools/list"), headers=ACCEPT, follow_redirects=False)
+        assert slashed.status_code == 307 and slashed.headers["location"].endswith("/mcp")
+        assert client.post("/mcp/helpers/more", json=request(1, "tools/list"), headers=ACCEPT).status_code == 404
+        scraped = client.get("/metrics", headers={"Authorization": "Bearer scraper-token-for-mcp-paths-01"})
+        assert scraped.status_code == 200, scraped.text
+        routes = {line.split('route="')[1].split('"')[0] for line in scraped.text.splitlines()
+                  if line.startswith("toolsmith_http_requests_total{")}
+        assert {"/mcp", "/mcp/{server_id}"} <= routes and not any("helpers" in route or "nobody" in route for route in routes)

@@ -105,3 +105,35 @@ def test_each_layers_hottest_frames_are_those_that_put_the_samples_there() -> No
     hot = hottest(raw, 1)
     assert hot["the middleware chain"] == [("_MethodsByPath.allowed (api/methods.py)", 7)]
     assert hot[OTHER] == [("Runner.run (asyncio/runners.py)", 6)]
+
+
+def test_a_write_caught_in_the_edges_send_wrappers_is_the_responses_and_their_own_work_the_middlewares() -> None:
+    from bench.request_path import send_lines
+
+    respond = "Edge._served.<locals>.respond"
+    [awaiting, *_] = sorted(send_lines("entrypoints.web", respond))
+    errors = "ServerErrorMiddleware.__call__.<locals>._send"
+    [errors_awaiting] = send_lines("starlette.middleware.errors", errors)
+    mcp = ROOT + ";Edge.__call__ (entrypoints/web.py:53);FastCalls.answer (api/mcp_direct.py:418)"
+    raw = [
+        # uvicorn's write seen in progress from the wrapper's line that awaits it (py-spy sees no deeper frame)
+        mcp + f";{respond} (entrypoints/web.py:{awaiting}) 4",
+        mcp + f";{respond} (entrypoints/web.py:{awaiting});{errors} (starlette/middleware/errors.py:{errors_awaiting}) 2",
+        # the write's own frame: the response's, as before
+        mcp + f";{respond} (entrypoints/web.py:{awaiting});RequestResponseCycle.send (uvicorn/protocols/http/httptools_impl.py:522) 3",
+        # the wrapper's own lines (the status kept for the access log), and the security headers: the middleware's
+        mcp + f";{respond} (entrypoints/web.py:{awaiting - 100}) 1",
+        mcp + f";{respond} (entrypoints/web.py:{awaiting});secure (console/security.py:71) 1",
+    ]
+    assert fold(raw) == {"the response (starlette Response, uvicorn send)": 9, "the middleware chain": 2}
+
+
+def test_the_fallback_leaves_the_in_process_clients_taking_of_the_answer_out_of_the_middleware() -> None:
+    respond = ("entrypoints/web.py", 192, "respond")
+    client_send = ("httpx/_transports/asgi.py", 160, "send")  # no layer; called by the edge's wrapper of send
+    stats = SimpleNamespace(stats={
+        respond: (1, 1, 0.5, 2.5, {}),
+        client_send: (1, 1, 2.0, 2.0, {respond: (1, 1, 2.0, 2.0)}),
+    })
+    seconds = fold_profile(stats)  # type: ignore[arg-type]
+    assert seconds == {"the middleware chain": 0.5, OTHER: 2.0}

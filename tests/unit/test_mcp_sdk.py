@@ -59,3 +59,17 @@ def test_the_sdks_walk_finds_a_declared_header_and_none_in_a_plain_schema() -> N
     plain = {"type": "object", "properties": {"n": {"type": "integer"}}}
     assert [token for _, token, _ in mcp_sdk.header_positions(declared)] == ["Region"]
     assert list(mcp_sdk.header_positions(plain)) == []
+
+
+def test_a_tracer_provider_is_seen_set_once_opentelemetry_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`api.mcp_direct.tracer_provider_set` reads OpenTelemetry's global (no tracer is asked here:
+    one would keep the provider it found)."""
+    from opentelemetry import trace
+
+    from api.mcp_direct import tracer_provider_set
+
+    assert hasattr(trace, "_TRACER_PROVIDER"), "opentelemetry.trace._TRACER_PROVIDER moved: change api/mcp_direct.py"
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    assert not tracer_provider_set() and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", trace.NoOpTracerProvider())
+    assert tracer_provider_set() and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
