@@ -30,23 +30,31 @@ Then the actions, each as a person does it on the page and as its REST call, alt
 - **attach** a tool to a server (check it, Attach, until the attached list is swapped in) against
   `PUT /api/v1/admin/mcp-servers/{id}/tools/{name}` (detached again between rounds, not measured).
 
-Each action has three figures, in rounds that alternate their order:
+Each action has these figures, in rounds that go through the six orders of the three arms in turn:
 
 - **the console's request**: the very request the page sent for the action (captured from the page: method,
   path and query, the HX headers, the CSRF token, the session cookie and the form's body; a save's version
   field set to the module's current one), sent again with httpx on a keep-alive client: the server-side
   figure the goal is about (console ≤ 1.5 × REST);
+- **the server's CPU** of that request and of the REST call: the CPU time the server's process and its
+  sandbox workers spent from the request sent to its answer read (the sum of their threads'
+  `/proc/<pid>/task/<tid>/schedstat`, in ns), the same ratio measured in what a loaded machine stretches
+  least (wall-clock figures there also hold the waits for a core);
 - **through the page**: from the click to the page settled, by the page's own clock (`performance.now()`
   at the click event and at the last `htmx:afterSettle`: the answer swapped in), so with the browser's
   own work (the same goal, printed beside it);
 - **REST**: the REST call doing the same work, on a keep-alive client.
-Medians of N rounds. Run: `python -m bench.console_browser [--quick] [--rounds N]` (or, with the
-server-side figures, `python -m bench.console`).
+Before each console request and REST call the bench waits a moment (QUIET), so that neither is measured
+while the browser still draws the previous action's answer or the server still projects the previous
+write (the detach between attach rounds, the library's new draft before a review). Medians of N rounds.
+Run: `python -m bench.console_browser [--quick] [--rounds N]` (or, with the server-side figures,
+`python -m bench.console`).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -78,6 +86,11 @@ NAVIGATION = ("() => { const n = performance.getEntriesByType('navigation')[0];"
 EDITOR = "document.querySelector('textarea[data-editor]:not([readonly])') !== null"
 EDITOR_READY = "() => performance.getEntriesByName('toolsmith:editor-ready').length > 0"
 EDITOR_AT = "() => performance.getEntriesByName('toolsmith:editor-ready')[0].startTime"
+# The pause before a measured console request or REST call (see the module's note).
+QUIET = 0.03
+# The arms' orders, one a round in turn: each arm comes first, second and third as often, and right
+# after the page's action as often as the others.
+ORDERS = tuple(itertools.permutations(("ui", "console", "rest")))
 
 
 def module_body(i: int) -> dict[str, Any]:
@@ -193,6 +206,50 @@ def timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
+class ServerCpu:
+    """The CPU time of a process and its descendants (the server and its sandbox workers), in seconds:
+    the sum of their threads' run time (the first field of /proc/<pid>/task/<tid>/schedstat, in ns)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def _tree(self, pid: int) -> list[int]:
+        pids = [pid]
+        for tid in self._tasks(pid):
+            try:
+                children = Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+            except OSError:
+                continue  # the thread ended
+            for child in children:
+                pids.extend(self._tree(int(child)))
+        return pids
+
+    @staticmethod
+    def _tasks(pid: int) -> list[str]:
+        try:
+            return os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return []  # the process ended
+
+    def read(self) -> dict[tuple[int, str], int]:
+        """Each thread's run time so far, in ns."""
+        times: dict[tuple[int, str], int] = {}
+        for pid in self._tree(self.pid):
+            for tid in self._tasks(pid):
+                try:
+                    times[(pid, tid)] = int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+                except (OSError, ValueError, IndexError):
+                    continue  # the thread ended
+        return times
+
+    @staticmethod
+    def spent(before: dict[tuple[int, str], int], after: dict[tuple[int, str], int]) -> float:
+        """The CPU time, in seconds, the threads of `after` spent since `before`: a thread started
+        since counts whole; one that ended since (a sandbox worker retired) takes nothing off the sum
+        (a difference of totals went below zero then, and the action's figure was lost)."""
+        return sum(max(0, ns - before.get(key, 0)) for key, ns in after.items()) / 1e9
+
+
 # Headers of a captured request that the replaying client sets itself.
 UNSENT = {"host", "content-length", "connection", "accept-encoding"}
 
@@ -220,12 +277,23 @@ READ = "() => { const t = window.__benchAction; return t && t.start !== null && 
 class Actions:
     """Each action once through the page and once through REST; the page is set up before the clock starts."""
 
-    def __init__(self, page: Any, api: httpx.Client, console: httpx.Client) -> None:
+    def __init__(self, page: Any, api: httpx.Client, console: httpx.Client, cpu: ServerCpu) -> None:
         self.page = page
         self.api = api
         self.console = console  # the console's own requests, replayed (keep-alive, as the REST client)
         self.captured: dict[str, Captured] = {}
         self.n = 0
+        self.cpu = cpu
+        self.last_cpu = 0.0  # the server's CPU time of the last console request or REST call measured
+
+    def _server_timed(self, action: Callable[[], Any]) -> float:
+        """`action` (one request) after a quiet moment: its wall-clock time, and the server's CPU time
+        for it in `last_cpu`."""
+        time.sleep(QUIET)
+        before = self.cpu.read()
+        took = timed(action)
+        self.last_cpu = self.cpu.spent(before, self.cpu.read())
+        return took
 
     def _settle(self) -> None:
         self.page.wait_for_function(SETTLED, polling=5)
@@ -254,7 +322,7 @@ class Actions:
             form = dict(parse_qsl(body.decode(), keep_blank_values=True))
             form.update(fields)
             body = urlencode(form).encode()
-        return timed(lambda: self._ok(self.console.request(sent.method, sent.path, headers=sent.headers, content=body or None)))
+        return self._server_timed(lambda: self._ok(self.console.request(sent.method, sent.path, headers=sent.headers, content=body or None)))
 
     def on_page(self, action: Callable[[], None]) -> float:
         """`action`'s time by the page's clock (click to settled), or by ours when no htmx swap was seen."""
@@ -280,7 +348,7 @@ class Actions:
 
     def rest_save(self) -> float:
         self.n += 1
-        return timed(lambda: self._ok(self.api.put("/api/v1/admin/code-modules/money3",
+        return self._server_timed(lambda: self._ok(self.api.put("/api/v1/admin/code-modules/money3",
                                                    json={"description": f"Formats an amount as money, take {self.n}"})))
 
     # -- test
@@ -301,7 +369,7 @@ class Actions:
     def rest_test(self) -> float:
         body = module_body(3) | {"input": {"amount": 12.5}}
         body.pop("description")
-        return timed(lambda: self._ok(self.api.post("/api/v1/admin/code-modules/test", json=body)))
+        return self._server_timed(lambda: self._ok(self.api.post("/api/v1/admin/code-modules/test", json=body)))
 
     # -- publish review
     def ui_review(self) -> float:
@@ -327,7 +395,7 @@ class Actions:
 
     def rest_review(self) -> float:
         self._draft_of_library()
-        return timed(lambda: self._ok(self.api.post(f"/api/v1/admin/code-modules/{LIBRARY}/publish", params={"dryRun": "true"})))
+        return self._server_timed(lambda: self._ok(self.api.post(f"/api/v1/admin/code-modules/{LIBRARY}/publish", params={"dryRun": "true"})))
 
     def _draft_of_library(self) -> None:
         self.n += 1
@@ -348,7 +416,7 @@ class Actions:
 
     def rest_attach(self) -> float:
         self._detach()
-        return timed(lambda: self._ok(self.api.put("/api/v1/admin/mcp-servers/server0/tools/weather_oslo")))
+        return self._server_timed(lambda: self._ok(self.api.put("/api/v1/admin/mcp-servers/server0/tools/weather_oslo")))
 
     def _detach(self) -> None:
         answer = self.api.delete("/api/v1/admin/mcp-servers/server0/tools/weather_oslo")
@@ -367,26 +435,27 @@ ACTIONS = (("save a module's draft", "save"), ("test a module", "test"),
            ("open the publish review (5 importers)", "review"), ("attach a tool to a server", "attach"))
 
 
-def actions(browser: Any, base: str, state: dict[str, Any], api: httpx.Client, rounds: int,
+def actions(browser: Any, base: str, state: dict[str, Any], api: httpx.Client, rounds: int, cpu: ServerCpu,
             progress: Progress) -> dict[str, dict[str, list[float]]]:
     context = browser.new_context(base_url=base, storage_state=state, viewport={"width": 1440, "height": 900})
     context.set_default_timeout(30_000)
     page = context.new_page()
     console = httpx.Client(base_url=base, timeout=60, trust_env=False)
     try:
-        run = Actions(page, api, console)
+        run = Actions(page, api, console, cpu)
         times: dict[str, dict[str, list[float]]] = {}
         for name, key in ACTIONS:
-            times[name] = {"ui": [], "console": [], "rest": []}
+            times[name] = {"ui": [], "console": [], "rest": [], "consoleCpu": [], "restCpu": []}
             for r in range(rounds + 1):  # the first of each is a warm-up (and captures the page's request)
-                arms = (("ui", getattr(run, f"ui_{key}")), ("console", getattr(run, f"console_{key}")),
-                        ("rest", getattr(run, f"rest_{key}")))
-                for arm, act in (arms if r % 2 == 0 else arms[::-1]):
-                    took = act()
+                for arm in ORDERS[r % len(ORDERS)]:
+                    took = getattr(run, f"{arm}_{key}")()
                     if r:
                         times[name][arm].append(took)
+                        if arm != "ui":
+                            times[name][f"{arm}Cpu"].append(run.last_cpu)
             progress(f"{name}: page {millis(median(times[name]['ui']))}, the console's request "
-                     f"{millis(median(times[name]['console']))}, REST {millis(median(times[name]['rest']))}")
+                     f"{millis(median(times[name]['console']))} (server CPU {millis(median(times[name]['consoleCpu']))}), "
+                     f"REST {millis(median(times[name]['rest']))} (server CPU {millis(median(times[name]['restCpu']))})")
         return times
     finally:
         console.close()
@@ -430,7 +499,8 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
                 try:
                     state = signed_in_state(browser, server.url)
                     loads = page_loads(browser, server.url, state, args.rounds, progress)
-                    times = actions(browser, server.url, state, api, args.actions, progress)
+                    assert server.process is not None
+                    times = actions(browser, server.url, state, api, args.actions, ServerCpu(server.process.pid), progress)
                 finally:
                     browser.close()
             api.close()
@@ -483,6 +553,16 @@ def table(loads: dict[str, dict[str, list[dict[str, float]]]], times: dict[str, 
             rows.append(Row(f"{name}: the console's request", millis(own), f"REST {millis(rest)}", own_ratio,
                             f"≤ {ACTION_GOAL:g}× REST", own_meets,
                             f"ratio IQR {own_low:.2f}–{own_high:.2f}; {'meets the goal' if own_meets else 'misses the goal'}"))
+        if arms.get("consoleCpu") and arms.get("restCpu") and median(arms["restCpu"]) > 0:  # 0: no schedstat here
+            own_cpu, rest_cpu = median(arms["consoleCpu"]), median(arms["restCpu"])
+            cpu_ratio = own_cpu / rest_cpu
+            cpu_low, cpu_high = quartiles([c / r for c, r in zip(arms["consoleCpu"], arms["restCpu"])])
+            cpu_meets = cpu_ratio <= ACTION_GOAL
+            figures["actions"][name] |= {"consoleServerCpuMs": own_cpu * 1e3, "restServerCpuMs": rest_cpu * 1e3,
+                                         "serverCpuRatio": cpu_ratio}
+            rows.append(Row(f"{name}: the server's CPU, the console's request", millis(own_cpu), f"REST {millis(rest_cpu)}",
+                            cpu_ratio, f"≤ {ACTION_GOAL:g}× REST", cpu_meets,
+                            f"ratio IQR {cpu_low:.2f}–{cpu_high:.2f}; {'meets the goal' if cpu_meets else 'misses the goal'}"))
         rows.append(Row(f"{name}: through the page", millis(ui), f"REST {millis(rest)}", ratio, f"≤ {ACTION_GOAL:g}× REST", meets,
                         f"ratio IQR {low:.2f}–{high:.2f}; {'meets the goal' if meets else 'misses the goal'}"
                         f"{'' if ui <= 0.2 else ' (over 200 ms: the page shows progress)'}"))
@@ -495,7 +575,9 @@ NOTES = (
     "navigation's start; main thread CPU = the page's main thread's CPU time to the load event (Chromium's ThreadTime); "
     "editor ready = CodeMirror mounted on a module's Source, after the load event. ratio of a page = load / goal. An action's console request is the request the page sent for it "
     "(captured from the page: its method, path, HX headers, CSRF token, session cookie and body), sent again on a keep-alive "
-    "client; ratio = console request / REST, the server-side figure the goal is about. An action through the page runs from "
+    "client; ratio = console request / REST, the server-side figure the goal is about; the server's CPU = the CPU time of "
+    "the server's process and its sandbox workers (their threads' schedstat) from the request to its answer, the same "
+    "ratio in what a loaded machine stretches least. An action through the page runs from "
     "the click to the last htmx swap settled (the page's performance.now()); ratio = page / REST. Every REST call is on a "
     "keep-alive client."
 )

@@ -46,6 +46,8 @@ KINDS = (
     ("module", "Code modules"),
     ("api-tool", "API URL tools"),
     ("search-tool", "File Search tools"),
+    ("prompt", "Prompts"),
+    ("resource", "Resources"),
     ("server", "MCP servers"),
     ("profile", "Usage profiles"),
     ("plan", "Plans"),
@@ -60,6 +62,9 @@ _RECORD_PAGES = {"server": "/console/servers/{}", "profile": "/console/profiles/
 # The configured kinds' aggregates: (the filter's value, what a row calls one); where each has its
 # page is its kind's to say (`KindPlugin.page`).
 _CONFIGURED = {"ApiTool": ("api-tool", "API URL tool"), "SearchTool": ("search-tool", "File Search tool")}
+# The published kinds' aggregates (`domain.published.Versioned`: a draft and numbered versions, as a
+# code module has): the filter's value, and where each has its page is its kind's to say too.
+_PUBLISHED = {"Prompt": "prompt", "PublishedResource": "resource"}
 # Fields whose values are never shown: what a person sees is that they changed.
 _HIDDEN = {"digest", "fingerprint", "value", "secret", "password", "token"}
 # Fields that are the event's bookkeeping, not the object's.
@@ -103,7 +108,8 @@ class Row:
         return _SINGULAR.get(self.kind, self.kind)
 
 
-_SINGULAR = {"module": "code module", "api-tool": "API URL tool", "search-tool": "File Search tool",
+_SINGULAR = {"module": "code module", "api-tool": "API URL tool", "search-tool": "File Search tool", "prompt": "prompt",
+             "resource": "resource",
              "server": "MCP server", "profile": "usage profile", "plan": "plan", "agent": "agent", "secret": "secret",
              "token": "token"}
 
@@ -143,12 +149,15 @@ def _kind_topics(kinds: tuple[type, ...]) -> dict[str, tuple[str, ...]]:
         entry = _CONFIGURED.get(aggregate.__name__)
         if entry is not None:
             found[entry[0]] = _topics_of(aggregate)
+        published = _PUBLISHED.get(aggregate.__name__)
+        if published is not None:
+            found[published] = _topics_of(aggregate)
     return found
 
 
 def _configured_aggregates(services: Any) -> tuple[type, ...]:
     return tuple(a for a in (getattr(k, "aggregate", None) for k in services.toolbox.kinds)
-                 if isinstance(a, type) and a.__name__ in _CONFIGURED)
+                 if isinstance(a, type) and (a.__name__ in _CONFIGURED or a.__name__ in _PUBLISHED))
 
 
 # -- reading -----------------------------------------------------------------------------------------
@@ -246,8 +255,8 @@ class Reader:
     def _before(self, stored: Any, event: Any) -> dict[str, Any] | None:
         """The same object's fields before this event, from the aggregate's earlier events."""
         for earlier in self._earlier(stored.originator_id, stored.originator_version):
-            if isinstance(event, CodeModule.Published):
-                if isinstance(earlier, CodeModule.Published):
+            if isinstance(event, CodeModule.Published) or _is_published_version(event):
+                if type(earlier) is type(event):
                     return _shown(earlier)
                 continue
             if isinstance(event, CallerRegistry.RecordSaved):
@@ -278,6 +287,11 @@ class Reader:
                 if event is not None:
                     yield event
             lte = batch[-1].originator_version - 1
+
+
+def _is_published_version(event: Any) -> bool:
+    """A published kind's `Published` (a prompt's version 2), compared with its version before."""
+    return type(event).__name__ == "Published" and type(event).__qualname__.split(".")[0] in _PUBLISHED
 
 
 _TOKEN_TENANTS: dict[str, str] = {}
@@ -319,7 +333,9 @@ _MODULE_VERBS = {"Created": "created", "DraftChanged": "saved a draft of", "Draf
                  "Deleted": "deleted", "Recreated": "created again", "Reverted": "restored"}
 _CONFIGURED_VERBS = {"Created": "created", "Changed": "changed", "Deleted": "deleted", "Recreated": "created again",
                      "DocumentAdded": "added a document to", "DocumentReady": "finished reading a document of",
-                     "DocumentFailed": "could not read a document of", "DocumentRemoved": "removed a document from"}
+                     "DocumentFailed": "could not read a document of", "DocumentRemoved": "removed a document from",
+                     "DocumentMetadataSet": "set the metadata of a document of",
+                     "DocumentEmbedded": "embedded a document of"}
 _SECRET_VERBS = {"Created": "created", "Rotated": "changed the value of", "DescriptionChanged": "changed the description of",
                  "Deleted": "deleted", "Recreated": "created again"}
 
@@ -366,6 +382,17 @@ def describe(position: int, event: Any) -> Row | None:
             return Row(**base, kind="token", name=event.token_id, verb="revoked")
         return None
     owner = type(event).__qualname__.split(".")[0]
+    published = _PUBLISHED.get(owner)
+    if published is not None and hasattr(event, "item_id"):
+        if name == "Published":
+            return Row(**base, kind=published, name=event.item_id, verb="published", detail=f"as version {event.version}", diff=True)
+        if name == "Reverted":
+            return Row(**base, kind=published, name=event.item_id, verb="restored", detail=f"version {event.version} as the draft of",
+                       diff=True)
+        verb = _MODULE_VERBS.get(name)
+        if verb is None:
+            return None
+        return Row(**base, kind=published, name=event.item_id, verb=verb, diff=name in ("Created", "DraftChanged", "Recreated"))
     configured = _CONFIGURED.get(owner)
     if configured is not None and hasattr(event, "tool_id"):
         verb = _CONFIGURED_VERBS.get(name)
@@ -374,7 +401,8 @@ def describe(position: int, event: Any) -> Row | None:
         detail = ""
         if name.startswith("Document"):
             document = getattr(event, "name", None) or getattr(event, "document_id", "")
-            detail = f"({document})" if document else ""
+            model = getattr(event, "model", None)  # DocumentEmbedded's: the embedding model its vectors are of
+            detail = f"({document}{f', model {model}' if model else ''})" if document else ""
         return Row(**base, kind=configured[0], name=event.tool_id, verb=verb, detail=detail,
                    diff=name in ("Created", "Changed", "Recreated"))
     return None
@@ -558,6 +586,12 @@ def object_url(services: Any, tenant: str, kind: str, name: str) -> str | None:
             if entry is not None and entry[0] == kind:
                 page = next((p.page for p in services.plugins if p.call_type == tool_kind.call_type), None)
                 return page.format(quoted) if page and tool_kind.find(tenant, name) is not None else None
+        return None
+    if kind in _PUBLISHED.values():
+        for item_kind in services.toolbox.kinds:
+            if _PUBLISHED.get(getattr(getattr(item_kind, "aggregate", None), "__name__", "")) == kind:
+                page = next((p.page for p in services.plugins if p.call_type == item_kind.call_type), None)
+                return page.format(quoted) if page and item_kind.find(tenant, name) is not None else None
         return None
     record_kind = next((k for k, v in _RECORD_KINDS.items() if v == kind), None)
     if record_kind is not None:

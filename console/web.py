@@ -93,15 +93,23 @@ def mount(app: FastAPI, routers: tuple = (), templates: tuple[Path, ...] = (),  
     # 0.5-0.8 ms a console request paid, a tenth of a save); inside, each router is tried only for
     # the heads of its own paths (/console/servers, /console/modules). Any other path goes on to the
     # API's routes as before, after one test.
+    #
+    # Each head's routes sit in one router of their own, in the order of the routers and of their routes
+    # (a head's routes are tried in the order they were before), not each router included in another:
+    # FastAPI matches a request again at every level of included routers on its way down, and the
+    # level saved was a third of the routing calls of a console request (counted with cProfile).
     console_routes = Under(None, under=CONSOLE)
+    by_head: dict[str, Under] = {}
     for router in (*ROUTERS, *routers):
         heads = heads_of(router)
         if heads is not None and all(h == CONSOLE or h.startswith(CONSOLE + "/") for h in heads):
-            own = Under(heads)
-            own.include_router(router)
-            console_routes.include_router(own)
+            for route in router.routes:
+                path_head = head(getattr(route, "path").rstrip("/") or "/")
+                by_head.setdefault(path_head, Under(frozenset({path_head}))).routes.append(route)
         else:
             app.include_router(router)
+    for own in by_head.values():
+        console_routes.include_router(own)
     app.include_router(console_routes)
     app.router.routes.insert(0, app.router.routes.pop())
 

@@ -62,7 +62,12 @@ export function mountEditor(shown, { onSave, onRun, onChange, onFullScreen } = {
   const focused = document.activeElement === shown;
   const caret = Math.min(shown.selectionEnd ?? 0, view.state.doc.length);
   textarea.hidden = true;
+  // Chromium fires `change` at a focused field whose text was typed into when it leaves the page
+  // (at once, while it is still in the form): the text is the editor's now, nothing changed.
+  const unchanged = (event) => event.stopPropagation();
+  shown.addEventListener("change", unchanged);
   shown.replaceWith(textarea);
+  shown.removeEventListener("change", unchanged);
   textarea.after(host);
   for (const field of [shown, textarea]) {
     field.editorView = view;

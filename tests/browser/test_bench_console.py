@@ -1,6 +1,6 @@
 """bench.console_browser, run small in Chromium: it seeds its tenant, loads every main page cold and
 warm, does every action through the pages, as the console's own request sent again and by REST, and prints a
-row with a verdict for each."""
+row with a verdict for each, the server's CPU time of the console's request and of the REST call among them."""
 
 from __future__ import annotations
 
@@ -34,11 +34,15 @@ def test_a_small_run_prints_every_page_and_action_with_its_verdict() -> None:
         # the goal's figure is the console's request against REST (timings are not compared here: one
         # round on a shared machine says nothing of which is faster)
         assert abs(figures["consoleRatio"] - figures["consoleMs"] / figures["restMs"]) < 1e-9
-    assert len(rows) == 2 * len(PAGES) + editors + 2 * len(ACTIONS)
+        # the server's own CPU time of each (its process and sandbox workers), and their ratio
+        assert f"{name}: the server's CPU, the console's request" in printed
+        assert figures["consoleServerCpuMs"] > 0 and figures["restServerCpuMs"] > 0
+        assert abs(figures["serverCpuRatio"] - figures["consoleServerCpuMs"] / figures["restServerCpuMs"]) < 1e-9
+    assert len(rows) == 2 * len(PAGES) + editors + 3 * len(ACTIONS)
     for row in rows:
         if row.goal == "informative":
             assert row.meets is None and "after the load event" in row.spread
             continue
         assert row.meets is not None and row.spread.endswith(("meets the goal", "misses the goal", "(over 200 ms: the page shows progress)"))
         assert ("meets the goal" in row.spread) == row.meets
-    assert all(row.goal == f"≤ {ACTION_GOAL:g}× REST" for row in rows[-2 * len(ACTIONS):])
+    assert all(row.goal == f"≤ {ACTION_GOAL:g}× REST" for row in rows[-3 * len(ACTIONS):])

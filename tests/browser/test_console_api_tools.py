@@ -129,6 +129,7 @@ def test_an_api_url_tool_s_create_disable_save_and_delete_are_each_said_by_a_toa
     page.get_by_role("button", name="Disable").click()
     disabled = toasts.locator(".toast", has_text=f"Disabled {name}:")
     expect(disabled).to_be_visible()
+    disabled.hover()  # the pointer on it keeps it (it leaves after 6 s: the checks below took longer on a loaded machine)
     assert_accessible(page, "an API URL tool just disabled, with its toast")
     shots(page, "api-tool-disabled-toast")
     disabled.get_by_role("button", name="Undo").click()

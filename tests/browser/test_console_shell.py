@@ -173,6 +173,7 @@ def test_a_toast_after_an_action_stays_while_read_closes_on_escape_and_its_undo_
     box = toasts.locator(".toast").bounding_box()
     viewport = page.viewport_size
     assert box["x"] + box["width"] <= viewport["width"] and box["y"] + box["height"] <= viewport["height"]
+    toasts.locator(".toast").hover()  # kept while the pointer is on it, through the checks (6 s otherwise)
     assert_accessible(page, "a toast with its Undo")
     shots(page, "shell-toast")
     # while the pointer is on it, it stays past its six seconds; it leaves six seconds after the pointer does

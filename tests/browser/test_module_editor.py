@@ -186,6 +186,39 @@ def test_leaving_with_unsaved_changes_asks_first_and_a_save_clears_it(page, cons
     assert asked == ["beforeunload"]
 
 
+def test_a_draft_saved_before_the_editor_came_stays_saved_when_it_comes(page, console_server) -> None:
+    # On a slow machine CodeMirror arrives after the person typed into the Source's textarea and
+    # saved: the editor taking the textarea's place is no change, and leaving asks nothing.
+    name = unique()
+    assert console_server.client().post(BASE, json={"id": name, "description": "d", "draftContent": "let a = 1;"}).status_code == 201
+    held: list[object] = []
+    page.route("**/static/dist/codemirror.js*", lambda route: held.append(route))
+    asked: list[str] = []
+
+    def answer(dialog) -> None:  # noqa: ANN001
+        asked.append(dialog.type)
+        dialog.dismiss()
+
+    page.on("dialog", answer)
+    sign_in(page, then=f"/console/modules/{name}")
+    page.get_by_role("textbox", name="Source").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" let b = 2;")
+    page.get_by_role("status").filter(has_text="Unsaved changes").wait_for()
+    page.keyboard.press("Control+S")
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    assert page.locator(".cm-editor").count() == 0 and held  # the textarea took it all
+    held[0].continue_()  # type: ignore[attr-defined]
+    page.locator(".cm-editor").wait_for()
+    assert "let b = 2;" in page.locator(".cm-content").inner_text()
+    page.get_by_role("status").filter(has_text="Draft saved").wait_for()
+    with page.expect_event("close"):
+        page.close(run_before_unload=True)
+    assert asked == []
+    saved = console_server.client().get(f"{BASE}/{name}").json()
+    assert saved["draft"]["content"] == "let a = 1; let b = 2;"
+
+
 def test_a_change_saved_elsewhere_opens_the_conflict_dialog_and_keep_mine_overwrites(page, console_server, watch) -> None:
     # the 412 answer is an error response by design: the browser and htmx log it
     watch.allowed_console += [re.compile(r"status of 412"), re.compile(r"Error Code 412 from /console/modules/")]

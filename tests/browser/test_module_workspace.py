@@ -255,6 +255,7 @@ def test_toasts_after_publish_save_discard_and_restore_with_undo_restore_asks_fi
     dialog.get_by_role("button", name=re.compile("^Discard")).click()
     page.wait_for_load_state()
     expect(toasts).to_contain_text("is discarded")
+    toasts.locator(".toast", has_text="is discarded").hover()  # kept while the pointer is on it (6 s otherwise)
     assert_accessible(page, "the page with the discard's toast")
     shots(page, "module-toast-discarded")
     expect(page.get_by_role("button", name="Publish", exact=True)).to_be_disabled()

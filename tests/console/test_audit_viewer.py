@@ -190,3 +190,71 @@ def test_a_change_reads_a_bounded_part_of_its_objects_past(app: FastAPI, api: Te
     monkeypatch.setattr(audit_log, "SCAN_LIMIT", 3)
     far = reader.change(position)
     assert far is not None and "too far back" in far.note
+
+
+DOCUMENT_EVENTS = {
+    "DocumentAdded": ({"sha256": "0" * 64, "name": "guide.pdf", "media_type": "application/pdf", "size": 10, "by": "admin"},
+                      "admin", "added a document to File Search tool docs (guide.pdf)"),
+    "DocumentEmbedded": ({"model": "static-mrl-256", "vectors_sha256": "1" * 64},
+                         audit_log.SYSTEM, "embedded a document of File Search tool docs (d1, model static-mrl-256)"),
+    "DocumentReady": ({"text_sha256": "2" * 64, "characters": 5, "chunks": 1, "page_starts": [0], "title": None},
+                      audit_log.SYSTEM, "finished reading a document of File Search tool docs (d1)"),
+    "DocumentFailed": ({"reason": "not a PDF"}, audit_log.SYSTEM, "could not read a document of File Search tool docs (d1)"),
+    "DocumentMetadataSet": ({"metadata": {"team": "a"}, "by": "admin"}, "admin",
+                            "set the metadata of a document of File Search tool docs (d1)"),
+    "DocumentRemoved": ({"by": "admin"}, "admin", "removed a document from File Search tool docs (d1)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENT_EVENTS))
+def test_each_event_of_a_file_search_document_is_told_in_words(name: str) -> None:
+    import uuid
+    from datetime import datetime, timezone
+
+    from toolkinds.search_tools.model import SearchTool
+
+    fields, who, words = DOCUMENT_EVENTS[name]
+    event = getattr(SearchTool, name)(originator_id=uuid.uuid4(), originator_version=2, timestamp=datetime.now(timezone.utc),
+                                      tenant="default", tool_id="docs", document_id="d1", previous_hash="", **fields)
+    row = audit_log.describe(7, event)
+    assert row is not None and row.kind == "search-tool" and row.name == "docs" and row.who == who
+    assert audit_log.sentence(row) == words and not row.diff
+
+
+def test_prompts_and_resources_are_told_in_words_filtered_linked_and_compared(app: FastAPI, api: TestClient) -> None:
+    prompts, resources = "/api/v1/admin/prompts", "/api/v1/admin/resources"
+    greet = unique_id("greet")
+    expect(api.post(prompts, json={"id": greet, "description": "Greets", "messages": [
+        {"role": "user", "content": {"type": "text", "text": "Hello."}}]}), 201)
+    expect(api.post(f"{prompts}/{greet}/publish"), 200)
+    expect(api.put(f"{prompts}/{greet}", json={"messages": [{"role": "user", "content": {"type": "text", "text": "Good morning."}}]}), 200)
+    expect(api.post(f"{prompts}/{greet}/publish"), 200)
+    expect(api.post(f"{prompts}/{greet}/revert", json={"version": 1}), 200)
+    expect(api.delete(f"{prompts}/{greet}/draft"), 200)
+    motd = unique_id("motd")
+    expect(api.post(resources, json={"id": motd, "description": "The message", "uri": f"memo://{motd}", "mimeType": "text/plain",
+                                     "text": "Bring an umbrella."}), 201)
+    expect(api.post(f"{resources}/{motd}/publish"), 200)
+    viewer = signed_in(app)
+    page = viewer.get("/console/audit")
+    text = rows(page.text)
+    assert f"published resource {motd} as version 1" in text[0] and f"created resource {motd}" in text[1]
+    assert f"discarded the draft of prompt {greet}" in text[2]
+    assert f"restored version 1 as the draft of prompt {greet}" in text[3]
+    assert f"published prompt {greet} as version 2" in text[4] and f"saved a draft of prompt {greet}" in text[5]
+    assert f"published prompt {greet} as version 1" in text[6] and f"created prompt {greet}" in text[7]
+    assert all("admin" in row for row in text[:8])
+    assert f'href="/console/prompts/{greet}"' in page.text and f'href="/console/resources/{motd}"' in page.text
+    only = viewer.get("/console/audit", params={"kind": "prompt"})
+    assert len(rows(only.text)) == 6 and all(f"prompt {greet}" in row for row in rows(only.text))
+    assert [row for row in rows(viewer.get("/console/audit", params={"kind": "resource"}).text)] == text[:2]
+    # version 2's change is the text against version 1's
+    second = viewer.get("/console/audit", params={"kind": "prompt", "name": greet})
+    row = next(r for r in re.findall(r'<tr class="audit-row">(.*?)</tr>', second.text, re.S) if "as version 2" in r)
+    position = re.findall(r'hx-get="/console/audit/events/(\d+)"', row)[0]
+    change = viewer.get(f"/console/audit/events/{position}")
+    assert change.status_code == 200 and "<del>Hello.</del>" in change.text and "<ins>Good morning.</ins>" in change.text
+    # deleted: told still, its link gone
+    expect(api.delete(f"{prompts}/{greet}"), 204)
+    after = viewer.get("/console/audit")
+    assert f"deleted prompt {greet}" in rows(after.text)[0] and f'href="/console/prompts/{greet}"' not in after.text

@@ -136,6 +136,28 @@ def test_discard_draft_confirms_or_explains_r11(admin, api) -> None:  # noqa: AN
     assert api.get(f"{BASE}/{name}").json()["state"] == "PUBLISHED"
 
 
+def test_a_module_a_prompt_and_a_resource_render_with_lists_them_and_cannot_be_deleted(admin, api) -> None:  # noqa: ANN001
+    client, csrf = admin
+    renderer, prompt, resource = unique_id("render"), unique_id("review"), unique_id("card")
+    _module(api, renderer, "exports.run = function (i) { return 'Review ' + i.code; };",
+            tool={"inputParameters": [{"name": "code", "description": "the code", "required": True}]})
+    expect(api.post("/api/v1/admin/prompts", json={"id": prompt, "description": "Asks for a review", "module": renderer,
+                                                   "arguments": [{"name": "code", "required": True}]}), 201)
+    expect(api.post("/api/v1/admin/resources", json={"id": resource, "description": "A card", "uriTemplate": "card://{code}",
+                                                     "mimeType": "text/plain", "module": renderer}), 201)
+    listed = [f'Prompt <a href="/console/prompts/{prompt}">{prompt}</a> is rendered or completed by it',
+              f'Resource <a href="/console/resources/{resource}">{resource}</a> is rendered by it']
+    page = client.get(f"/console/modules/{renderer}")
+    used_by = page.text.split('id="used-by"')[1].split("</section>")[0]
+    assert all(line in used_by for line in listed) and "Nothing uses it" not in used_by
+    body = client.get(f"/console/modules/{renderer}/delete-review", headers=HTMX)
+    assert all(line in body.text for line in listed)
+    assert "cannot be deleted" in body.text and f"Delete {renderer}</button>" not in body.text
+    refused = _post(client, csrf, f"/console/modules/{renderer}/delete", version=_etag(api, renderer))
+    assert refused.status_code == 409 and all(line in refused.text for line in listed)
+    assert api.get(f"{BASE}/{renderer}").status_code == 200
+
+
 def test_delete_lists_what_uses_the_module_and_deletes_what_nothing_uses(admin, api) -> None:  # noqa: ANN001
     client, csrf = admin
     dates, report = _dates_and_report(api)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from bench.console_browser import ACTIONS, COLD_GOAL, PAGES, WARM_GOAL, table
 
 
@@ -30,3 +32,16 @@ def test_the_table_has_a_row_and_a_verdict_for_each_page_and_action() -> None:
     assert test_page.ratio == 15 and test_page.meets is False
     assert figures["actions"][ACTIONS[1][0]] == {"pageMs": 30.0, "restMs": 2.0, "ratio": 15.0, "rounds": 3, "under200Ms": True,
                                                  "consoleMs": 3.0, "consoleRatio": 1.5}
+
+
+def test_the_servers_cpu_counts_threads_started_since_and_loses_nothing_to_threads_ended_since() -> None:
+    from bench.console_browser import ServerCpu
+
+    before = {(1, "1"): 5_000_000, (2, "2"): 900_000_000}  # (2, "2"): a sandbox worker retired since
+    after = {(1, "1"): 7_000_000, (3, "3"): 1_000_000}  # (3, "3"): a worker started since
+    assert ServerCpu.spent(before, after) == 0.003
+    # this process's own threads, read twice: time goes forward
+    cpu = ServerCpu(os.getpid())
+    first = cpu.read()
+    sum(i * i for i in range(200_000))
+    assert cpu.spent(first, cpu.read()) > 0

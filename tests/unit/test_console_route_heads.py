@@ -2,9 +2,10 @@
 
 A console request used to be tried against every API route before its own (FastAPI tries an included
 router's routes one by one), 0.5-0.8 ms of a save; now the console's routes come first behind one test
-of the path, each router behind the heads of its own paths ("/console/servers"). These tests check
-that every console route is still reached by its own path and method, that an API path is never
-taken by the console, and that a request is tried against the routers of its head only."""
+of the path, each head's routes ("/console/servers") in one router of their own. These tests check
+that every console route is still reached by its own path and method, in the order its router gave it,
+that an API path is never taken by the console, and that a request is tried against the routes of its
+head only."""
 
 from __future__ import annotations
 
@@ -44,10 +45,9 @@ def _console_routes(app) -> list[tuple[str, str]]:  # noqa: ANN001
     assert isinstance(group, Under) and group.under == CONSOLE
     found = []
     for included in group.routes:
-        for inner in included.original_router.routes:
-            for route in inner.original_router.routes:
-                for method in sorted(getattr(route, "methods", None) or {"GET"}):
-                    found.append((method, route.path))
+        for route in included.original_router.routes:
+            for method in sorted(getattr(route, "methods", None) or {"GET"}):
+                found.append((method, route.path))
     return found
 
 
@@ -71,6 +71,23 @@ def test_every_console_route_is_reached_by_its_own_path_and_method_first(app) ->
         path = re.sub(r"\{[^}]+\}", "x1", template)
         index, _ = _first_full(app, method, path)
         assert index == 0, f"{method} {path} went to route {index}, not the console's"
+
+
+def test_each_heads_routes_keep_the_order_of_their_routers(app) -> None:  # noqa: ANN001
+    """Within a head, a route is tried where its router put it (`/console/modules/new` before
+    `/console/modules/{module_id}`), the routers in the order they are given to `mount`."""
+    from console.routes import ROUTERS
+
+    routers = (*ROUTERS, *(router for plugin in app.state.services.plugins for router in plugin.console))
+    group = app.router.routes[0].original_router
+    assert group.routes, "the console has its heads"
+    for included in group.routes:
+        own = included.original_router
+        (wanted,) = own.heads
+        expected = [route for router in routers for route in router.routes if head(route.path.rstrip("/") or "/") == wanted]
+        assert own.routes == expected, wanted
+    paths = [route.path for route in next(i.original_router for i in group.routes if i.original_router.heads == {"/console/modules"}).routes]
+    assert paths.index("/console/modules/new") < paths.index("/console/modules/{module_id}")
 
 
 def test_an_api_path_is_never_taken_by_the_console(app) -> None:  # noqa: ANN001

@@ -128,7 +128,8 @@ def _page_context(request: Request, tenant: str, module: CodeModule, used_by: li
     return {
         "m": module_out(module, used_by),
         "role": roles(module),
-        "usage": {"modules": used_by, **services.records.users_of(tenant, module.module_id)},
+        "usage": {"modules": used_by, **services.records.users_of(tenant, module.module_id),
+                  **services.store.users_of(tenant, module.module_id)},  # the prompts and resources it renders
         "version": module.version,
         "definition": definition,
         "tool": tool,
