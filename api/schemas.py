@@ -59,8 +59,8 @@ IDENTIFIER = {"pattern": json_pattern(rules._IDENTIFIER), "minLength": 1, "maxLe
 # An agent's, an MCP server's or a usage profile's id (not a tool: any slug).
 SLUG = {"pattern": json_pattern(callers._SLUG), "minLength": 1, "maxLength": rules.MAX_ID_LENGTH}
 # R3: required, some visible character, at most 2,000 characters.
-DESCRIPTION = {"minLength": 1, "maxLength": rules.MAX_DESCRIPTION, "pattern": r"\S"}
-TAGS = {"maxItems": rules.MAX_TAGS, "items": {"type": "string", "minLength": 1, "maxLength": rules.MAX_TAG_LENGTH, "pattern": r"\S"}}
+DESCRIPTION = {"minLength": 1, "maxLength": rules.MAX_DESCRIPTION, "pattern": rules.VISIBLE_PATTERN}
+TAGS = {"maxItems": rules.MAX_TAGS, "items": {"type": "string", "minLength": 1, "maxLength": rules.MAX_TAG_LENGTH, "pattern": rules.VISIBLE_PATTERN}}
 # A plan's, an agent's or a profile's tags (domain.callers): 1 to 64 characters, blank ones too.
 CALLER_TAGS = {"maxItems": rules.MAX_TAGS, "items": {"type": "string", "minLength": 1, "maxLength": rules.MAX_TAG_LENGTH}}
 TOOL_NAMES = {"maxItems": callers.MAX_NAMED_TOOLS, "uniqueItems": True, "items": {"type": "string", **IDENTIFIER}}
@@ -484,7 +484,7 @@ class TokenIssued(TokenPublic):
 class TenantIn(_Request):
     id: str = Field(description="1–63 lower-case letters, digits or '-'; never in a tenant's own URLs",
                     **documents(pattern=json_pattern(tenants.TENANT_ID)))
-    name: str = Field(**documents(minLength=1, maxLength=tenants.MAX_NAME, pattern=r"\S"))
+    name: str = Field(**documents(minLength=1, maxLength=tenants.MAX_NAME, pattern=rules.VISIBLE_PATTERN))
     quotas: dict[str, Any] | None = Field(None, description="modules, tools, documents, storedBytes: a number, or null for no limit")
 
 

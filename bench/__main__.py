@@ -18,7 +18,7 @@ from bench import request_path
 from bench import call_log, oauth
 from bench import prompts_get, resources_read
 from bench import output_schema
-from bench import hybrid_search
+from bench import hybrid_search, hybrid_search_opensearch
 from bench import tool_search
 from bench import observability, traces
 from bench._common import format_table, machine_line
@@ -32,7 +32,7 @@ def _load(load: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Runs every Toolsmith benchmark.")
     parser.add_argument("--quick", action="store_true", help="a short run of each benchmark (about a minute in all)")
-    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "console_browser", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost", "request_path", "oauth", "call_log", "observability", "traces", "prompts_get", "output_schema", "resources_read", "hybrid_search", "tool_search"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("tool_call", "publish", "workers", "read_side", "mcp_call", "audit", "memory_bound", "cold_load", "console", "console_browser", "scale", "search_tools", "search_index", "changesets", "tenant_filter", "tenants", "redaction", "jmespath_bound", "extraction_fairness", "rate_replicas", "runner_heartbeat", "asset_cache", "list_cost", "request_path", "oauth", "call_log", "observability", "traces", "prompts_get", "output_schema", "resources_read", "hybrid_search", "hybrid_search_opensearch", "tool_search"), help="run one benchmark only")
     args = parser.parse_args(argv)
     common = ["--quick"] if args.quick else []
     started = time.perf_counter()
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                                # issue 33: a resource rendered by a module against a call of the module
                                (resources_read, "resources_read"),
                                # issue 36: File Search's lexical, semantic and hybrid retrieval
-                               (hybrid_search, "hybrid_search"),
+                               (hybrid_search, "hybrid_search"), (hybrid_search_opensearch, "hybrid_search_opensearch"),
                                # issue 36: tool search for large catalogs over MCP
                                (tool_search, "tool_search")):
         if args.only in (None, name):

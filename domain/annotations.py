@@ -73,8 +73,9 @@ def http_facts(method: str) -> Facts:
 _HTTP = re.compile(r"(?<![\w$.])http(?![\w$:])")
 
 
-def uses_http(source: str) -> bool:
-    return _HTTP.search(source) is not None
+def uses_http(source: object) -> bool:
+    """Whether a module's source names `http`; a source that is not text (refused by its own rule) names nothing."""
+    return isinstance(source, str) and _HTTP.search(source) is not None
 
 
 def module_facts(fetching: str | None) -> Facts:

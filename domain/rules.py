@@ -76,6 +76,14 @@ def is_valid_id(value: Any) -> bool:
     return not id_violations(value)
 
 
+# What "visible" means for a description, a tag or a name: not made only of the characters Python's
+# str.strip() removes (str.isspace()). The OpenAPI document states it as this pattern, which lists
+# them, because JSON Schema's regular expressions are ECMA-262's, whose \s is another set (it lacks
+# U+001C to U+001F and U+0085, and has U+FEFF): with a bare \S a validator and this service would
+# disagree on, say, "\x1c".
+VISIBLE_PATTERN = "[^\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+
+
 def description_violations(value: Any, field: str = "description") -> list[Violation]:
     """R3: required, 1–2,000 characters."""
     if not isinstance(value, str):

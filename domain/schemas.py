@@ -43,7 +43,10 @@ def schema_violations(schema: Any, field: str) -> list[Violation]:
     deepest = _depth(schema)
     if deepest > MAX_SCHEMA_DEPTH:
         return [Violation(field, "V6", f"nests objects and arrays {deepest} levels deep; at most {MAX_SCHEMA_DEPTH}")]
-    size = len(orjson.dumps(schema))
+    try:
+        size = len(orjson.dumps(schema))
+    except TypeError:  # an integer beyond 64 bits: no JSON peer reads it the same (I-JSON, RFC 7493)
+        return [Violation(field, "V6", "holds an integer beyond the 64-bit range; numbers must fit in 64 bits")]
     if size > MAX_SCHEMA_CHARS:
         return [Violation(field, "V6", f"is {size} characters of JSON; at most {MAX_SCHEMA_CHARS}")]
     given = schema.get("$schema", DIALECT)

@@ -8,6 +8,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# NumPy's OpenBLAS (the vector searches, the tool index) runs one thread unless the operator says
+# otherwise, set before NumPy is first imported: a matrix-vector product of a search is too small to
+# share, and its threads, spinning for work on a busy machine, made a search several times slower
+# (tool search's recall test: 5 s with one thread against 20 s with OpenBLAS's own, on 2 loaded cores).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from entrypoints.cli_common import _invalid, _refuse
 
 if TYPE_CHECKING:
@@ -150,8 +156,8 @@ def _sandbox(args: argparse.Namespace) -> int:
 
     from infrastructure import logs
     from infrastructure.settings import Settings
-    from entrypoints.compose import sandbox_pool
     from entrypoints.sandbox_service import create_sandbox_app
+    from sandbox.factory import embedded_sandbox
     from sandbox.capabilities import UnknownProfile
     from sandbox.config import sandbox_config
 
@@ -180,7 +186,9 @@ def _sandbox(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     elif args.insecure_dev:
         print("  --insecure-dev is ignored: CODESANDBOX_SECRET is set, and every call must present it", file=sys.stderr, flush=True)
-    sandbox = sandbox_pool(settings)
+    # The pool as `serve`'s embedded sandbox makes it (entrypoints.compose.sandbox_pool), without
+    # importing the whole service for it: compose took 4.9 s to import, over half the start.
+    sandbox = embedded_sandbox(sandbox_config(settings))
     try:
         app = create_sandbox_app(sandbox, secret=secret or None, insecure=not secret, config=config)
         print(f"  Code sandbox serving on {address} (profile {config.capability_profile}, "

@@ -241,6 +241,12 @@ class Settings(BaseSettings):
     extract_memory_mb: int = Field(512, ge=64, le=65_536, validation_alias=_env("extract_memory_mb", "TOOLSMITH_EXTRACT_MEMORY_MB"),
         description="The address space one document's extraction may take in its process, beyond what the "
         "process maps once loaded (its libraries and the embedding model); past it the document is FAILED.")
+    # docs/kinds/file-search-tools.md, "Embedding model": both ship in the wordllama wheel (never downloaded).
+    embedding_model: Literal["l2_supercat_256", "l2_supercat_128"] = Field("l2_supercat_256", validation_alias=_env(
+        "embedding_model", "TOOLSMITH_EMBEDDING_MODEL"),
+        description=("File Search's embedding model: l2_supercat_256 (WordLlama's 256 dimensions) or l2_supercat_128 "
+            "(their first 128, coarser). Documents embedded by another model (or another version of the package) are "
+            "embedded again in the background at start; search answers meanwhile."))
     # docs/tenants.md, fair share of extraction: the most extractions one tenant runs at once (unset: half
     # of TOOLSMITH_EXTRACT_WORKERS, at least one), and the longest one upload's documents may take in all.
     tenant_max_extractions: int | None = Field(None, ge=1, le=64, validation_alias=_env(

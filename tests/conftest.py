@@ -15,6 +15,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `toolsmith` sets it (entrypoints/cli.py), before NumPy loads
+
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from testing.launcher import free_port
@@ -64,3 +66,29 @@ def console_session(app: Any, token: str = ADMIN_TOKEN, **options: Any) -> tuple
 
     client = TestClient(app, **options)
     return client, sign_in_console(client, token)
+
+
+@contextlib.contextmanager
+def running(app: Any, base_url: str = "http://testserver") -> Iterator[Any]:
+    """`app` with its lifespan started, for `on_its_loop`'s clients. A TestClient not entered makes
+    an event loop of its own per request: an MCP session it opened was started in the session
+    manager's task group from that other loop, and its end, when that loop closed, could end the
+    lifespan (the services closed in the middle of a test, about one run in five on a loaded machine)."""
+    from fastapi.testclient import TestClient
+
+    with TestClient(app, base_url=base_url) as entered:
+        app.state.test_portal = entered.portal
+        try:
+            yield app
+        finally:
+            app.state.test_portal = None
+
+
+def on_its_loop(app: Any, **options: Any) -> Any:
+    """A TestClient of its own (its cookies, its headers) whose requests run on the event loop of
+    the app's lifespan (`running`), as a server's would."""
+    from fastapi.testclient import TestClient
+
+    client = TestClient(app, **options)
+    client.portal = getattr(app.state, "test_portal", None)
+    return client

@@ -129,11 +129,15 @@ ROUTES: list[tuple[str, str]] = [
     ("PUT", "/api/v1/admin/search-tools/{id}"),
     ("DELETE", "/api/v1/admin/search-tools/{id}"),
     ("GET", "/api/v1/admin/search-tools/{id}/history"),
+    ("GET", "/api/v1/admin/search-tools/{id}/embedding"),
+    ("POST", "/api/v1/admin/search-tools/{id}/embedding"),
     ("POST", "/api/v1/admin/search-tools/{id}/test"),
     ("POST", "/api/v1/admin/search-tools/{id}/documents"),
     ("GET", "/api/v1/admin/search-tools/{id}/documents"),
     ("GET", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
     ("DELETE", "/api/v1/admin/search-tools/{id}/documents/{docId}"),
+    ("PUT", "/api/v1/admin/search-tools/{id}/documents/{docId}/metadata"),
+    ("PATCH", "/api/v1/admin/search-tools/{id}/documents/{docId}/metadata"),
     ("GET", "/api/v1/admin/audit/export"),
     ("GET", "/api/v1/admin/calls"),
     ("GET", "/api/v1/admin/calls/capture"),
@@ -273,6 +277,8 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return {"capability": "search", "arguments": {"query": "document"}}
     if path.endswith("/documents"):
         return UPLOAD
+    if path.endswith("/metadata"):
+        return {}  # a document's metadata, whole (PUT) or merged (PATCH)
     if path.endswith("/test"):
         return {"draftContent": "exports.run = function () { return 1; };", "tool": {}}
     if path.endswith("/revert"):
@@ -281,8 +287,8 @@ def body_for(method: str, path: str, principal: str) -> Any:
         return {"id": own}
     if path.endswith("/call") or path.endswith("/run"):
         return {} if path.endswith("/call") else {"input": {}}
-    if path.endswith("/publish") or "/tools/" in path:
-        return None
+    if path.endswith("/publish") or path.endswith("/embedding") or "/tools/" in path:
+        return None  # actions without a body
     if path == "/api/v1/admin/code-modules/{id}":
         return {"description": "overwritten"}
     if path == "/api/v1/admin/tokens":

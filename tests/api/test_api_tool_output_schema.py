@@ -44,3 +44,6 @@ def test_a_bad_output_schema_is_refused_naming_the_field(api: TestClient, upstre
     fields = problem_fields(api.post(TOOLS, json=weather(upstream, outputSchema=looped)))
     assert fields == ["outputSchema.$defs.a.$ref"]
     assert problem_fields(api.post(TOOLS, json=weather(upstream, outputSchema={"type": "array"}))) == ["outputSchema.type"]
+    # A number beyond 64 bits (found by the fuzzer: it was a 500) is named, not stored.
+    huge = {"type": "object", "properties": {"t": {"type": "number", "maximum": 87726941527032643584}}}
+    assert problem_fields(api.post(TOOLS, json=weather(upstream, outputSchema=huge))) == ["outputSchema"]

@@ -119,3 +119,16 @@ def test_a_source_with_a_nul_character_is_refused_at_save_and_in_test(client: Te
     # written as an escape inside a string, it runs
     escaped = client.post(f"{BASE}/test", json={"draftContent": "exports.run = () => 'a\\u0000b'.length;"}).json()
     assert escaped["output"] == 3
+
+
+def test_a_draft_source_set_to_null_beside_a_tool_section_is_refused_naming_the_source(client: TestClient) -> None:
+    """PUT's `draftContent: null` is a source that is no text: its rule names it (the tool section's
+    hints read the source for `http`, which was a 500 the fuzzer found); the module is unchanged."""
+    module_id = unique_id()
+    expect(client.post(BASE, json={"id": module_id, "description": "d", "draftContent": "exports.run = () => 1;"}), 201)
+    before = client.get(f"{BASE}/{module_id}").json()
+    problem = assert_problem(client.put(f"{BASE}/{module_id}", json={"draftContent": None, "description": None, "tool": {}}),
+                             400, "invalid-module")
+    assert any(error["field"] == "draftContent" for error in problem["errors"]), problem
+    after = client.get(f"{BASE}/{module_id}").json()
+    assert after == before

@@ -34,6 +34,7 @@ def tool(client: TestClient, source: str, *, params: list[dict[str, Any]] | None
 def as_token(client: TestClient, token: str) -> TestClient:
     """The same app, with another bearer token."""
     other = TestClient(client.app)
+    other.portal = client.portal  # on the lifespan's loop (tests.helpers.running says why)
     other.headers["Authorization"] = f"Bearer {token}"
     return other
 

@@ -233,6 +233,8 @@ def body_of(method: str, route: str) -> Body | None:
         "/api/v1/admin/search-tools": lambda s: {"id": s.fresh(), "description": "f"},
         "/api/v1/admin/search-tools/{id}": lambda s: {"description": "f2"},
         "/api/v1/admin/search-tools/{id}/test": lambda s: {"capability": "search", "arguments": {"query": "lighthouse"}},
+        "/api/v1/admin/search-tools/{id}/documents/{docId}/metadata": lambda s: {},
+        "/api/v1/admin/search-tools/{id}/embedding": lambda s: None,
         "/api/v1/tools/{name}/call": lambda s: {},
         "/api/v1/operator/tenants": lambda s: {"id": s.fresh(), "name": "intruder"},
         "/api/v1/operator/tenants/{id}": lambda s: {"name": "renamed"},
@@ -285,7 +287,7 @@ def api_cases(world: World, method: str, route: str) -> list[Case]:
     if route.endswith("/tools/{name}"):  # a server's attachment: beta's server, or alpha's with beta's tool
         return [case(lambda s: route.replace("{id}", s["server"]).replace("{name}", TOOL)),
                 case(lambda s: route.replace("{id}", SERVER).replace("{name}", s["module"]))]
-    if route.endswith("/documents/{docId}"):  # beta's tool and document, or alpha's tool with beta's document
+    if route.endswith(("/documents/{docId}", "/documents/{docId}/metadata")):  # beta's tool and document, or alpha's tool with beta's document
         return [case(lambda s: route.replace("{id}", s["search-tool"]).replace("{docId}", s["document"])),
                 case(lambda s: route.replace("{id}", SEARCH_TOOL).replace("{docId}", s["shared-document"]))]
     if route == "/api/v1/admin/calls/capture/{name}":  # value capture switched for beta's tool
@@ -726,6 +728,39 @@ async def test_the_sdk_client_of_alpha_sees_nothing_of_beta(world: World, mode: 
             mine = await client.call_tool(TOOL, {})
             assert not mine.is_error and mine.structured_content["tenant"] == ALPHA
             assert mine.structured_content["mark"] == world.alpha.mark
+            await sees_no_prompt_or_resource_of_beta(world, client, role)
+
+
+async def refused(call: Any, name: str, ghost: str) -> None:
+    """`call(name)` and `call(ghost)` are refused alike: the same code, the same words but the name."""
+    from mcp.shared.exceptions import MCPError
+
+    errors = []
+    for each in (name, ghost):
+        with pytest.raises(MCPError) as raised:
+            await call(each)
+        errors.append((raised.value.error.code, raised.value.error.message.replace(each, "<name>")))
+    assert errors[0] == errors[1], errors
+
+
+async def sees_no_prompt_or_resource_of_beta(world: World, client: Any, role: str) -> None:
+    """Beta's prompt and resource are to alpha's admin and caller what a name nobody has is; so are
+    alpha's own to its caller, whose usage profile names neither (issue 33: prompts and resources
+    follow the tenant and profile rules of tools), in whichever era `client` speaks."""
+    prompts = (await client.list_prompts()).prompts
+    resources = (await client.list_resources()).resources
+    listed = json.dumps([item.model_dump(mode="json") for item in [*prompts, *resources]])
+    assert not any(s in listed for s in world.of_beta())
+    await refused(lambda name: client.get_prompt(name, {"who": "x"}), BETA_ONLY["prompt"], GHOSTS["prompt"])
+    await refused(client.read_resource, f"memo://{BETA_ONLY['resource']}", f"memo://{GHOSTS['resource']}")
+    if role == "admin":
+        assert PROMPT in {p.name for p in prompts} and f"memo://{RESOURCE}" in {str(r.uri) for r in resources}
+        assert (await client.get_prompt(PROMPT)).messages[0].content.text == f"Hi from {world.alpha.mark}"
+        assert (await client.read_resource(f"memo://{RESOURCE}")).contents[0].text == f"A notice from {world.alpha.mark}"
+    else:
+        assert prompts == [] and f"memo://{RESOURCE}" not in {str(r.uri) for r in resources}
+        await refused(client.get_prompt, PROMPT, GHOSTS["prompt"])
+        await refused(client.read_resource, f"memo://{RESOURCE}", f"memo://{GHOSTS['resource']}")
 
 
 # -- the walks -------------------------------------------------------------------------------------

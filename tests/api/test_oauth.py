@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from tests.conftest import wire
-from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN, expect, page_csrf
+from tests.helpers import ADMIN_TOKEN, OPERATOR_TOKEN, expect, on_its_loop, page_csrf, running
 from tests.tenants import create_tenant
 
 BASE = "http://127.0.0.1:8000"
@@ -37,18 +37,18 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
 
 @pytest.fixture
 def app(settings: Settings, shared_sandbox: object) -> Iterator[FastAPI]:
-    application = create_app(wire(settings.model_copy(update={"oauth_access_token_seconds": 60}), shared_sandbox))
-    with TestClient(application, base_url=BASE):
+    with running(create_app(wire(settings.model_copy(update={"oauth_access_token_seconds": 60}), shared_sandbox)), BASE) as application:
         yield application
 
 
 def anonymous(app: FastAPI) -> TestClient:
-    return TestClient(app, base_url=BASE, follow_redirects=False)
+    """A client of its own (cookies, no token) whose requests run on the app's loop (`running`)."""
+    return on_its_loop(app, base_url=BASE, follow_redirects=False)
 
 
 def person(app: FastAPI, token: str = ADMIN_TOKEN) -> TestClient:
     """A browser signed in to the console with `token` (a token session: the person is its holder)."""
-    browser = TestClient(app, base_url=BASE, follow_redirects=False)
+    browser = anonymous(app)
     expect(browser.post("/console/sign-in", data={"token": token, "next": "/console/oauth/grants"}), 303)
     return browser
 
@@ -277,7 +277,7 @@ def test_a_token_asked_for_another_resource_at_the_token_endpoint_is_invalid_tar
 
 def test_an_expired_access_token_is_invalid_token(settings: Settings, shared_sandbox: object) -> None:
     application = create_app(wire(settings.model_copy(update={"oauth_access_token_seconds": 1}), shared_sandbox))
-    with TestClient(application, base_url=BASE):
+    with running(application, BASE):
         _, issued = tokens_for(application)
         assert mcp(application, issued["access_token"]).status_code == 200
         time.sleep(2.1)
@@ -387,7 +387,7 @@ def test_a_person_signed_in_by_password_allows_a_client_and_a_disabled_persons_t
     http = anonymous(app)
     made = expect(http.post("/api/v1/admin/users", json={"email": "ada@example.com", "name": "Ada", "role": "caller",
                                                          "password": "correct horse battery"}, headers=admin), 201).json()
-    browser = TestClient(app, base_url=BASE, follow_redirects=False)
+    browser = anonymous(app)
     expect(browser.post("/console/sign-in/password", data={"organization": "default", "email": "ada@example.com",
                                                           "password": "correct horse battery", "next": "/console/oauth/grants"}), 303)
     client_id, issued = tokens_for(app, browser)
@@ -443,7 +443,7 @@ def test_on_a_postgresql_event_store_every_replica_shares_keys_grants_and_revoca
             return refusal.status
         return 200
 
-    with TestClient(one, base_url=BASE), TestClient(two, base_url=BASE):
+    with running(one, BASE), running(two, BASE):
         assert isinstance(one.state.oauth.store, PostgresOAuthStore)
         assert anonymous(one).get("/oauth/jwks").json() == anonymous(two).get("/oauth/jwks").json()
         client_id, issued = tokens_for(one)  # registered, allowed and exchanged on one
@@ -465,7 +465,7 @@ def test_behind_a_proxy_every_url_is_the_public_ones(settings: Settings, shared_
     in front): metadata, issuer, audience and the authorization server's checks all use the public URL."""
     public = "https://tools.example.com"
     application = create_app(wire(settings.model_copy(update={"public_url": public}), shared_sandbox))
-    with TestClient(application, base_url=BASE):
+    with running(application, BASE):
         assert anonymous(application).get("/.well-known/oauth-authorization-server").json()["issuer"] == public
         refused = mcp(application, None)
         assert f'resource_metadata="{public}/.well-known/oauth-protected-resource/mcp"' in refused.headers["www-authenticate"]

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
 from entrypoints.web import create_app
 from infrastructure.settings import Settings
 from tests.conftest import wire
-from tests.helpers import OPERATOR_TOKEN, expect
+from tests.helpers import OPERATOR_TOKEN, expect, on_its_loop, running
 
 BASE = "http://127.0.0.1:8000"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -29,7 +28,8 @@ def app(settings: Settings, shared_sandbox: object, keycloak: Any) -> Iterator[F
         "oauth_issuer": keycloak.issuer, "oauth_required_scope": "",
         "oauth_role_map": "toolsmith-admin=admin,toolsmith-auditor=auditor,toolsmith-caller=caller"})
     application = create_app(wire(configured, shared_sandbox))
-    with TestClient(application, base_url=BASE) as http:
+    with running(application, BASE):
+        http = on_its_loop(application, base_url=BASE)
         for tenant in ("acme", "globex"):
             expect(http.post("/api/v1/operator/tenants", json={"id": tenant, "name": tenant.title()},
                              headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}), 201)
@@ -37,11 +37,11 @@ def app(settings: Settings, shared_sandbox: object, keycloak: Any) -> Iterator[F
 
 
 def mcp(app: FastAPI, token: str, path: str = "/mcp") -> Any:
-    return TestClient(app, base_url=BASE).post(path, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
+    return on_its_loop(app, base_url=BASE).post(path, json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"})
 
 
 def test_the_metadata_names_the_external_issuer_and_the_built_in_server_is_not_there(app: FastAPI, keycloak: Any) -> None:
-    http = TestClient(app, base_url=BASE)
+    http = on_its_loop(app, base_url=BASE)
     metadata = http.get("/.well-known/oauth-protected-resource/mcp").json()
     assert metadata["authorization_servers"] == [keycloak.issuer] and metadata["resource"] == BASE + "/mcp"
     refused = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)

@@ -239,6 +239,7 @@ def nested(depth: int) -> dict[str, Any]:
     ({"type": "object", "properties": {"a": {"type": "strin"}}}, "tool.{key}.properties.a.type", "not a valid JSON Schema 2020-12"),
     ({"type": "array"}, "tool.{key}.type", 'must be "object"'),
     ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}, "tool.{key}.$schema", "2020-12"),
+    ({"type": "object", "properties": {"a": {"type": "integer", "maximum": 87726941527032643584}}}, "tool.{key}", "64-bit"),
 ])
 @pytest.mark.parametrize("key", ["inputSchema", "outputSchema"])
 def test_a_bad_schema_is_a_400_naming_the_field(client: TestClient, schema: dict[str, Any], field: str, says: str, key: str) -> None:

@@ -173,3 +173,10 @@ def test_the_baseline_names_only_scenarios_of_the_suite() -> None:
     runner()
     unknown = set(baseline()) - set(scenarios())
     assert not unknown, f"{BASELINE.relative_to(PROJECT)} names scenarios the suite does not have: {sorted(unknown)}"
+
+
+def test_the_baseline_holds_only_sampling_and_the_three_elicitation_scenarios() -> None:
+    # Issue 33's acceptance: every other server scenario passes. Sampling (deprecated in 2026-07-28)
+    # is not offered; elicitation is the next issue's.
+    assert set(baseline()) == {"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults",
+                               "elicitation-sep1330-enums"}

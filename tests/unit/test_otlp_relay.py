@@ -89,10 +89,13 @@ def test_the_processor_sends_sampled_spans_in_batches_and_drops_past_its_queue()
     unsampled = TracerProvider(sampler=ALWAYS_OFF)
     unsampled.add_span_processor(processor)  # type: ignore[arg-type]
     try:
-        unsampled.get_tracer("t").start_span("not kept").end()
-        for k in range(4):
-            provider.get_tracer("t").start_span(f"span {k}", attributes={"k": k}).end()
-        assert processor.dropped == 1  # the queue held 3
+        # The relay's thread, woken by a full batch, waits to send while the test holds its send lock
+        # (on a loaded machine it could take the first batch out before the fourth span ended).
+        with processor._send_lock:
+            unsampled.get_tracer("t").start_span("not kept").end()
+            for k in range(4):
+                provider.get_tracer("t").start_span(f"span {k}", attributes={"k": k}).end()
+            assert processor.dropped == 1  # the queue held 3
         assert processor.force_flush()
         sent = [marshal.loads(one) for batch in taking.batches for one in batch]
         assert [len(batch) for batch in taking.batches] == [2, 1]

@@ -682,3 +682,17 @@ def test_the_schema_is_stricter_than_validate_input_only_about_null_for_an_optio
     schema = jsonschema_rs.Draft202012Validator(input_schema(SEVEN_TYPES), validate_formats=True)
     assert validate_input(SEVEN_TYPES, {**VALID, "count": None})["count"] == 2
     assert not schema.is_valid({**VALID, "count": None})
+
+
+def test_the_documented_visible_pattern_refuses_exactly_what_the_description_check_calls_blank() -> None:
+    # The OpenAPI document's pattern (ECMA-262 and Python read it alike: an explicit class) and the
+    # R3 check agree on every character; with a bare \S, "\x1c" was valid to a client and refused here.
+    import re
+    import sys
+
+    from domain.rules import VISIBLE_PATTERN, description_violations
+
+    visible = re.compile(VISIBLE_PATTERN)
+    for code in (c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF):
+        text = f" {chr(code)} "
+        assert (visible.search(text) is not None) == (description_violations(text) == []), hex(code)

@@ -169,6 +169,12 @@ class ResourceKind(ItemKind[PublishedResource]):
             if record is None or record.deleted or not record.published or record.published.get("tool") is None:
                 raise InvalidDefinition([Violation("module", "RS5", f"{module!r} is not a published tool module")])
 
+    def users_of(self, tenant: str, name: str) -> list[str]:
+        """R12: the resources whose draft or published version is rendered by the module `name` (its
+        delete is refused while one is, as a prompt's module's is)."""
+        return [item.item_id for item in self.items(tenant)
+                if any(d is not None and d["module"] == name for d in (item.draft, item.published))]
+
     # -- MCP resources (`application.resources.ResourceSource`) --------------------------------
 
     def resource_stamp(self, tenant: str) -> Any:
