@@ -45,3 +45,24 @@ def test_the_servers_cpu_counts_threads_started_since_and_loses_nothing_to_threa
     first = cpu.read()
     sum(i * i for i in range(200_000))
     assert cpu.spent(first, cpu.read()) > 0
+
+
+def test_an_actions_page_time_is_split_into_the_wire_and_the_browsers_own_part_which_says_when_the_goal_is_out_of_reach() -> None:
+    from bench.console_browser import ACTIONS
+
+    entry = {"responseEnd": 0.02, "domContentLoaded": 0.05, "load": 0.08, "cpu": 0.03}
+    loads = {name: {"cold": [entry], "warm": [entry]} for name, _ in PAGES}
+    name = ACTIONS[0][0]
+    # 30 ms through the page, of which its request took 10 ms on the wire: the browser's own 20 ms is 10x REST's 2 ms
+    times = {name: {"ui": [0.03, 0.03, 0.03], "uiWire": [0.01, 0.01, 0.01], "rest": [0.002, 0.002, 0.002]}}
+    rows, figures = table(loads, times)
+    own, page = rows[-2:]
+    assert own.figure == f"{name}: through the page, the browser's own part" and own.ours == "20.0 ms"
+    assert own.meets is None and own.goal == "informative" and abs(own.ratio - 10) < 1e-9
+    assert "on the wire 10.0 ms" in own.spread
+    assert page.meets is False and "out of reach: the browser's own part alone is 10.00× REST" in page.spread
+    assert abs(figures["actions"][name]["browserOwnMs"] - 20) < 1e-9 and abs(figures["actions"][name]["onTheWireMs"] - 10) < 1e-9
+    # a page whose own part is within the goal does not say "out of reach", even when the whole misses
+    times[name]["uiWire"] = [0.0285, 0.0285, 0.0285]
+    rows, _ = table(loads, times)
+    assert rows[-1].meets is False and "out of reach" not in rows[-1].spread
