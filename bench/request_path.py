@@ -354,8 +354,9 @@ def port_in_range(taken: set[int]) -> int:
     raise SystemExit(f"bench.request_path: every port of {PORTS.start}–{PORTS.stop - 1} is taken")
 
 
-def start_toolsmith(tmp: Path, port: int) -> Server:
-    """`toolsmith serve` as `make run` starts it, the two request-rate limiters on and out of reach."""
+def start_toolsmith(tmp: Path, port: int, *, log_level: str | None = None) -> Server:
+    """`toolsmith serve` as `make run` starts it, the two request-rate limiters on and out of reach
+    (`log_level`: TOOLSMITH_LOG_LEVEL, else its default, INFO: the access log on)."""
     from infrastructure.settings import Settings
 
     env = {"TOOLSMITH_ADMIN_TOKEN": TOKEN,
@@ -363,8 +364,11 @@ def start_toolsmith(tmp: Path, port: int) -> Server:
            "TOOLSMITH_TENANT_RATE_PER_SECOND": UNREACHED_RATE, "TOOLSMITH_TENANT_RATE_BURST": UNREACHED_BURST,
            # the launcher turns the failed-authentication limiter off; `make run` has it at its default
            "TOOLSMITH_AUTH_FAILURES_PER_MINUTE": str(Settings.model_fields["auth_failures_per_minute"].default)}
-    server = Server(data_dir=tmp / "data", port=port, token=TOKEN, inherit_settings=False, env=env,
-                    log_file=tmp / "serve.log", log_mode="w")
+    if log_level is not None:
+        env["TOOLSMITH_LOG_LEVEL"] = log_level
+    name = "serve" if log_level is None else f"serve-{log_level.lower()}"
+    server = Server(data_dir=tmp / f"data-{name}", port=port, token=TOKEN, inherit_settings=False, env=env,
+                    log_file=tmp / f"{name}.log", log_mode="w")
     try:
         return server.start(timeout=60)
     except RuntimeError as failed:
@@ -954,6 +958,43 @@ def rows_of(runs: dict[str, list[dict[str, float]]], quickjs: list[float]) -> li
     return rows
 
 
+def access_log_rows(tmp: Path, taken: set[int], server: Server, args: argparse.Namespace, progress: Progress) -> list[Row]:
+    """The access log's cost measured by switching it off: a second `toolsmith serve`, the same but
+    at TOOLSMITH_LOG_LEVEL=WARNING (no access line, no info line), and the REST call ×1 on each in
+    alternating rounds; each server's CPU per request (its process, /proc) and its rate. The
+    profile's logging row is a share of the samples (a sample taken while the API thread holds the
+    GIL but waits for a core counts where it stands); this row is the same cost as a difference."""
+    progress("the access log, measured: the REST call on a second server with it off (TOOLSMITH_LOG_LEVEL=WARNING)")
+    quiet = start_toolsmith(tmp, port_in_range(taken), log_level="WARNING")
+    try:
+        publish_tool(quiet)
+        arms = {"on": server, "off": quiet}
+        scripts: dict[str, Variant] = {}
+        for arm, each in arms.items():
+            folder = tmp / f"wrk-{arm}"  # wrk's scripts of the arm's server
+            folder.mkdir(exist_ok=True)
+            scripts[arm] = next(v for v in variants(folder, each.url, each.url, each.url, "") if v.name == "REST call ×1")
+        for variant in scripts.values():
+            run_wrk(variant, args.warmup)
+        cpu: dict[str, list[float]] = {"on": [], "off": []}
+        rates: dict[str, list[float]] = {"on": [], "off": []}
+        for r in range(args.rounds):
+            for arm in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                pid = arms[arm].process.pid  # type: ignore[union-attr]
+                before = cpu_seconds(pid)
+                done = run_wrk(scripts[arm], args.seconds)
+                cpu[arm].append((cpu_seconds(pid) - before) / done["requests"])
+                rates[arm].append(done["rate"])
+    finally:
+        quiet.stop()
+    on, off = median(cpu["on"]), median(cpu["off"])
+    q1, q3 = quartiles([(a - b) * 1e6 for a, b in zip(cpu["on"], cpu["off"])])
+    rate_on, rate_off = median(rates["on"]), median(rates["off"])
+    return [Row("the access log, measured: API CPU per request with it on less off (REST call, 1 conn)",
+                f"{(on - off) * 1e6:,.0f} µs/request", f"on {on * 1e6:,.0f} µs, off {off * 1e6:,.0f} µs", rate_on / rate_off,
+                "(informative: calls/s on / off)", None, f"IQR {q1:.0f}–{q3:.0f} µs; {rate_on:,.0f}/s on, {rate_off:,.0f}/s off")]
+
+
 def api_tools_rows(args: argparse.Namespace, progress: Progress) -> list[Row]:
     """bench.api_tools's own measurement (its owner keeps it), its 8-caller row."""
     if args.skip_api_tools:
@@ -1001,6 +1042,7 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
             else:
                 layer_table, how = profile_server(server, profiled, args.profile_seconds, tmp, progress,
                                                   profile_out=args.profile_out, hot_frames=args.hot)
+            logging_rows = access_log_rows(tmp, taken, server, args, progress)
         finally:
             for process in processes:
                 stop(process)
@@ -1014,6 +1056,7 @@ def run(argv: Sequence[str] | None = None, *, quiet: bool = False) -> tuple[list
     rows = rows_of(runs, quickjs)
     rows.append(Row(f"where the time goes: {profiled}, CPU per request by layer", "", "", None, "", None, ""))
     rows += layer_table
+    rows += logging_rows
     rows += api_tools_rows(args, progress)
     if args.in_process_cpu:
         rows += cpu_in_process(progress, 300 if args.quick else 1000, 5 if args.quick else 9)
@@ -1045,7 +1088,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 NOTES = ("(where the time goes: each layer's share of the API process's samples × its CPU in the window ÷ the requests served, "
          "a sample in the innermost layer on its stack (bench/request_path.py LAYERS); the JavaScript runs in the sandbox's "
-         "worker processes, counted apart)")
+         "worker processes, counted apart; a sample is wall-clock time with the GIL held, so a thread waiting for a core "
+         "counts where it stands: the access log's measured row is its cost as a difference, it on against off)")
 
 
 def notes(info: dict[str, object]) -> str:
