@@ -10,3 +10,11 @@ The machines these run on are shared and noisy, so every comparison interleaves 
 many short rounds, reports medians, and computes each ratio from figures of the same run.
 Benchmarks report; they never fail on a goal.
 """
+
+import os
+
+# NumPy's OpenBLAS runs one thread, as `toolsmith` sets it before NumPy loads (entrypoints/cli.py):
+# an in-process benchmark (the vector searches of bench.hybrid_search, bench.tool_search) measures
+# what the service runs, and no idle OpenBLAS thread spinning after a product counts in the CPU of
+# the next figure.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
