@@ -279,9 +279,9 @@ ARM = """() => {
   document.body.addEventListener('htmx:afterSettle', () => { t.end = performance.now(); });
 }"""
 READ = "() => { const t = window.__benchAction; return t && t.start !== null && t.end !== null ? (t.end - t.start) / 1e3 : null; }"
-# The page's requests of the action (Resource Timing: htmx's XMLHttpRequests since the click, from their
-# start to their answer's last byte): what of the page's time the network and the server took; the rest
-# of it is the browser's own part (the event, htmx building the request, the swap, layout).
+# The page's requests of the action as Chromium timed them (Resource Timing: htmx's XMLHttpRequests since
+# the click, from their start to their answer's last byte), shown beside the browser's own part (the
+# page's time less the same request sent without a browser, `table`).
 ON_THE_WIRE = """() => {
   const t = window.__benchAction;
   if (!t || t.start === null) return null;
