@@ -74,6 +74,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -723,24 +724,30 @@ def layer_rows(samples: Counter[str], cpu: float, requests: int, workers_cpu: fl
     return rows
 
 
+def in_process_app(tmp: str) -> tuple[Any, Any]:
+    """The services and the app as `make run` makes them (embedded defaults, the limiters on and out
+    of reach), in this process, with their data in `tmp`: the in-process measurements' server."""
+    from entrypoints.compose import bootstrap
+    from entrypoints.web import create_app
+    from infrastructure.settings import Settings
+
+    os.environ.pop("SQLITE_DBNAME", None)
+    settings = Settings(data_dir=tmp, admin_token=TOKEN, persistence_module="eventsourcing.sqlite", sandbox_url="embedded",
+                        rate_per_second=float(UNREACHED_RATE), rate_burst=int(UNREACHED_BURST),
+                        tenant_rate_per_second=float(UNREACHED_RATE), tenant_rate_burst=int(UNREACHED_BURST))
+    services = bootstrap(settings)
+    return services, create_app(services)
+
+
 def profile_in_process(progress: Progress, calls: int) -> tuple[list[Row], str]:
     """The fallback when py-spy cannot attach: the same app (bootstrap + create_app, embedded
     defaults, the limiters on and out of reach) in this process, `calls` REST calls through an
     in-process ASGI client under cProfile."""
     import anyio
 
-    from entrypoints.compose import bootstrap
-    from entrypoints.web import create_app
-    from infrastructure.settings import Settings
-
     progress(f"profile (fallback): cProfile of {calls} in-process ASGI calls")
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
-        os.environ.pop("SQLITE_DBNAME", None)
-        settings = Settings(data_dir=tmp, admin_token=TOKEN, persistence_module="eventsourcing.sqlite", sandbox_url="embedded",
-                            rate_per_second=float(UNREACHED_RATE), rate_burst=int(UNREACHED_BURST),
-                            tenant_rate_per_second=float(UNREACHED_RATE), tenant_rate_burst=int(UNREACHED_BURST))
-        services = bootstrap(settings)
-        app = create_app(services)
+        services, app = in_process_app(tmp)
         # The event loop thread's CPU (not the wall clock: its waits are no one's work). The worker
         # thread that carries the call to the sandbox is not seen by this profiler: py-spy sees it.
         profiler = cProfile.Profile(time.thread_time)
@@ -821,18 +828,9 @@ def cpu_in_process(progress: Progress, calls: int, rounds: int) -> list[Row]:
     the head and body, is not in it; the sandbox's worker processes are not either.)"""
     import anyio
 
-    from entrypoints.compose import bootstrap
-    from entrypoints.web import create_app
-    from infrastructure.settings import Settings
-
     progress(f"in process: CPU per request, {rounds} rounds × {calls} requests per path")
     with tempfile.TemporaryDirectory(prefix="toolsmith-bench-") as tmp:
-        os.environ.pop("SQLITE_DBNAME", None)
-        settings = Settings(data_dir=tmp, admin_token=TOKEN, persistence_module="eventsourcing.sqlite", sandbox_url="embedded",
-                            rate_per_second=float(UNREACHED_RATE), rate_burst=int(UNREACHED_BURST),
-                            tenant_rate_per_second=float(UNREACHED_RATE), tenant_rate_burst=int(UNREACHED_BURST))
-        services = bootstrap(settings)
-        app = create_app(services)
+        services, app = in_process_app(tmp)
         auth = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
 
         async def drive() -> dict[str, list[float]]:
