@@ -161,9 +161,7 @@ class Ingest:
                 added.clear()
                 new.clear()
                 changed[0] = False
-                tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
-                if tool is None or tool.deleted:
-                    raise UnknownRecord(LABEL, name)
+                tool = self._for_update(tenant, name)
                 for upload, sha256, size, media_type in taken:
                     document, is_new = tool.add_document(sha256, _file_name(upload.name), media_type, size, by)
                     if kept is not None and tool.set_metadata(document["id"], self._checked_metadata(tool, kept), by):
@@ -207,9 +205,7 @@ class Ingest:
         answer: list[Document] = []
 
         def attempt() -> Change[None]:
-            tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
-            if tool is None or tool.deleted:
-                raise UnknownRecord(LABEL, name)
+            tool = self._for_update(tenant, name)
             document = tool.documents.get(doc_id)
             if document is None:
                 raise UnknownRecord(DOCUMENT, doc_id)
@@ -220,6 +216,13 @@ class Ingest:
 
         deps.commands.run(attempt, name=name, lock=tenant)
         return answer[0]
+
+    def _for_update(self, tenant: str, name: str) -> SearchTool:
+        """The tool `name`, loaded to be changed (in a command's attempt); UnknownRecord if it is gone."""
+        tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
+        if tool is None or tool.deleted:
+            raise UnknownRecord(LABEL, name)
+        return tool
 
     @staticmethod
     def _checked_metadata(tool: SearchTool, metadata: Any) -> dict[str, Any]:
@@ -234,9 +237,7 @@ class Ingest:
         gone: list[Document] = []
 
         def attempt() -> Change[None]:
-            tool = self.kind._load(search_tool_id(tenant, name), for_update=True)
-            if tool is None or tool.deleted:
-                raise UnknownRecord(LABEL, name)
+            tool = self._for_update(tenant, name)
             if doc_id not in tool.documents:
                 raise UnknownRecord(DOCUMENT, doc_id)
             gone[:] = [tool.remove_document(doc_id, by)]
