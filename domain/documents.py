@@ -230,6 +230,10 @@ class DocumentIndex(ABC):
 
     # Whether `vector_search` answers (an index without vectors is lexical only).
     vectors: bool = False
+    # Whether a read mostly waits on another process (a search engine over the network): hybrid
+    # retrieval then asks the words and the meaning side by side (`domain.retrieval`), rather than
+    # one after the other as it does an index whose reads are this process's own CPU.
+    remote: bool = False
 
     def vector_search(self, tenant: str, tool: str, vector: bytes, model: str, limit: int,
                       document_ids: Sequence[str] | None = None) -> list[Hit]:

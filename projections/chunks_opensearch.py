@@ -33,6 +33,21 @@ tenant in one index, behind an alias.
   and are found by their words until they are put again, as on SQLite). A node without the plugin
   cannot map `knn_vector`: the index is then made without vectors and is lexical only (`vectors`
   is false, and the log says why).
+- **Each document's vector sum, for the tool's mean.** Semantic retrieval centres the query on
+  the mean of the tool's vectors (`vector_mean`, `domain.retrieval`). Beside its chunks, a
+  document with vectors has one summary record (id `tenant/tool/<documentId>#summary`): the
+  document's scope as its chunks have it (so that it is written, read and deleted under the same
+  tenant filter), and under `summary` its model, how many of its chunks have a vector and the sum
+  of those vectors, each L2-normalized, as 256 `double`s. It has no number, text or vector, so no
+  search, read or count of chunks ever finds it (those that match on the scope alone ask for a
+  number, `_CHUNK`). It is written in the same `_bulk` as the chunks and deleted with them. The tool's mean is one `size: 0` search
+  (a `sum` of each coordinate over the tool's summaries by the model), told only when the
+  summaries count exactly the chunks that have a vector by the model: half-written (a periodic
+  refresh between two `_bulk` bodies), or an index whose chunks were put before summaries
+  existed, and the query is asked as it is until the documents are put again (a rebuild). A
+  process keeps a tool's mean for `MEAN_SECONDS` (forgotten at once when it writes the tool
+  itself): a mean a second old centres a query a little differently, it never hides a chunk,
+  and a hybrid query then waits on two requests side by side rather than three.
 - **Unavailable is an answer.** A request that cannot reach OpenSearch (or gets 429 past the
   retries, or 502-504) raises `IndexUnavailable`, which the API serves as a 503.
 """
@@ -42,6 +57,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -111,6 +127,7 @@ MAPPINGS: dict[str, Any] = {
     },
 }
 TRACKING_FIELDS = ("application_name", "notification_id", "store")
+_SUM = {"type": "double", "index": False}  # aggregated from doc values, never searched
 # A chunk's embedding (`Chunk.vector`) and the model that made it: HNSW of Lucene (pure Java; the
 # plugin's native engines are not used), cosine similarity (the vectors are L2-normalized).
 VECTOR_MAPPINGS: dict[str, Any] = {
@@ -118,7 +135,21 @@ VECTOR_MAPPINGS: dict[str, Any] = {
     "vector": {"type": "knn_vector", "dimension": VECTOR_DIMENSIONS,
                "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}},
 }
+# A document's summary record (`summary_source`): the sum of its chunks' vectors, coordinate by
+# coordinate (d000 … d255), for the tool's mean.
+SUM_FIELDS = tuple(f"d{i:03d}" for i in range(VECTOR_DIMENSIONS))
+SUMMARY_MAPPINGS: dict[str, Any] = {
+    "summary": {"properties": {
+        "model": _KEYWORD, "count": _NUMBER,
+        "sum": {"properties": {name: _SUM for name in SUM_FIELDS}},
+    }},
+}
+# A chunk, not a summary record (nor the tracking document): it has a number.
+_CHUNK: dict[str, Any] = {"exists": {"field": "n"}}
 MAX_K = 10_000  # the k-NN plugin's bound on a query's k
+# How long a process keeps a tool's mean (`vector_mean`), and for how many tools at most.
+MEAN_SECONDS = 1.0
+MAX_MEANS = 1_024
 # The HNSW candidates a query explores (Lucene's default is k): with k = 10 to 50 the graph missed
 # about one true neighbour in ten of the retrieval set's questions; 256 finds what the exact scan does.
 EF_SEARCH = 256
@@ -145,7 +176,7 @@ def index_mappings(vectors: bool) -> dict[str, Any]:
     if not vectors:
         return MAPPINGS
     return {**MAPPINGS, "_source": {"excludes": ["vector"]},
-            "properties": {**MAPPINGS["properties"], **VECTOR_MAPPINGS}}
+            "properties": {**MAPPINGS["properties"], **VECTOR_MAPPINGS, **SUMMARY_MAPPINGS}}
 
 
 def tracking_doc_id(application_name: str) -> str:
@@ -156,6 +187,10 @@ def chunk_doc_id(tenant: str, tool: str, document_id: str, n: int) -> str:
     return f"{tenant}/{tool}/{chunk_id(document_id, n)}"
 
 
+def summary_doc_id(tenant: str, tool: str, document_id: str) -> str:
+    return f"{tenant}/{tool}/{document_id}#summary"  # a chunk's number is never `summary`
+
+
 def chunk_source(tenant: str, tool: str, document: IndexedDocument, chunk: Chunk,
                  vectors: bool = False) -> dict[str, Any]:
     source = {
@@ -163,13 +198,37 @@ def chunk_source(tenant: str, tool: str, document: IndexedDocument, chunk: Chunk
         "end": chunk.end, "page": chunk.page, "title": document.title, "text": chunk.text, "name": document.name,
         "media_type": document.media_type,
     }
-    if vectors and document.model and chunk.vector is not None and len(chunk.vector) == 4 * VECTOR_DIMENSIONS:
+    if vectors and document.model and _is_vector(chunk.vector):
         source["model"] = document.model
         source["vector"] = np.frombuffer(chunk.vector, dtype="<f4").tolist()
     return source
 
 
+def summary_action(tenant: str, tool: str, document_id: str, model: str | None,
+                   vectors: Sequence[bytes | None]) -> bytes:
+    """The `_bulk` action that writes the document's summary record: the count and sum of the
+    vectors its chunks are given (those `chunk_source` keeps, each L2-normalized, in float64), or
+    deletes it when none is kept."""
+    kept = [v for v in vectors if _is_vector(v)] if model else []
+    doc_id = summary_doc_id(tenant, tool, document_id)
+    if not kept:
+        return _line({"delete": {"_id": doc_id}})
+    matrix = np.frombuffer(b"".join(kept), dtype="<f4").reshape(len(kept), VECTOR_DIMENSIONS).astype(np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    total = matrix.sum(axis=0)
+    summary = {"model": model, "count": len(kept), "sum": dict(zip(SUM_FIELDS, total.tolist()))}
+    return _line({"index": {"_id": doc_id}}) + _line({"tenant": tenant, "tool": tool, "document_id": document_id,
+                                                      "summary": summary})
+
+
+def _is_vector(vector: bytes | None) -> bool:
+    return vector is not None and len(vector) == 4 * VECTOR_DIMENSIONS
+
+
 class OpenSearchDocumentIndex(DocumentIndex):
+    remote = True  # every read is a request to the node: hybrid retrieval sends its two side by side
+
     def __init__(self, client: OpenSearch, index: str = DEFAULT_INDEX, replicas: int = 1) -> None:
         """`index` is the alias every request goes through; `replicas` the replicas of the index
         created on first use (0 on a single node, or its health stays yellow)."""
@@ -179,6 +238,9 @@ class OpenSearchDocumentIndex(DocumentIndex):
         self._ready = False
         self._ready_lock = threading.Lock()
         self._vectors = False  # the index has the vector fields (known once prepared)
+        self.mean_seconds = MEAN_SECONDS
+        self._means: OrderedDict[tuple[str, str, str], tuple[float, bytes | None]] = OrderedDict()
+        self._means_lock = threading.Lock()
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -194,9 +256,12 @@ class OpenSearchDocumentIndex(DocumentIndex):
             _line({"delete": {"_id": chunk_doc_id(tenant, tool, document.document_id, n)}})
             for n in range(len(chunks), last_before + 1)
         ]
+        if self.vectors:
+            actions.append(summary_action(tenant, tool, document.document_id, document.model, [c.vector for c in chunks]))
         bodies = list(_bodies(actions))
         for i, body in enumerate(bodies):
             self._bulk(body, refresh=i == len(bodies) - 1)
+        self._forget_means(tenant, tool)
 
     def put_many(self, documents: Sequence[tuple[str, str, IndexedDocument, Sequence[Chunk]]]) -> None:
         """Every new chunk in `_bulk` requests of about `BULK_BYTES` (over each chunk of the same id),
@@ -210,6 +275,9 @@ class OpenSearchDocumentIndex(DocumentIndex):
             + _line(chunk_source(tenant, tool, document, c, self.vectors))
             for tenant, tool, document, chunks in documents for c in chunks
         ]
+        if self.vectors:
+            actions += [summary_action(tenant, tool, document.document_id, document.model, [c.vector for c in chunks])
+                        for tenant, tool, document, chunks in documents]
         bodies = list(_bodies(actions))
         for i, body in enumerate(bodies):
             self._bulk(body, refresh=i == len(bodies) - 1)
@@ -221,13 +289,15 @@ class OpenSearchDocumentIndex(DocumentIndex):
         for part in _parts(extras, EXTRA_DOCUMENTS):
             # refreshed when it deleted something (a delete that matched nothing does not refresh)
             self._delete_by_query({"bool": {"minimum_should_match": 1, "should": part}}, refresh=True)
+        for tenant, tool in {(tenant, tool) for tenant, tool, _, _ in documents}:
+            self._forget_means(tenant, tool)
 
     def put_vectors(self, tenant: str, tool: str, document_id: str, model: str, vectors: Sequence[bytes]) -> bool:
         """A partial update of each chunk (`model`, `vector`): the vector is not in `_source`, the
         update gives it anew. Only when the document has exactly one chunk a vector."""
         if not self.vectors or not vectors or any(len(v) != 4 * VECTOR_DIMENSIONS for v in vectors):
             return False
-        body = {"query": {"bool": {"filter": _scope(tenant, tool, [document_id])}}}
+        body = {"query": {"bool": {"filter": [*_scope(tenant, tool, [document_id]), _CHUNK]}}}
         if int(self._call(lambda: self.client.count(index=self.index, body=body))["count"]) != len(vectors):
             return False
         if self._last_number(tenant, tool, document_id, 0) != len(vectors) - 1:
@@ -237,18 +307,23 @@ class OpenSearchDocumentIndex(DocumentIndex):
             + _line({"doc": {"model": model, "vector": np.frombuffer(vector, dtype="<f4").tolist()}})
             for n, vector in enumerate(vectors)
         ]
+        actions.append(summary_action(tenant, tool, document_id, model, vectors))
         for body_part in _bodies(actions):
             self._bulk(body_part, refresh=True)
+        self._forget_means(tenant, tool)
         return True
 
     def remove(self, tenant: str, tool: str, document_id: str) -> None:
-        self._delete_by_query({"bool": {"filter": _scope(tenant, tool, [document_id])}})
+        self._delete_by_query({"bool": {"filter": _scope(tenant, tool, [document_id])}})  # its summary too
+        self._forget_means(tenant, tool)
 
     def drop(self, tenant: str, tool: str) -> None:
         self._delete_by_query({"bool": {"filter": _scope(tenant, tool)}})
+        self._forget_means(tenant, tool)
 
     def clear(self) -> None:
         self._delete_by_query({"match_all": {}})
+        self._forget_means()
 
     def apply(self, changes: Sequence[IndexChange], position: IndexPosition | None = None) -> None:
         """Puts go together (`put_many`) until a removal, which goes after them, in the changes'
@@ -284,7 +359,7 @@ class OpenSearchDocumentIndex(DocumentIndex):
         return IndexPosition(application_name, int(source["notification_id"]), source.get("store"))
 
     def total(self) -> int:
-        body = {"query": {"exists": {"field": "tenant"}}}
+        body = {"query": _CHUNK}
         return int(self._call(lambda: self.client.count(index=self.index, body=body))["count"])
 
     # -- reads -----------------------------------------------------------------------------------
@@ -372,6 +447,53 @@ class OpenSearchDocumentIndex(DocumentIndex):
         # Lucene's order, ties by chunk id as on SQLite.
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
+    def vector_mean(self, tenant: str, tool: str, model: str) -> bytes | None:
+        """One search of no hits: the tool's summaries by `model` summed coordinate by coordinate,
+        beside the count of its chunks with a vector by `model`; the mean when the summaries count
+        exactly those chunks (None otherwise, or with no vectors). Kept `mean_seconds`."""
+        if not self.vectors:
+            return None
+        key, now = (tenant, tool, model), time.monotonic()
+        with self._means_lock:
+            kept = self._means.get(key)
+            if kept is not None and kept[0] > now:
+                return kept[1]
+        mean = self._mean(tenant, tool, model)
+        with self._means_lock:
+            self._means[key] = (now + self.mean_seconds, mean)
+            self._means.move_to_end(key)
+            while len(self._means) > MAX_MEANS:
+                self._means.popitem(last=False)
+        return mean
+
+    def _forget_means(self, tenant: str | None = None, tool: str | None = None) -> None:
+        """The means kept of the tool (every tool's, with none named): this process wrote it."""
+        with self._means_lock:
+            for key in [k for k in self._means if tenant is None or k[:2] == (tenant, tool)]:
+                del self._means[key]
+
+    def _mean(self, tenant: str, tool: str, model: str) -> bytes | None:
+        chunks = {"term": {"model": model}}
+        summaries = {"term": {"summary.model": model}}
+        body = {
+            "size": 0,
+            "track_total_hits": False,
+            "query": {"bool": {"filter": _scope(tenant, tool), "minimum_should_match": 1, "should": [chunks, summaries]}},
+            "aggs": {
+                "chunks": {"filter": chunks},
+                "summaries": {"filter": summaries, "aggs": {
+                    "count": {"sum": {"field": "summary.count"}},
+                    **{name: {"sum": {"field": f"summary.sum.{name}"}} for name in SUM_FIELDS},
+                }},
+            },
+        }
+        found = self._call(lambda: self.client.search(index=self.index, body=body))["aggregations"]
+        count = int(found["summaries"]["count"]["value"] or 0)
+        if count == 0 or count != int(found["chunks"]["doc_count"]):
+            return None
+        total = np.array([found["summaries"][name]["value"] for name in SUM_FIELDS], dtype=np.float64)
+        return (total / count).astype("<f4").tobytes()
+
     def chunks(self, tenant: str, tool: str, document_id: str, first: int, last: int) -> list[StoredChunk]:
         first = max(first, 0)
         if last < first:
@@ -391,7 +513,7 @@ class OpenSearchDocumentIndex(DocumentIndex):
         ]
 
     def count(self, tenant: str, tool: str) -> int:
-        body = {"query": {"bool": {"filter": _scope(tenant, tool)}}}
+        body = {"query": {"bool": {"filter": [*_scope(tenant, tool), _CHUNK]}}}
         return int(self._call(lambda: self.client.count(index=self.index, body=body))["count"])
 
     def close(self) -> None:
@@ -414,6 +536,8 @@ class OpenSearchDocumentIndex(DocumentIndex):
                     self.client.indices.put_mapping(index=self.index, body={"properties": {
                         name: MAPPINGS["properties"][name] for name in TRACKING_FIELDS}})
                     self._vectors = self._add_vector_fields()
+                    if self._vectors:  # an index made before summary records: their fields too
+                        self.client.indices.put_mapping(index=self.index, body={"properties": SUMMARY_MAPPINGS})
             except TransportConnectionError as error:
                 raise IndexUnavailable(f"OpenSearch cannot be reached: {_reason(error)}") from None
             except TransportError as error:

@@ -16,6 +16,7 @@ implementations' test passes a no-op (tests/contract/test_tenant_isolation.py).
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
@@ -23,7 +24,9 @@ from typing import Any
 
 from eventsourcing.persistence import Tracking
 
-from domain.documents import TEXT, Chunk, DocumentIndex, IndexedDocument
+import numpy as np
+
+from domain.documents import TEXT, VECTOR_DIMENSIONS, Chunk, DocumentIndex, IndexedDocument
 from domain.model import STATES, CodeModule
 from projections.interface import ListQuery, ModuleReadModel
 from projections.modules import ModuleSummaries
@@ -204,18 +207,30 @@ DOCUMENT_IDS = ("guide", "faq", "policy")
 SHARED_WORDS = ("holiday", "parking", "badge")
 
 
+VECTOR_MODEL = "tenancy-model@1"
+
+
+def text_vector(text: str) -> bytes:
+    """A unit vector of the index's width, the same for the same text (a stand-in embedding)."""
+    vector = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(VECTOR_DIMENSIONS)
+    return (vector / np.linalg.norm(vector)).astype("<f4").tobytes()
+
+
 def document_chunks(tenant: str, tool: str, document_id: str) -> tuple[IndexedDocument, list[Chunk]]:
     """A document of the tenant's tool: its title and every chunk name the tenant; the chunks'
-    count and words differ between tenants (globex's `policy` is in its wiki only)."""
+    count and words differ between tenants (globex's `policy` is in its wiki only); each chunk
+    has a vector of its text by `VECTOR_MODEL`."""
     title = f"{tenant} {tool} {document_id}"
     count = 3 if tenant == ACME else 2
     texts = [f"{tenant} {SHARED_WORDS[(n + len(document_id)) % 3]} chunk {n} of {document_id} in {tool} at {tenant}"
              for n in range(count)]
     chunks, start = [], 0
     for n, text in enumerate(texts):
-        chunks.append(Chunk(n=n, start=start, end=start + len(text), text=text, page=n + 1 if tenant == GLOBEX else None))
+        chunks.append(Chunk(n=n, start=start, end=start + len(text), text=text, page=n + 1 if tenant == GLOBEX else None,
+                            vector=text_vector(text)))
         start += len(text) + 2
-    return IndexedDocument(document_id=document_id, title=title, name=f"{document_id}.txt", media_type=TEXT), chunks
+    return IndexedDocument(document_id=document_id, title=title, name=f"{document_id}.txt", media_type=TEXT,
+                           model=VECTOR_MODEL), chunks
 
 
 def documents_of(tenant: str) -> list[tuple[str, IndexedDocument, list[Chunk]]]:
@@ -278,6 +293,23 @@ def check_documents(shared: DocumentIndex, alone: dict[str, DocumentIndex], prob
                 assert all(_names_only(tenant, chunk.text) for chunk in stored)
         for tool in (*TOOLS, "missing"):
             same(tenant, f"count {tool}", lambda index: index.count(tenant, tool))
+        if shared.vectors:
+            for tool, document_ids, near in itertools.product(TOOLS, within, (ACME, GLOBEX)):
+                what = f"vector search {tool} near {near}'s text in {document_ids}"
+                vector = text_vector(f"{near} {SHARED_WORDS[0]} chunk 0 of guide in {tool} at {near}")
+                hits = same(tenant, what, lambda index: index.vector_search(tenant, tool, vector, VECTOR_MODEL, 100, document_ids),
+                            _hit_set)
+                assert all(_names_only(tenant, hit.title) and _names_only(tenant, hit.snippet) for hit in hits), (tenant, what)
+                same(tenant, what + " (top 2)",
+                     lambda index: index.vector_search(tenant, tool, vector, VECTOR_MODEL, 2, document_ids), len)
+            for tool in (*TOOLS, "missing"):
+                # the tool's mean (what a semantic query is centred on): of the tenant's vectors only
+                with probe(tenant, f"vector mean {tool}"):
+                    got = _mean(shared.vector_mean(tenant, tool, VECTOR_MODEL))
+                expected = _mean(alone[tenant].vector_mean(tenant, tool, VECTOR_MODEL))
+                assert (got is None) == (expected is None) and (got is None or np.allclose(got, expected, atol=1e-6)), (
+                    f"{tenant}: vector mean {tool}: the shared index answers {got}, the tenant's own {expected}")
+                checked += 1
 
     # The tenants' answers do differ, so that equal answers above mean something.
     assert shared.count(ACME, "handbook") == 9 and shared.count(GLOBEX, "handbook") == 3
@@ -287,7 +319,15 @@ def check_documents(shared: DocumentIndex, alone: dict[str, DocumentIndex], prob
     assert shared.chunks(ACME, "wiki", "faq", 0, 10) == [] and len(shared.chunks(GLOBEX, "wiki", "faq", 0, 10)) == 2
     assert shared.search(ACME, "handbook", [GLOBEX], 10) == []
     assert {h.document_id for h in shared.search(GLOBEX, "handbook", ["chunk"], 10)} == {"guide", "faq"}
+    if shared.vectors:
+        assert not np.allclose(_mean(shared.vector_mean(ACME, "wiki", VECTOR_MODEL)),
+                               _mean(shared.vector_mean(GLOBEX, "wiki", VECTOR_MODEL)), atol=1e-3)
+        assert {h.document_id for h in shared.vector_search(ACME, "wiki", text_vector("x"), VECTOR_MODEL, 100)} == {"guide", "policy"}
     return checked
+
+
+def _mean(mean: bytes | None) -> np.ndarray | None:
+    return None if mean is None else np.frombuffer(mean, dtype="<f4")
 
 
 def _hit_set(hits: list[Any]) -> set[tuple[Any, ...]]:

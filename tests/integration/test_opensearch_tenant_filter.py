@@ -142,7 +142,12 @@ class Inspector:
 
 
 def _check_query(query: Any, tenant: str, where: str) -> None:
-    """A `term` filter on the tenant among the required clauses, and no other tenant anywhere."""
+    """A `term` filter on the tenant among the required clauses, and no other tenant anywhere; a
+    `knn` query holds them in its own filter (Lucene answers the k nearest of what it matches)."""
+    if isinstance(query, dict) and list(query) == ["knn"]:
+        (field, knn), = query["knn"].items()
+        _check_query(knn.get("filter"), tenant, f"{where} (knn on {field})")
+        return
     assert isinstance(query, dict) and "bool" in query, f"{where}: not a bool query: {query}"
     required = []
     for occurs in ("filter", "must"):
@@ -259,7 +264,10 @@ def test_the_inspector_refuses_a_chunk_query_without_the_tenant_filter(recording
     tenancy.fill_documents(index, [ACME])
     # the chunk index as it would be had its scope forgotten the tenant
     monkeypatch.setattr(chunks_opensearch, "_scope", lambda tenant, tool, document_ids=None: [{"term": {"tool": tool}}])
+    vector = tenancy.text_vector("chunk")
     for call in (lambda: index.search(ACME, "wiki", ["chunk"], 5), lambda: index.chunks(ACME, "wiki", "guide", 0, 9),
-                 lambda: index.count(ACME, "wiki")):
+                 lambda: index.count(ACME, "wiki"),
+                 lambda: index.vector_search(ACME, "wiki", vector, tenancy.VECTOR_MODEL, 5),
+                 lambda: index.vector_mean(ACME, "wiki", tenancy.VECTOR_MODEL)):
         with pytest.raises(AssertionError, match="no term filter on the tenant"), inspector.probe(ACME, "unscoped"):
             call()

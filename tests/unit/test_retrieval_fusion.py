@@ -1,6 +1,8 @@
-"""File Search's weighted reciprocal rank fusion (domain/retrieval.py, `WEIGHTS`)."""
+"""File Search's weighted reciprocal rank fusion (domain/retrieval.py, `WEIGHTS`), and how `retrieve` asks an index."""
 
 from __future__ import annotations
+
+import contextvars
 
 import pytest
 
@@ -55,3 +57,59 @@ def test_a_query_is_centred_on_the_tools_mean_and_normalized_again() -> None:
     assert centred(pack(0.6, 0.8, 0.0), None) == pack(0.6, 0.8, 0.0)  # an index that cannot tell
     assert centred(pack(1.0, 0.0, 0.0), pack(1.0, 0.0, 0.0)) == pack(1.0, 0.0, 0.0)  # nothing left: as it is
     assert centred(pack(1.0, 0.0), pack(1.0, 0.0, 0.0)) == pack(1.0, 0.0)  # another width: as it is
+
+
+class _Index:
+    """A stand-in index that records where and when `retrieve` asks it."""
+
+    vectors = True
+
+    def __init__(self, remote: bool) -> None:
+        import threading
+
+        self.remote = remote
+        self.asked_meaning = threading.Event()
+        self.words_waited = False
+        self.words_thread = ""
+
+    def search(self, tenant, tool, terms, limit, document_ids=None):  # type: ignore[no-untyped-def]
+        import threading
+
+        self.words_thread = threading.current_thread().name
+        self.seen = ASKED.get()
+        if self.remote:  # a remote index's words wait until the meaning is asked beside them
+            self.words_waited = self.asked_meaning.wait(5)
+        return hits("a#0", "b#0")
+
+    def vector_mean(self, tenant, tool, model):  # type: ignore[no-untyped-def]
+        return None
+
+    def vector_search(self, tenant, tool, vector, model, limit, document_ids=None):  # type: ignore[no-untyped-def]
+        self.asked_meaning.set()
+        return hits("b#0", "c#0")
+
+
+ASKED: contextvars.ContextVar[str] = contextvars.ContextVar("ASKED", default="")
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_hybrid_asks_a_remote_index_its_words_beside_its_meaning_with_the_same_answer(remote: bool) -> None:
+    """OpenSearch (`remote`): the words are asked on another thread while the meaning is asked,
+    in the caller's context (its trace, its request); the embedded index: one after the other, on
+    the caller's thread. The answer is the same."""
+    import threading
+
+    from domain.retrieval import retrieve
+
+    index = _Index(remote)
+    ASKED.set("request-7")
+    found = retrieve(index, lambda query: ("m@1", b"\x00" * 4), "acme", "handbook", "q", ["q"], 3, None,  # type: ignore[arg-type]
+                     {"mode": HYBRID})
+
+    assert [h.chunk_id for h in found] == ["b#0", "c#0", "a#0"]  # meaning's second before words' first alone
+    assert found[0].retrievers == (LEXICAL, SEMANTIC)
+    assert index.seen == "request-7"
+    if remote:
+        assert index.words_waited and index.words_thread != threading.current_thread().name
+    else:
+        assert index.words_thread == threading.current_thread().name
