@@ -224,9 +224,13 @@ class DocumentIndex(ABC):
 
     @abstractmethod
     def search(self, tenant: str, tool: str, terms: Sequence[str], limit: int,
-               document_ids: Sequence[str] | None = None) -> list[Hit]:
+               document_ids: Sequence[str] | None = None, exact: bool = True) -> list[Hit]:
         """The best `limit` chunks for `terms` (from `query_terms`, never empty; any term may match,
-        the more and rarer the better: BM25), best first, within `document_ids` when given."""
+        the more and rarer the better: BM25), best first, within `document_ids` when given.
+        `exact=False` (hybrid's list of words, which fusion reads by rank): an index may rank by
+        the query's rarer words alone, leaving out words found in a large share of its chunks
+        (index elimination by IDF, as inexact top-k retrieval does), so that its answer is not
+        BM25's of every word."""
 
     # Whether `vector_search` answers (an index without vectors is lexical only).
     vectors: bool = False

@@ -173,12 +173,15 @@ def retrieve(index: DocumentIndex, embed: Callable[[str], tuple[str, bytes]] | N
         # The words asked on another thread while this one embeds the query and asks its meaning:
         # the wall clock of the slower, not of both (OpenSearch over 100,000 chunks: about 2.5 ms
         # for the words, 2 for the tool's mean and 4.5 for the nearest vectors, one after another).
-        words = _pool().submit(contextvars.copy_context().run, index.search, tenant, tool, terms, wanted, document_ids)
+        words = _pool().submit(contextvars.copy_context().run, index.search, tenant, tool, terms, wanted, document_ids,
+                               exact=False)
         meaning = _semantic(index, embed, tenant, tool, query, wanted, document_ids, retrieval)
         found = {LEXICAL: words.result(), SEMANTIC: meaning}
     else:
         if LEXICAL in RETRIEVERS[mode]:
-            found[LEXICAL] = index.search(tenant, tool, terms, wanted, document_ids)
+            # fused (hybrid, with the meaning beside it): read by rank, the index may rank the
+            # chunks of the query's rarer words only (`DocumentIndex.search`, `exact`)
+            found[LEXICAL] = index.search(tenant, tool, terms, wanted, document_ids, exact=not semantic)
         if semantic:
             found[SEMANTIC] = _semantic(index, embed, tenant, tool, query, wanted, document_ids, retrieval)
     return fuse(found, mode=mode, limit=limit, rrf_k=retrieval.get("rrfK") or RRF_K,

@@ -365,7 +365,8 @@ class OpenSearchDocumentIndex(DocumentIndex):
     # -- reads -----------------------------------------------------------------------------------
 
     def search(self, tenant: str, tool: str, terms: Sequence[str], limit: int,
-               document_ids: Sequence[str] | None = None) -> list[Hit]:
+               document_ids: Sequence[str] | None = None, exact: bool = True) -> list[Hit]:
+        # Always exact: Lucene skips the chunks that cannot reach the top (block-max WAND) itself.
         if not terms or limit <= 0 or (document_ids is not None and not document_ids):
             return []
         body = {

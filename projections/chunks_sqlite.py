@@ -30,6 +30,13 @@
   chunk can reach its last score (each word's BM25 share is below (k1 + 1) × its IDF), else
   every match is ranked; either way the answer is the same (bench.hybrid_search: questions of
   common words over 100,000 chunks, p95 150 against 67 ms of CPU on a loaded machine).
+- **Hybrid's list of words need not be exact** (`search(..., exact=False)`: fusion reads it by
+  rank). A query whose words are found `PRUNE_AT` times or more in all is ranked by its words in
+  at most `COMMON_SHARE` (1 %) of the file's chunks alone, when it has any, and the commoner
+  words neither choose nor score the chunks: index elimination by IDF, as inexact top-k retrieval
+  does it (Manning, Raghavan and Schütze, Introduction to Information Retrieval, 7.1.2), or
+  Elasticsearch's common terms query's `cutoff_frequency`, whose common words still score. A
+  question of common words and a few rare ones then costs the rare words' chunks only.
 - **Vectors beside the words.** `chunks_vec` is a `vec0` table of `sqlite-vec` in the same file:
   each chunk embedded (its `vector`, by its document's `model`) has a row of the same rowid, its
   tool's scope as the partition key (a query scans the vectors of its own tool only) and its
@@ -137,6 +144,9 @@ MMAP_BYTES = 1 << 30
 PRUNE_AT = 2_000
 ESSENTIAL_SHARE = 0.25
 PRUNE_TRIES = 2
+# A search that need not be exact (hybrid's list of words, `search`'s `exact`) leaves out the
+# words in more than this share of the file's chunks, when the query has rarer ones.
+COMMON_SHARE = 0.01
 BM25_K1_PLUS_1 = 2.2  # FTS5's bm25: k1 = 1.2
 FTS5_MIN_IDF = 1e-6  # FTS5's IDF of a word in half the rows or more
 MAX_COUNTED_TERMS = 100_000
@@ -244,9 +254,16 @@ class SqliteDocumentIndex(DocumentIndex):
     # -- reads -----------------------------------------------------------------------------------
 
     def search(self, tenant: str, tool: str, terms: Sequence[str], limit: int,
-               document_ids: Sequence[str] | None = None) -> list[Hit]:
+               document_ids: Sequence[str] | None = None, exact: bool = True) -> list[Hit]:
         if not terms or limit <= 0 or (document_ids is not None and not document_ids):
             return []
+        if not exact:
+            with self._read() as db:
+                db.execute("BEGIN")
+                try:
+                    terms = self._rarer(db, terms)
+                finally:
+                    db.execute("COMMIT")
         within = ""
         parameters: list[object] = [
             MARK_START, MARK_END, ELLIPSIS, SNIPPET_TOKENS, match_expression(tenant, tool, terms), tenant, tool,
@@ -319,6 +336,16 @@ class SqliteDocumentIndex(DocumentIndex):
         if len(marked) < len(found):  # a chunk of another tool behind the same scope token: rank them all
             return None
         return [(*marked[rowid][:5], -score, marked[rowid][5]) for rowid, score in found]
+
+    def _rarer(self, db: sqlite3.Connection, terms: Sequence[str]) -> Sequence[str]:
+        """The terms a search that need not be exact ranks by (`search`, `exact=False`): those in
+        at most `COMMON_SHARE` of the file's chunks, when the query also has words in more and
+        its words are found `PRUNE_AT` times or more in all; else every term."""
+        rows, counts = self._term_counts(db, terms)
+        if sum(counts.values()) < PRUNE_AT:
+            return terms
+        rarer = [t for t in terms if counts[t] <= COMMON_SHARE * rows]
+        return rarer or terms
 
     def _term_counts(self, db: sqlite3.Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The file's chunks, and how many hold each term in their title or text: the N and n of

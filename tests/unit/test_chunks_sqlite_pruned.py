@@ -72,3 +72,26 @@ def test_a_write_counts_for_the_next_pruned_search(index: SqliteDocumentIndex, m
     index.remove(TENANT, TOOL, "late")
     assert "late#0" not in [h.chunk_id for h in index.search(TENANT, TOOL, query, 5)]
     monkeypatch.setattr(chunks_sqlite, "PRUNE_AT", 10**12)
+
+
+def test_hybrids_list_of_words_ranks_by_the_rarer_words_alone_over_a_large_file(
+        index: SqliteDocumentIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`exact=False` (hybrid's list, read by rank): a query whose words are found often enough in
+    all is ranked by its words in at most `COMMON_SHARE` of the file's chunks alone, as if asked
+    for those only; a query of common words only, or one found rarely, answers exactly."""
+    monkeypatch.setattr(chunks_sqlite, "COMMON_SHARE", 0.2)  # each rare word is in some 5 % of the chunks (text and titles), each common one in most
+    monkeypatch.setattr(chunks_sqlite, "PRUNE_AT", 0)
+    rng = random.Random(11)
+    queries = [rng.sample(COMMON, rng.randint(1, 4)) + rng.sample(RARE, rng.randint(1, 2)) for _ in range(20)]
+    for terms in queries:
+        rare = [t for t in terms if t in RARE]
+        for limit in (1, 5, 10):
+            hits = index.search(TENANT, TOOL, terms, limit, exact=False)
+            assert hits == index.search(TENANT, TOOL, rare, limit)
+            assert hits and all(any(r in h.snippet or r in h.title for r in rare) for h in hits)
+        assert index.search(TENANT, TOOL, terms, 10) == index.search(TENANT, TOOL, terms, 10, exact=True)
+        assert index.search(TENANT, TOOL, terms, 10, exact=False) != index.search(TENANT, TOOL, terms, 10)  # the common words left out
+    common = COMMON[:3]
+    assert index.search(TENANT, TOOL, common, 10, exact=False) == index.search(TENANT, TOOL, common, 10)
+    monkeypatch.setattr(chunks_sqlite, "PRUNE_AT", 10**12)  # a small file, or words found rarely: exact
+    assert index.search(TENANT, TOOL, queries[0], 10, exact=False) == index.search(TENANT, TOOL, queries[0], 10)

@@ -72,10 +72,11 @@ class _Index:
         self.words_waited = False
         self.words_thread = ""
 
-    def search(self, tenant, tool, terms, limit, document_ids=None):  # type: ignore[no-untyped-def]
+    def search(self, tenant, tool, terms, limit, document_ids=None, exact=True):  # type: ignore[no-untyped-def]
         import threading
 
         self.words_thread = threading.current_thread().name
+        self.exact = exact
         self.seen = ASKED.get()
         if self.remote:  # a remote index's words wait until the meaning is asked beside them
             self.words_waited = self.asked_meaning.wait(5)
@@ -109,7 +110,10 @@ def test_hybrid_asks_a_remote_index_its_words_beside_its_meaning_with_the_same_a
     assert [h.chunk_id for h in found] == ["b#0", "c#0", "a#0"]  # meaning's second before words' first alone
     assert found[0].retrievers == (LEXICAL, SEMANTIC)
     assert index.seen == "request-7"
+    assert index.exact is False  # hybrid's list of words is read by rank (`DocumentIndex.search`)
     if remote:
         assert index.words_waited and index.words_thread != threading.current_thread().name
     else:
         assert index.words_thread == threading.current_thread().name
+    retrieve(index, None, "acme", "handbook", "q", ["q"], 3, None, {"mode": HYBRID})  # type: ignore[arg-type]
+    assert index.exact is True  # no meaning beside it (no embedder): the words alone, exactly
