@@ -40,8 +40,9 @@ tenant in one index, behind an alias.
   tenant filter), and under `summary` its model, how many of its chunks have a vector and the sum
   of those vectors, each L2-normalized, as 256 `double`s. It has no number, text or vector, so no
   search, read or count of chunks ever finds it (those that match on the scope alone ask for a
-  number, `_CHUNK`). It is written in the same `_bulk` as the chunks and deleted with them. The tool's mean is one `size: 0` search
-  (a `sum` of each coordinate over the tool's summaries by the model), told only when the
+  number, `_CHUNK`). It is written in the same `_bulk` as the chunks and deleted with them. The
+  tool's mean is one `size: 0` search (a `sum` of each coordinate over the tool's summaries by
+  the model), told only when the
   summaries count exactly the chunks that have a vector by the model: half-written (a periodic
   refresh between two `_bulk` bodies), or an index whose chunks were put before summaries
   existed, and the query is asked as it is until the documents are put again (a rebuild). A
@@ -85,6 +86,7 @@ from domain.documents import (
     chunk_id,
 )
 from projections.chunks_sqlite import lead
+from projections.vector_matrix import normalized
 
 log = logging.getLogger("toolsmith.projections")
 
@@ -135,7 +137,7 @@ VECTOR_MAPPINGS: dict[str, Any] = {
     "vector": {"type": "knn_vector", "dimension": VECTOR_DIMENSIONS,
                "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}},
 }
-# A document's summary record (`summary_source`): the sum of its chunks' vectors, coordinate by
+# A document's summary record (`summary_action`): the sum of its chunks' vectors, coordinate by
 # coordinate (d000 … d255), for the tool's mean.
 SUM_FIELDS = tuple(f"d{i:03d}" for i in range(VECTOR_DIMENSIONS))
 SUMMARY_MAPPINGS: dict[str, Any] = {
@@ -207,16 +209,15 @@ def chunk_source(tenant: str, tool: str, document: IndexedDocument, chunk: Chunk
 def summary_action(tenant: str, tool: str, document_id: str, model: str | None,
                    vectors: Sequence[bytes | None]) -> bytes:
     """The `_bulk` action that writes the document's summary record: the count and sum of the
-    vectors its chunks are given (those `chunk_source` keeps, each L2-normalized, in float64), or
-    deletes it when none is kept."""
+    vectors its chunks are given (those `chunk_source` keeps, each L2-normalized, summed in
+    float64), or deletes it when none is kept."""
     kept = [v for v in vectors if _is_vector(v)] if model else []
     doc_id = summary_doc_id(tenant, tool, document_id)
     if not kept:
         return _line({"delete": {"_id": doc_id}})
-    matrix = np.frombuffer(b"".join(kept), dtype="<f4").reshape(len(kept), VECTOR_DIMENSIONS).astype(np.float64)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    np.divide(matrix, norms, out=matrix, where=norms > 0)
-    total = matrix.sum(axis=0)
+    # normalized and summed as the embedded index's mean is (projections/vector_matrix.py)
+    total = normalized(np.frombuffer(b"".join(kept), dtype="<f4").reshape(len(kept), VECTOR_DIMENSIONS)).sum(
+        axis=0, dtype=np.float64)
     summary = {"model": model, "count": len(kept), "sum": dict(zip(SUM_FIELDS, total.tolist()))}
     return _line({"index": {"_id": doc_id}}) + _line({"tenant": tenant, "tool": tool, "document_id": document_id,
                                                       "summary": summary})
@@ -295,7 +296,7 @@ class OpenSearchDocumentIndex(DocumentIndex):
     def put_vectors(self, tenant: str, tool: str, document_id: str, model: str, vectors: Sequence[bytes]) -> bool:
         """A partial update of each chunk (`model`, `vector`): the vector is not in `_source`, the
         update gives it anew. Only when the document has exactly one chunk a vector."""
-        if not self.vectors or not vectors or any(len(v) != 4 * VECTOR_DIMENSIONS for v in vectors):
+        if not self.vectors or not vectors or not all(_is_vector(v) for v in vectors):
             return False
         body = {"query": {"bool": {"filter": [*_scope(tenant, tool, [document_id]), _CHUNK]}}}
         if int(self._call(lambda: self.client.count(index=self.index, body=body))["count"]) != len(vectors):

@@ -257,13 +257,18 @@ class SqliteDocumentIndex(DocumentIndex):
                document_ids: Sequence[str] | None = None, exact: bool = True) -> list[Hit]:
         if not terms or limit <= 0 or (document_ids is not None and not document_ids):
             return []
-        if not exact:
+        if not exact or (document_ids is None and len(terms) > 1):
+            # One snapshot for the words' counts and the pruned ranking that reads them.
             with self._read() as db:
                 db.execute("BEGIN")
                 try:
-                    terms = self._rarer(db, terms)
+                    if not exact:
+                        terms = self._rarer(db, terms)
+                    rows = self._pruned(db, tenant, tool, terms, limit) if document_ids is None and len(terms) > 1 else None
                 finally:
                     db.execute("COMMIT")
+            if rows is not None:
+                return _hits(rows)
         within = ""
         parameters: list[object] = [
             MARK_START, MARK_END, ELLIPSIS, SNIPPET_TOKENS, match_expression(tenant, tool, terms), tenant, tool,
@@ -272,15 +277,6 @@ class SqliteDocumentIndex(DocumentIndex):
             within, ids = _within("c.document_id", document_ids)
             parameters.extend(ids)
         parameters.append(limit)
-        if document_ids is None and len(terms) > 1:
-            with self._read() as db:
-                db.execute("BEGIN")
-                try:
-                    rows = self._pruned(db, tenant, tool, terms, limit)
-                finally:
-                    db.execute("COMMIT")
-            if rows is not None:
-                return _hits(rows)
         # FTS5 sorts its matches by rank itself (ORDER BY rank), so the join and the snippet
         # run for the rows returned only, not for every match. CROSS JOIN keeps that order: left
         # to choose, SQLite 3.51 reads the tool's chunks first and asks FTS5 about each (seconds

@@ -127,7 +127,7 @@ class VectorMatrices:
         total, count = np.zeros(self.dimensions, dtype=np.float64), 0
         cursor = db.execute("SELECT embedding FROM chunks_vec WHERE scope = ? AND model = ?", (scope, model))
         while rows := cursor.fetchmany(4_096):
-            vectors = _normalized(np.frombuffer(b"".join(r[0] for r in rows), dtype="<f4").reshape(len(rows), self.dimensions))
+            vectors = normalized(np.frombuffer(b"".join(r[0] for r in rows), dtype="<f4").reshape(len(rows), self.dimensions))
             total += vectors.sum(axis=0, dtype=np.float64)
             count += len(rows)
         found = (total / count).astype(np.float32) if count else None
@@ -164,7 +164,7 @@ class VectorMatrices:
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         documents = np.fromiter((names.setdefault(r[1], len(names)) for r in rows), dtype=np.int32, count=len(rows))
         vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), self.dimensions)
-        vectors = _normalized(vectors)
+        vectors = normalized(vectors)
         mean = vectors.mean(axis=0, dtype=np.float64).astype(np.float32) if len(rows) else None
         matrix = _Matrix(version, rowids, documents, names, vectors, mean)
         with self._lock:
@@ -184,7 +184,7 @@ class VectorMatrices:
         return matrix
 
 
-def _normalized(vectors: np.ndarray) -> np.ndarray:
+def normalized(vectors: np.ndarray) -> np.ndarray:
     """A float32 copy of the rows, each L2-normalized (a zero row stays zero)."""
     out = vectors.astype(np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
